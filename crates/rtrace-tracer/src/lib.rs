@@ -1,0 +1,164 @@
+//! The interface every tracer backend implements, and the small helpers they share.
+//!
+//! Lifecycle: [`Tracer::check`] (preflight, changes nothing) → [`Tracer::attach`] (creates the
+//! backend's kernel/daemon state and returns an [`Attachment`]) → [`Attachment::finish`] (stops
+//! tracing, drains, counts, removes the state). Dropping an [`Attachment`] without `finish` must
+//! also remove everything it created: that is how error paths and Ctrl-C clean up.
+
+mod names;
+mod process;
+
+pub use names::{owner_pid, run_tag, validate_name, NameError, PREFIX};
+pub use process::{is_alive, require_root, NotRoot};
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The tracers rtrace-bench knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TracerKind {
+    /// No tracer at all (baseline).
+    None,
+    /// ftrace uprobe / trace events, written to tracefs directly.
+    Ftrace,
+    /// Our CO-RE BPF programs loaded with libbpf-rs.
+    Ebpf,
+    /// LTTng-UST (user space) / LTTng kernel modules.
+    Lttng,
+    /// The real `bpftrace`, as an external reference.
+    Bpftrace,
+}
+
+impl TracerKind {
+    pub const ALL: [TracerKind; 5] = [
+        TracerKind::None,
+        TracerKind::Ftrace,
+        TracerKind::Ebpf,
+        TracerKind::Lttng,
+        TracerKind::Bpftrace,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TracerKind::None => "none",
+            TracerKind::Ftrace => "ftrace",
+            TracerKind::Ebpf => "ebpf",
+            TracerKind::Lttng => "lttng",
+            TracerKind::Bpftrace => "bpftrace",
+        }
+    }
+
+    /// Which instrumentation the workload must carry for this tracer.
+    pub fn instrumentation(self) -> Instrumentation {
+        match self {
+            TracerKind::Lttng => Instrumentation::LttngUst,
+            _ => Instrumentation::Usdt,
+        }
+    }
+}
+
+impl std::fmt::Display for TracerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The kind of static instrumentation compiled into a workload binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Instrumentation {
+    /// `.note.stapsdt` USDT probes (uprobe based tracers: ftrace, eBPF, bpftrace).
+    Usdt,
+    /// LTTng-UST tracepoints (liblttng-ust linked in).
+    LttngUst,
+}
+
+/// What to trace.
+#[derive(Debug, Clone)]
+pub enum Hook {
+    /// All sites of one USDT probe of `binary` (as found by `rtrace_sdt::find`).
+    Usdt {
+        binary: PathBuf,
+        sites: Vec<rtrace_sdt::Probe>,
+    },
+    /// An LTTng-UST tracepoint `provider:event`.
+    LttngUst { provider: String, event: String },
+    /// A kernel tracepoint such as `syscalls:sys_exit_clock_nanosleep`.
+    KernelTracepoint { category: String, name: String },
+}
+
+impl Hook {
+    /// A short human name: `rtrace:event`, `syscalls:sys_exit_clock_nanosleep`.
+    pub fn label(&self) -> String {
+        match self {
+            Hook::Usdt { sites, .. } => sites
+                .first()
+                .map(|p| format!("{}:{}", p.provider, p.name))
+                .unwrap_or_default(),
+            Hook::LttngUst { provider, event } => format!("{provider}:{event}"),
+            Hook::KernelTracepoint { category, name } => format!("{category}:{name}"),
+        }
+    }
+}
+
+/// How events are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordMode {
+    /// Flight recorder: a fixed in-memory buffer, oldest events overwritten (Gebai's method).
+    #[default]
+    Overwrite,
+    /// Every event drained by a consumer on another CPU to a file (the thesis' "storing all logs").
+    Stream,
+}
+
+/// Everything a backend needs to attach.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub hook: Hook,
+    /// Only events of this process (and, where the backend can, its children) count.
+    /// `None`: every process.
+    pub pid: Option<u32>,
+    /// The run's output directory: trace files go below it.
+    pub out_dir: PathBuf,
+    /// CPUs that consumers (drain threads, daemons we start) may run on: never the measured CPU.
+    pub consumer_cpus: Vec<usize>,
+    /// Backend buffer size per CPU in KiB (ftrace `buffer_size_kb`, ring buffer, sub-buffers).
+    pub buffer_size_kb: Option<u64>,
+    pub record: RecordMode,
+}
+
+/// Event accounting reported by a backend. `recorded + lost` must equal the ground-truth number
+/// of hits; the harness checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EventStats {
+    /// Events the tracer kept (in its buffer, in its files, or counted in its maps).
+    pub recorded: u64,
+    /// Events the tracer knows it dropped or overwrote.
+    pub lost: u64,
+}
+
+/// A tracer backend.
+pub trait Tracer {
+    fn kind(&self) -> TracerKind;
+
+    /// Preflight: is this tracer usable here for this hook? Changes nothing. The error's message
+    /// is one line that names the fix.
+    fn check(&self, hook: &Hook) -> anyhow::Result<()>;
+
+    /// Starts tracing `target`. Everything created is owned by the returned attachment.
+    fn attach(&self, target: &Target) -> anyhow::Result<Box<dyn Attachment>>;
+
+    /// Removes state left behind by runs of this tool that died without cleaning up
+    /// (SIGKILL). Must only touch state whose owner process is gone. Returns what was removed.
+    fn remove_stale(&self) -> anyhow::Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A live tracing session. Dropping it without `finish` removes its state too.
+pub trait Attachment {
+    /// Stops tracing, drains what is buffered, counts, and removes everything created.
+    fn finish(self: Box<Self>) -> anyhow::Result<EventStats>;
+}

@@ -1,0 +1,1 @@
+//! Root integration tests live in tests/tests/.
