@@ -1,1 +1,107 @@
-//! Root integration tests live in tests/tests/.
+//! Shared fixtures for the root integration tests in `tests/tests/`.
+//!
+//! The tests themselves need root and a real kernel; `cargo xtask ci` runs them with
+//! `--test-threads=1` because they share kernel state (tracefs, BPF, LTTng sessions).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A C program with USDT probes, built by gcc from `sdt_loop.c`:
+/// `sdt_loop N` fires `rtest:hit` N times (argument: the iteration), fires the is-enabled
+/// (semaphore) probe `rtest:sem` N times *only while a tracer has enabled it*, and prints
+/// `hits=N sem_hits=M` on exit. `rtest:never` exists but never fires.
+pub const SDT_LOOP_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/sdt.h>
+unsigned short rtest_sem_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+int main(int argc, char **argv) {
+    long n = argc > 1 ? atol(argv[1]) : 1000;
+    long sem_hits = 0;
+    for (long i = 0; i < n; i++) {
+        DTRACE_PROBE1(rtest, hit, i);
+        if (rtest_sem_semaphore) { DTRACE_PROBE1(rtest, sem, i); sem_hits++; }
+    }
+    if (argc > 2) DTRACE_PROBE1(rtest, never, n);
+    printf("hits=%ld sem_hits=%ld\n", n, sem_hits);
+    return 0;
+}
+"#;
+
+/// Builds `src` with gcc into `dir/name` and returns the path. Panics with gcc's output on
+/// failure (tests want a backtrace, not an error value).
+pub fn build_c(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).expect("write C source");
+    let out = dir.join(name);
+    let status = Command::new("gcc")
+        .args(["-O2", "-D_SDT_HAS_SEMAPHORES=1", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .args(flags)
+        .output()
+        .expect("gcc must be installed (apt-get install gcc systemtap-sdt-dev)");
+    assert!(
+        status.status.success(),
+        "gcc failed: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    out
+}
+
+/// Builds [`SDT_LOOP_C`] in `dir`.
+pub fn sdt_loop(dir: &Path) -> PathBuf {
+    build_c(dir, "sdt_loop", SDT_LOOP_C, &[])
+}
+
+/// Parses `hits=N sem_hits=M` printed by `sdt_loop`.
+pub fn parse_sdt_loop_output(stdout: &str) -> (u64, u64) {
+    let mut hits = None;
+    let mut sem = None;
+    for word in stdout.split_whitespace() {
+        if let Some(v) = word.strip_prefix("hits=") {
+            hits = v.parse().ok();
+        } else if let Some(v) = word.strip_prefix("sem_hits=") {
+            sem = v.parse().ok();
+        }
+    }
+    (
+        hits.expect("sdt_loop printed hits="),
+        sem.expect("sdt_loop printed sem_hits="),
+    )
+}
+
+/// A snapshot of the global tracing state this project could leak: uprobe events, tracefs
+/// instances, dynamic events. Compare before/after a run.
+pub fn tracefs_snapshot() -> String {
+    let t = Path::new("/sys/kernel/tracing");
+    let read = |p: &str| std::fs::read_to_string(t.join(p)).unwrap_or_default();
+    let mut instances: Vec<String> = std::fs::read_dir(t.join("instances"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    instances.sort();
+    format!(
+        "uprobe_events:\n{}\ndynamic_events:\n{}\ninstances: {:?}\n",
+        read("uprobe_events"),
+        read("dynamic_events"),
+        instances
+    )
+}
+
+/// The rtrace-bench binary and the workloads built next to it (same target dir as the tests).
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/test-xxxx -> target/<profile>/<name>
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} not built: run `cargo build --release --workspace` first (cargo xtask ci does)",
+        p.display()
+    );
+    p
+}
