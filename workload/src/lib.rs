@@ -1,1 +1,78 @@
-//! STUB
+//! The instrumented workload, generic over its instrumentation so each flavour (USDT here,
+//! LTTng-UST in its own binary) gets the same loop, monomorphised, with the tracepoint inlined.
+//!
+//! Protocol (see `rtrace_protocol`): argv[1] is a JSON `WorkloadConfig`; the workload pins,
+//! locks memory, prints `Ready`, waits for one byte on stdin, runs, prints `Done`.
+
+mod micro;
+mod setup;
+pub mod tsc;
+
+use anyhow::{bail, Context, Result};
+use rtrace_protocol::{Message, Probes, Ready, WorkloadConfig};
+use std::io::{Read, Write};
+
+/// A workload flavour's tracepoints. `event` is fired in the loop; `idle` exists in the binary
+/// but is never fired during a run (case 2 attaches to it).
+pub trait Instrument {
+    /// `"usdt"` or `"lttng-ust"`.
+    const INSTRUMENTATION: &'static str;
+    fn probes() -> Probes;
+    fn event(i: u64);
+    fn idle(i: u64);
+}
+
+/// Entry point of every workload binary: exits 0 on success, 2 on bad input, 1 otherwise.
+pub fn main<I: Instrument>() -> ! {
+    match run::<I>() {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("workload: {e:#}");
+            std::process::exit(1)
+        }
+    }
+}
+
+fn run<I: Instrument>() -> Result<()> {
+    let arg = std::env::args().nth(1).context(
+        "usage: workload '<json WorkloadConfig>' (this binary is started by rtrace-bench)",
+    )?;
+    let config: WorkloadConfig =
+        serde_json::from_str(&arg).context("argument is not a valid WorkloadConfig")?;
+    match config {
+        WorkloadConfig::Micro(c) => {
+            let placed = setup::place(c.cpu, c.priority)?;
+            announce::<I>(c.cpu, &placed)?;
+            wait_for_go()?;
+            let done = micro::run::<I>(&c)?;
+            emit(&Message::Done(done))
+        }
+    }
+}
+
+fn announce<I: Instrument>(cpu: usize, placed: &setup::Placed) -> Result<()> {
+    emit(&Message::Ready(Ready {
+        pid: std::process::id(),
+        cpu,
+        instrumentation: I::INSTRUMENTATION.to_owned(),
+        probes: I::probes(),
+        mlocked: placed.mlocked,
+        priority: placed.priority,
+    }))
+}
+
+fn emit(m: &Message) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", m.to_line())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn wait_for_go() -> Result<()> {
+    let mut b = [0u8; 1];
+    let n = std::io::stdin().read(&mut b)?;
+    if n != 1 {
+        bail!("harness closed stdin before go");
+    }
+    Ok(())
+}

@@ -1,1 +1,147 @@
-//! STUB
+//! What the harness and a workload say to each other.
+//!
+//! The harness starts a workload with one argument, a JSON [`WorkloadConfig`]. The workload pins
+//! itself, locks its memory, prints one [`Message::Ready`] line on stdout, and waits for one "go"
+//! byte on stdin (the harness attaches the tracer in between). At the end it prints one
+//! [`Message::Done`] line. Histograms travel as base64 of hdrhistogram's V2+deflate encoding, so
+//! result files can reload them exactly.
+
+mod histogram;
+
+pub use histogram::{decode_histogram, encode_histogram, new_histogram, HistogramError};
+
+use serde::{Deserialize, Serialize};
+
+/// The loop body of the microbenchmark (thesis §3.3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Body {
+    /// Only a compiler barrier (`asm("" ::: "memory")`): cases 0 and 2.
+    Barrier,
+    /// Fires the `rtrace:event` tracepoint with the iteration number: cases 1 and 3.
+    Event,
+}
+
+/// What the workload runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+pub enum WorkloadConfig {
+    /// The per-probe microbenchmark: time each loop body.
+    Micro(MicroConfig),
+}
+
+/// The per-probe microbenchmark configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MicroConfig {
+    pub body: Body,
+    /// Timed and recorded iterations.
+    pub iterations: u64,
+    /// Iterations run before, not recorded (the body still runs: probe hits count).
+    pub warmup: u64,
+    /// CPU to pin the loop to.
+    pub cpu: usize,
+    /// SCHED_FIFO priority, if any.
+    pub priority: Option<i32>,
+    /// Iterations of the empty timed interval, to report the timer's own cost.
+    pub timer_samples: u64,
+}
+
+/// The instrumentation a workload binary carries (LTTng-UST vs USDT) and its probe names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probes {
+    /// Provider of both tracepoints (`rtrace`).
+    pub provider: String,
+    /// Fired in the loop (cases 1 and 3).
+    pub event: String,
+    /// Never fired during a run: the attachment point of case 2.
+    pub idle: String,
+}
+
+/// One line on the workload's stdout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "msg", rename_all = "lowercase")]
+pub enum Message {
+    Ready(Ready),
+    Done(Done),
+}
+
+/// Printed once pinned and locked, before waiting for "go".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ready {
+    pub pid: u32,
+    /// CPU the loop thread is pinned to.
+    pub cpu: usize,
+    /// `"usdt"` or `"lttng-ust"`.
+    pub instrumentation: String,
+    pub probes: Probes,
+    /// Whether mlockall(MCL_CURRENT|MCL_FUTURE) succeeded.
+    pub mlocked: bool,
+    /// SCHED_FIFO priority in effect, if any.
+    pub priority: Option<i32>,
+}
+
+/// Printed once at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    /// Tracepoint executions, warm-up included: the ground truth for event accounting.
+    pub hits: u64,
+    /// Recorded samples (excludes warm-up).
+    pub iterations: u64,
+    pub warmup: u64,
+    /// Calibrated TSC frequency used to convert ticks to ns.
+    pub tsc_hz: f64,
+    /// Per-iteration duration in ns (encoded histogram).
+    pub histogram: String,
+    /// Duration of an empty timed interval in ns (encoded histogram): the timer's own cost.
+    pub timer_overhead: String,
+    /// Peak resident set size of the workload (KiB, from getrusage).
+    pub max_rss_kb: u64,
+}
+
+impl Message {
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("messages always serialize")
+    }
+
+    pub fn from_line(line: &str) -> Result<Message, serde_json::Error> {
+        serde_json::from_str(line.trim_end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let m = Message::Ready(Ready {
+            pid: 7,
+            cpu: 1,
+            instrumentation: "usdt".into(),
+            probes: Probes {
+                provider: "rtrace".into(),
+                event: "event".into(),
+                idle: "idle".into(),
+            },
+            mlocked: true,
+            priority: Some(99),
+        });
+        assert_eq!(Message::from_line(&m.to_line()).unwrap(), m);
+    }
+
+    #[test]
+    fn config_is_tagged() {
+        let c = WorkloadConfig::Micro(MicroConfig {
+            body: Body::Event,
+            iterations: 10,
+            warmup: 1,
+            cpu: 1,
+            priority: None,
+            timer_samples: 5,
+        });
+        let s = serde_json::to_string(&c).unwrap();
+        assert!(s.contains(r#""mode":"micro""#), "{s}");
+        assert!(s.contains(r#""body":"event""#), "{s}");
+        assert_eq!(serde_json::from_str::<WorkloadConfig>(&s).unwrap(), c);
+    }
+}

@@ -58,7 +58,16 @@ mod tests {
 
     #[test]
     fn rejects_tracefs_syntax() {
-        for bad in ["", "9a", "a/b", "a b", "a:b", "a\nb", "-:x", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "9a",
+            "a/b",
+            "a b",
+            "a:b",
+            "a\nb",
+            "-:x",
+            &"a".repeat(65),
+        ] {
             assert!(validate_name("probe", bad).is_err(), "{bad:?}");
         }
     }

@@ -1,0 +1,42 @@
+//! Placing the measuring thread: CPU pinning, memory locking, real-time priority.
+
+use anyhow::{bail, Context, Result};
+use nix::sys::mman::{mlockall, MlockAllFlags};
+
+pub struct Placed {
+    pub mlocked: bool,
+    pub priority: Option<i32>,
+}
+
+/// Pins the calling thread to `cpu`, locks all current and future memory, and switches to
+/// SCHED_FIFO `priority` if given. Pinning and priority failures are errors; mlockall failure is
+/// reported (an unprivileged user may lack RLIMIT_MEMLOCK) but not fatal.
+pub fn place(cpu: usize, priority: Option<i32>) -> Result<Placed> {
+    let ids = core_affinity::get_core_ids().context("cannot read the CPU list")?;
+    let Some(id) = ids.into_iter().find(|c| c.id == cpu) else {
+        bail!("CPU {cpu} is not available to this process");
+    };
+    if !core_affinity::set_for_current(id) {
+        bail!("cannot pin to CPU {cpu}");
+    }
+    let mlocked = mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).is_ok();
+    if let Some(p) = priority {
+        set_fifo(p)?;
+    }
+    Ok(Placed { mlocked, priority })
+}
+
+fn set_fifo(priority: i32) -> Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: plain syscall on the calling thread with a valid pointer.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        bail!(
+            "cannot set SCHED_FIFO priority {priority}: {} (run as root, priority 1..99)",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! The cycle counter: serialized reads around the timed body, and its frequency.
+
+use std::time::{Duration, Instant};
+
+/// Reads the TSC after all earlier instructions completed (lfence; rdtsc; lfence).
+#[inline(always)]
+pub fn start() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: lfence/rdtsc have no memory effects; x86_64 always has them.
+    unsafe {
+        use core::arch::x86_64::{_mm_lfence, _rdtsc};
+        _mm_lfence();
+        let t = _rdtsc();
+        _mm_lfence();
+        t
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    fallback_ns()
+}
+
+/// Reads the TSC once the timed body completed (rdtscp; lfence).
+#[inline(always)]
+pub fn stop() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: rdtscp writes only `aux`; lfence has no memory effects.
+    unsafe {
+        use core::arch::x86_64::{__rdtscp, _mm_lfence};
+        let mut aux = 0u32;
+        let t = __rdtscp(&mut aux);
+        _mm_lfence();
+        t
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    fallback_ns()
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn fallback_ns() -> u64 {
+    use std::sync::OnceLock;
+    static T0: OnceLock<Instant> = OnceLock::new();
+    T0.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Ticks per second, measured against the monotonic clock over `window`.
+pub fn calibrate(window: Duration) -> f64 {
+    let (t0, c0) = (Instant::now(), start());
+    while t0.elapsed() < window {
+        std::hint::spin_loop();
+    }
+    let (c1, t1) = (stop(), Instant::now());
+    (c1 - c0) as f64 / (t1 - t0).as_secs_f64()
+}
+
+/// Converts a tick delta to nanoseconds.
+#[inline(always)]
+pub fn to_ns(ticks: u64, ns_per_tick: f64) -> u64 {
+    (ticks as f64 * ns_per_tick).round() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_moves_forward_and_calibrates_plausibly() {
+        let a = start();
+        let b = stop();
+        assert!(b >= a);
+        let hz = calibrate(Duration::from_millis(20));
+        assert!(hz > 1e8 && hz < 1e11, "implausible TSC frequency {hz}");
+    }
+
+    #[test]
+    fn conversion_rounds() {
+        assert_eq!(to_ns(3, 0.5), 2);
+        assert_eq!(to_ns(1000, 1.0 / 2.5), 400);
+    }
+}
