@@ -1,6 +1,6 @@
 //! Placing the measuring thread: CPU pinning, memory locking, real-time priority.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use nix::sys::mman::{mlockall, MlockAllFlags};
 
 pub struct Placed {
@@ -12,12 +12,10 @@ pub struct Placed {
 /// SCHED_FIFO `priority` if given. Pinning and priority failures are errors; mlockall failure is
 /// reported (an unprivileged user may lack RLIMIT_MEMLOCK) but not fatal.
 pub fn place(cpu: usize, priority: Option<i32>) -> Result<Placed> {
-    let ids = core_affinity::get_core_ids().context("cannot read the CPU list")?;
-    let Some(id) = ids.into_iter().find(|c| c.id == cpu) else {
-        bail!("CPU {cpu} is not available to this process");
-    };
-    if !core_affinity::set_for_current(id) {
-        bail!("cannot pin to CPU {cpu}");
+    // Not `get_core_ids()`: that lists only the CPUs of the inherited mask, and the harness has
+    // confined itself to the other CPUs.
+    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        bail!("cannot pin to CPU {cpu} (is it online?)");
     }
     let mlocked = mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).is_ok();
     if let Some(p) = priority {

@@ -1,1 +1,37 @@
-fn main() {}
+//! rtrace-bench: parse → typed options → run → export. Errors print as one `Error:` line.
+
+mod cli;
+mod count;
+mod hold;
+mod options;
+mod probes;
+mod signals;
+mod tracers;
+mod usdt;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            if rtrace_measure::spawn::interrupted() {
+                130
+            } else {
+                1
+            }
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(cli: cli::Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        cli::Command::Usdt(args) => usdt::run(options::UsdtOptions::try_from(args)?),
+        cli::Command::Count(args) => count::run(options::CountOptions::try_from(args)?),
+        cli::Command::Probes(args) => probes::run(&args),
+        cli::Command::HoldExec(args) => hold::run(&args),
+    }
+}

@@ -1,1 +1,197 @@
-//! STUB
+//! ftrace backend: writes tracefs itself (no trace-cmd).
+//!
+//! Per attachment: a private instance `rtrace_<pid>_<seq>` (own buffer, own enable switches,
+//! `set_event_pid` filter), and for USDT hooks one uprobe event per probe site in a run-unique
+//! group of the same name, appended to the global `uprobe_events` with O_APPEND and removed with
+//! `-:GROUP/EVENT`. Kernel tracepoints (e.g. `syscalls:sys_exit_clock_nanosleep`) are only
+//! enabled in the instance. Accounting comes from the instance's `per_cpu/cpuN/stats`.
+
+mod instance;
+mod stale;
+mod stats;
+mod stream;
+mod tracefs;
+mod uprobe;
+
+pub use stats::{account, CpuStats};
+pub use tracefs::Tracefs;
+pub use uprobe::{definitions, UprobeDef};
+
+use anyhow::{bail, Context, Result};
+use instance::Instance;
+use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
+use stream::Consumer;
+
+/// The ftrace backend.
+#[derive(Debug, Default)]
+pub struct FtraceTracer;
+
+impl FtraceTracer {
+    pub fn new() -> FtraceTracer {
+        FtraceTracer
+    }
+}
+
+impl Tracer for FtraceTracer {
+    fn kind(&self) -> TracerKind {
+        TracerKind::Ftrace
+    }
+
+    fn check(&self, hook: &Hook) -> Result<()> {
+        rtrace_tracer::require_root("ftrace")?;
+        Tracefs::available()?;
+        match hook {
+            Hook::Usdt { binary, sites } => {
+                uprobe::definitions("check", binary, sites)?;
+                Ok(())
+            }
+            Hook::KernelTracepoint { category, name } => {
+                rtrace_tracer::validate_name("tracepoint category", category)?;
+                rtrace_tracer::validate_name("tracepoint", name)?;
+                if let Some(fs) = Tracefs::find() {
+                    if !fs.path(format!("events/{category}/{name}")).exists() {
+                        bail!("kernel tracepoint {category}:{name} does not exist here (see {}/available_events)", fs.root().display());
+                    }
+                }
+                Ok(())
+            }
+            Hook::LttngUst { .. } => {
+                bail!("ftrace cannot trace LTTng-UST tracepoints: use --tracer lttng")
+            }
+        }
+    }
+
+    fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
+        self.check(&target.hook)?;
+        let fs = Tracefs::mount_if_needed()?;
+        stale::remove_dead(&fs)?;
+        let tag = rtrace_tracer::run_tag();
+        let mut a = FtraceAttachment {
+            fs: fs.clone(),
+            instance: None,
+            uprobes: Vec::new(),
+            enabled: Vec::new(),
+            consumer: None,
+        };
+        // Every step registers what it created in `a` first, so dropping `a` on error undoes it.
+        let inst = Instance::create(&fs, &tag)?;
+        let inst = a.instance.insert(inst);
+        if let Some(kb) = target.buffer_size_kb {
+            inst.write("buffer_size_kb", &kb.to_string())?;
+        }
+        inst.write(
+            "options/overwrite",
+            if target.record == RecordMode::Overwrite {
+                "1"
+            } else {
+                "0"
+            },
+        )?;
+        if let Some(pid) = target.pid {
+            inst.write("options/event-fork", "1")?;
+            inst.write("set_event_pid", &pid.to_string())?;
+        }
+        let events: Vec<(String, String)> = match &target.hook {
+            Hook::Usdt { binary, sites } => {
+                let mut out = Vec::new();
+                for def in uprobe::definitions(&tag, binary, sites)? {
+                    fs.append_event("uprobe_events", &def.line)?;
+                    a.uprobes.push(format!("{}/{}", def.group, def.event));
+                    out.push((def.group, def.event));
+                }
+                out
+            }
+            Hook::KernelTracepoint { category, name } => vec![(category.clone(), name.clone())],
+            Hook::LttngUst { .. } => unreachable!("rejected by check"),
+        };
+        let inst = a.instance.as_ref().expect("created above");
+        if target.record == RecordMode::Stream {
+            let cpus = inst.cpus()?;
+            a.consumer = Some(Consumer::start(
+                &inst.path(""),
+                &cpus,
+                &target.out_dir.join(inst.name()),
+                &target.consumer_cpus,
+            )?);
+        }
+        for (group, event) in events {
+            inst.set_enabled(&group, &event, true)?;
+            a.enabled.push((group, event));
+        }
+        Ok(Box::new(a))
+    }
+
+    fn remove_stale(&self) -> Result<Vec<String>> {
+        match Tracefs::find() {
+            Some(fs) => stale::remove_dead(&fs),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// A live ftrace attachment; owns its instance and uprobe events.
+struct FtraceAttachment {
+    fs: Tracefs,
+    instance: Option<Instance>,
+    /// `GROUP/EVENT` of uprobe events we created.
+    uprobes: Vec<String>,
+    /// Events enabled in our instance.
+    enabled: Vec<(String, String)>,
+    consumer: Option<Consumer>,
+}
+
+impl FtraceAttachment {
+    fn disable(&mut self) -> Result<()> {
+        if let Some(inst) = &self.instance {
+            for (g, e) in self.enabled.drain(..) {
+                inst.set_enabled(&g, &e, false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the instance, then our uprobe events (an event must be disabled in every
+    /// instance before `-:` can remove it).
+    fn teardown(&mut self) -> Result<()> {
+        let mut first_err = None;
+        if let Some(c) = self.consumer.take() {
+            if let Err(e) = c.finish() {
+                first_err.get_or_insert(e);
+            }
+        }
+        if let Some(mut inst) = self.instance.take() {
+            if let Err(e) = inst.remove() {
+                first_err.get_or_insert(e);
+            }
+        }
+        for ev in self.uprobes.drain(..) {
+            if let Err(e) = self.fs.append_event("uprobe_events", &format!("-:{ev}")) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl Attachment for FtraceAttachment {
+    fn finish(mut self: Box<Self>) -> Result<EventStats> {
+        self.disable()?;
+        if let Some(c) = self.consumer.take() {
+            c.finish().context("draining trace_pipe_raw")?;
+        }
+        let stats = self
+            .instance
+            .as_ref()
+            .expect("instance lives until teardown")
+            .stats()?;
+        self.teardown()?;
+        Ok(account(&stats))
+    }
+}
+
+impl Drop for FtraceAttachment {
+    fn drop(&mut self) {
+        let _ = self.disable();
+        let _ = self.teardown();
+    }
+}

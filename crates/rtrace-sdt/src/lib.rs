@@ -1,7 +1,24 @@
 //! USDT probe discovery: parses `.note.stapsdt` of any ELF file (executables, PIE or not, and
-//! shared libraries) into [`Probe`]s with the file offsets uprobes need.
+//! shared libraries; 64- and 32-bit) into [`Probe`]s with the file offsets uprobes need.
 //!
-//! STUB: the parsing is being written; the types below are the agreed interface.
+//! Address arithmetic follows libbpf's `usdt.c`:
+//! - the note's `pc` is a virtual address; it is adjusted for prelinking with
+//!   `address = pc + (addr(.stapsdt.base) - note.base)` (no adjustment without `.stapsdt.base`);
+//! - `offset = address - p_vaddr + p_offset` of the executable `PT_LOAD` segment containing it;
+//! - the semaphore address is *not* base-adjusted; its file offset comes from the writable
+//!   `PT_LOAD` segment containing it.
+//!
+//! Argument specs (`-8@%rdx`, `4@-12(%rbp)`, `-4@$5`) are x86-64 (and i386) assembler operands;
+//! [`Arg::ftrace_fetcharg`] translates them to ftrace uprobe fetch-args (`%dx:s64`,
+//! `-12(%bp):u32`, `\5:s32`).
+//!
+//! [`probes`] parses every argument and fails on the first spec it cannot represent; use
+//! [`raw_probes`] to list probes whatever their arguments, and [`find`] to get one probe (only
+//! its own arguments have to parse).
+
+mod args;
+mod elf;
+mod note;
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -25,6 +42,27 @@ pub struct Probe {
     pub args: Vec<Arg>,
 }
 
+/// A probe site whose argument string is kept as written in the note (e.g. `"-4@%eax 8@%rdx"`).
+///
+/// Returned by [`raw_probes`]; use it to list probes whose arguments [`Arg::parse`] rejects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RawProbe {
+    /// Provider name.
+    pub provider: String,
+    /// Probe name.
+    pub name: String,
+    /// Virtual address of the probe site (after the `.stapsdt.base` adjustment).
+    pub address: u64,
+    /// File offset of the probe site.
+    pub offset: u64,
+    /// Virtual address of the semaphore, if the probe has one.
+    pub semaphore_address: Option<u64>,
+    /// File offset of the semaphore, if the probe has one.
+    pub semaphore_offset: Option<u64>,
+    /// The note's argument string: space-separated specs, empty if the probe has no arguments.
+    pub args: String,
+}
+
 /// One argument spec such as `-8@%rdx`, `4@-12(%rbp)` or `-4@$5`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Arg {
@@ -42,7 +80,12 @@ pub enum ArgLocation {
     /// In a register, named as in the spec without `%` (e.g. `rdx`, `eax`, `r8d`).
     Register(String),
     /// In memory at `offset(base)`, base register named without `%`.
-    Memory { offset: i64, base: String },
+    Memory {
+        /// Displacement in bytes.
+        offset: i64,
+        /// Base register, e.g. `rbp`.
+        base: String,
+    },
     /// An immediate constant.
     Constant(i64),
 }
@@ -50,37 +93,101 @@ pub enum ArgLocation {
 /// Errors a user can act on; each message names the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum SdtError {
+    /// The file cannot be read.
     #[error("cannot read {path}: {source} (check the path of the binary)")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The file is not an ELF file, or its headers are truncated or corrupt.
     #[error("{path} is not an ELF file: {reason} (give the path of a compiled binary or shared library)")]
     NotElf { path: PathBuf, reason: String },
+    /// [`find`] found no site of the probe.
     #[error("{path} has no USDT probe {provider}:{name}; list its probes with `rtrace-bench probes {path}`")]
     NoSuchProbe {
         path: PathBuf,
         provider: String,
         name: String,
     },
+    /// A `.note.stapsdt` note cannot be decoded, or its addresses are outside the segments
+    /// they must be in.
     #[error("malformed USDT note in {path}: {reason}")]
     BadNote { path: PathBuf, reason: String },
+    /// An argument spec cannot be parsed or has no ftrace fetch-arg form.
     #[error("cannot translate USDT argument `{spec}`: {reason}")]
     BadArg { spec: String, reason: String },
 }
 
-/// All USDT probe sites of an ELF file, in note order.
-pub fn probes(_path: &Path) -> Result<Vec<Probe>, SdtError> {
-    todo!("parse .note.stapsdt")
+/// All USDT probe sites of an ELF file, in note order, with parsed arguments.
+///
+/// A valid ELF file without `.note.stapsdt` gives an empty list. Fails with
+/// [`SdtError::BadArg`] if any probe has an argument [`Arg::parse`] rejects (see [`raw_probes`]).
+pub fn probes(path: &Path) -> Result<Vec<Probe>, SdtError> {
+    let data = read(path)?;
+    probes_from_bytes(&data, path)
+}
+
+/// [`probes`] for an ELF image already in memory; `path` is only used in error messages.
+pub fn probes_from_bytes(data: &[u8], path: &Path) -> Result<Vec<Probe>, SdtError> {
+    raw_probes_from_bytes(data, path)?
+        .into_iter()
+        .map(RawProbe::parse_args)
+        .collect()
+}
+
+/// All USDT probe sites of an ELF file, in note order, with the argument strings unparsed.
+pub fn raw_probes(path: &Path) -> Result<Vec<RawProbe>, SdtError> {
+    let data = read(path)?;
+    raw_probes_from_bytes(&data, path)
+}
+
+/// [`raw_probes`] for an ELF image already in memory; `path` is only used in error messages.
+pub fn raw_probes_from_bytes(data: &[u8], path: &Path) -> Result<Vec<RawProbe>, SdtError> {
+    let layout = elf::Layout::parse(data).map_err(|reason| SdtError::NotElf {
+        path: path.to_owned(),
+        reason,
+    })?;
+    let bad_note = |reason: String| SdtError::BadNote {
+        path: path.to_owned(),
+        reason,
+    };
+    let mut out = Vec::new();
+    for desc in layout.stapsdt_descs(data).map_err(bad_note)? {
+        let n = note::Note::decode(desc, layout.is_64, layout.little_endian).map_err(bad_note)?;
+        let what = || format!("probe {}:{}", n.provider, n.name);
+        let address = layout.adjust_pc(n.pc, n.base);
+        let offset = layout
+            .code_offset(address)
+            .map_err(|e| bad_note(format!("{}: {e}", what())))?;
+        let (semaphore_address, semaphore_offset) = if n.semaphore == 0 {
+            (None, None)
+        } else {
+            let off = layout
+                .semaphore_offset(n.semaphore)
+                .map_err(|e| bad_note(format!("{}: {e}", what())))?;
+            (Some(n.semaphore), Some(off))
+        };
+        out.push(RawProbe {
+            provider: n.provider.to_owned(),
+            name: n.name.to_owned(),
+            address,
+            offset,
+            semaphore_address,
+            semaphore_offset,
+            args: n.args.to_owned(),
+        });
+    }
+    Ok(out)
 }
 
 /// All sites of `provider:name` in `path` (a probe inlined in several places has several sites);
-/// [`SdtError::NoSuchProbe`] if there is none.
+/// [`SdtError::NoSuchProbe`] if there is none. Only the arguments of these sites are parsed.
 pub fn find(path: &Path, provider: &str, name: &str) -> Result<Vec<Probe>, SdtError> {
-    let sites: Vec<Probe> = probes(path)?
+    let sites: Vec<Probe> = raw_probes(path)?
         .into_iter()
         .filter(|p| p.provider == provider && p.name == name)
-        .collect();
+        .map(RawProbe::parse_args)
+        .collect::<Result<_, _>>()?;
     if sites.is_empty() {
         return Err(SdtError::NoSuchProbe {
             path: path.to_owned(),
@@ -91,14 +198,57 @@ pub fn find(path: &Path, provider: &str, name: &str) -> Result<Vec<Probe>, SdtEr
     Ok(sites)
 }
 
-impl Arg {
-    /// Parses one argument spec such as `-8@%rdx`.
-    pub fn parse(_spec: &str) -> Result<Arg, SdtError> {
-        todo!()
-    }
+fn read(path: &Path) -> Result<Vec<u8>, SdtError> {
+    std::fs::read(path).map_err(|source| SdtError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
 
-    /// The ftrace uprobe fetch-arg for this argument, e.g. `%dx:s64`, `+-12(%bp):u32`, `\5:s32`.
-    pub fn ftrace_fetcharg(&self) -> Result<String, SdtError> {
-        todo!()
+impl RawProbe {
+    /// Parses the argument string into a [`Probe`]; [`SdtError::BadArg`] names the probe.
+    pub fn parse_args(self) -> Result<Probe, SdtError> {
+        let args = args::parse_list(&self.args).map_err(|e| match e {
+            SdtError::BadArg { spec, reason } => SdtError::BadArg {
+                spec,
+                reason: format!("{reason} (in probe {}:{})", self.provider, self.name),
+            },
+            other => other,
+        })?;
+        Ok(Probe {
+            provider: self.provider,
+            name: self.name,
+            address: self.address,
+            offset: self.offset,
+            semaphore_address: self.semaphore_address,
+            semaphore_offset: self.semaphore_offset,
+            args,
+        })
     }
 }
+
+impl Probe {
+    /// Whether the probe has an is-enabled semaphore (a uprobe on it needs `ref_ctr_offset`).
+    pub fn has_semaphore(&self) -> bool {
+        self.semaphore_offset.is_some()
+    }
+
+    /// The probe point of an ftrace uprobe event on this site of `binary`:
+    /// `/path:0xOFFSET`, or `/path:0xOFFSET(0xSEMAPHORE_OFFSET)` with a semaphore.
+    pub fn ftrace_location(&self, binary: &Path) -> String {
+        match self.semaphore_offset {
+            Some(sem) => format!("{}:{:#x}({:#x})", binary.display(), self.offset, sem),
+            None => format!("{}:{:#x}", binary.display(), self.offset),
+        }
+    }
+
+    /// [`Arg::ftrace_fetcharg`] of every argument, in order.
+    pub fn ftrace_fetchargs(&self) -> Result<Vec<String>, SdtError> {
+        self.args.iter().map(Arg::ftrace_fetcharg).collect()
+    }
+}
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,145 @@
+//! Command-line syntax. Raw values never leave `options.rs`, which turns them into typed options.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "rtrace-bench", version, about = "Measure the observer effect of Linux tracers on real-time workloads", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Per-probe microbenchmark (thesis §3.3, Table 3.1): cases 0-3 per tracer.
+    Usdt(UsdtArgs),
+    /// Run any command with one USDT probe traced; report hits recorded and lost.
+    Count(CountArgs),
+    /// List the USDT probes of an ELF binary or shared library.
+    Probes(ProbesArgs),
+    /// Internal: wait for a byte on fd 3, then exec the command (used by `count`).
+    #[command(hide = true, name = "__hold-exec")]
+    HoldExec(HoldExecArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TracerArg {
+    None,
+    Ftrace,
+    Ebpf,
+    Lttng,
+    Bpftrace,
+    /// Every tracer available on this machine.
+    All,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaseArg {
+    #[value(name = "0")]
+    C0,
+    #[value(name = "1")]
+    C1,
+    #[value(name = "2")]
+    C2,
+    #[value(name = "3")]
+    C3,
+    All,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordArg {
+    /// Flight recorder: fixed buffer, oldest events overwritten (lost = overwritten).
+    Overwrite,
+    /// A consumer on another CPU drains every event to files in the output directory.
+    Stream,
+}
+
+/// Options every tracer backend takes.
+#[derive(Args, Debug, Clone)]
+pub struct TracerArgs {
+    /// Per-CPU trace buffer size in KiB (ftrace buffer_size_kb).
+    #[arg(long, value_name = "KIB")]
+    pub buffer_size_kb: Option<u64>,
+    /// ftrace recording mode.
+    #[arg(long, value_enum, default_value_t = RecordArg::Overwrite)]
+    pub record: RecordArg,
+}
+
+#[derive(Args, Debug)]
+pub struct UsdtArgs {
+    /// Tracers to compare (comma separated or repeated).
+    #[arg(
+        long,
+        short,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "ftrace"
+    )]
+    pub tracer: Vec<TracerArg>,
+    /// Cases to run (comma separated): 0 baseline, 1 traced, 2 dormant tracer, 3 instrumented only.
+    #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
+    pub case: Vec<CaseArg>,
+    /// Timed iterations per case (the thesis used 10,000,000).
+    #[arg(long, short = 'n', default_value_t = 1_000_000)]
+    pub iterations: u64,
+    /// Untimed warm-up iterations per case (the probe still fires and is accounted).
+    #[arg(long, default_value_t = 10_000)]
+    pub warmup: u64,
+    /// CPU the workload runs on (default: the last CPU); the harness stays off it.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// SCHED_FIFO priority of the workload (1-99); default: normal scheduling.
+    #[arg(long)]
+    pub priority: Option<i32>,
+    #[command(flatten)]
+    pub tracer_args: TracerArgs,
+    /// Write the JSON result here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory for trace data and results (default: results/usdt-<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Directory holding the workload binaries (default: next to rtrace-bench).
+    #[arg(long, value_name = "DIR")]
+    pub workload_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CountArgs {
+    /// Tracer to count with.
+    #[arg(long, short, value_enum, default_value_t = TracerArg::Ftrace)]
+    pub tracer: TracerArg,
+    /// The probe, as PROVIDER:NAME.
+    #[arg(long, short)]
+    pub probe: String,
+    /// ELF file holding the probe (default: the command itself), e.g. a shared library.
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    #[command(flatten)]
+    pub tracer_args: TracerArgs,
+    /// Write the counts as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory for trace data (default: a temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The command to run, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ProbesArgs {
+    /// ELF executable or shared library.
+    pub binary: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct HoldExecArgs {
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}

@@ -1,0 +1,142 @@
+//! `rtrace-bench count`: run any command with one USDT probe traced; report recorded/lost.
+
+use crate::hold::GO_FD;
+use crate::options::CountOptions;
+use crate::{signals, tracers};
+use anyhow::{bail, Context, Result};
+use rtrace_tracer::{Hook, Target};
+use serde::Serialize;
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What `count` reports.
+#[derive(Debug, Serialize)]
+struct CountResult {
+    tracer: String,
+    probe: String,
+    binary: String,
+    /// Probe sites traced.
+    sites: usize,
+    recorded: u64,
+    lost: u64,
+    /// Exit status of the command (`None` if killed by a signal).
+    exit_code: Option<i32>,
+}
+
+/// `cmd` as found on PATH (or as given when it contains a `/`).
+fn resolve(cmd: &str) -> Result<PathBuf> {
+    if cmd.contains('/') {
+        return Ok(PathBuf::from(cmd));
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(cmd))
+        .find(|p| p.is_file())
+        .with_context(|| format!("command `{cmd}` not found on PATH: give its full path"))
+}
+
+pub fn run(o: CountOptions) -> Result<i32> {
+    let cmd_path = resolve(&o.command[0])?;
+    let binary =
+        std::fs::canonicalize(o.binary.as_deref().unwrap_or(&cmd_path)).with_context(|| {
+            format!(
+                "cannot find {}: check the path",
+                o.binary.as_deref().unwrap_or(&cmd_path).display()
+            )
+        })?;
+    let sites = rtrace_sdt::find(&binary, &o.provider, &o.name)?;
+    let hook = Hook::Usdt {
+        binary: binary.clone(),
+        sites: sites.clone(),
+    };
+    let Some(tracer) = tracers::build(o.tracer, &o.tracer_opts)? else {
+        bail!("`count` needs a tracer: pass --tracer ftrace|ebpf|bpftrace");
+    };
+    tracer.check(&hook)?;
+    signals::install();
+    tracer.remove_stale()?;
+
+    let tmp;
+    let out_dir: &Path = match &o.out {
+        Some(d) => d,
+        None => {
+            tmp = tempfile::tempdir()?;
+            tmp.path()
+        }
+    };
+    let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let mut child = spawn_held(&o.command, read_end)?;
+    let target = Target {
+        hook,
+        pid: Some(child.id()),
+        out_dir: out_dir.to_owned(),
+        consumer_cpus: o.cpus.harness.clone(),
+        buffer_size_kb: o.tracer_opts.buffer_size_kb,
+        record: o.tracer_opts.record,
+    };
+    let attachment = match tracer.attach(&target) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let mut go = std::fs::File::from(write_end);
+    go.write_all(b"g")
+        .context("the command died before it started")?;
+    drop(go);
+    let status = child.wait()?;
+    let stats = attachment.finish()?;
+    let r = CountResult {
+        tracer: o.tracer.to_string(),
+        probe: format!("{}:{}", o.provider, o.name),
+        binary: binary.display().to_string(),
+        sites: sites.len(),
+        recorded: stats.recorded,
+        lost: stats.lost,
+        exit_code: status.code(),
+    };
+    println!(
+        "{} {}: recorded {} lost {} (hits {}) in {} [{} site(s)], command {}",
+        r.tracer,
+        r.probe,
+        r.recorded,
+        r.lost,
+        r.recorded + r.lost,
+        r.binary,
+        r.sites,
+        status
+    );
+    if let Some(j) = &o.json {
+        std::fs::write(j, serde_json::to_vec_pretty(&r)?)
+            .with_context(|| format!("cannot write {}", j.display()))?;
+    }
+    Ok(if status.success() { 0 } else { 1 })
+}
+
+/// Starts `rtrace-bench __hold-exec -- CMD...` with the pipe's read end as fd 3: it execs the
+/// command (same pid) once we write the go byte.
+fn spawn_held(command: &[String], read_end: OwnedFd) -> Result<std::process::Child> {
+    let me = std::env::current_exe()?;
+    let fd = read_end.as_raw_fd();
+    let mut cmd = Command::new(me);
+    cmd.arg("__hold-exec").arg("--").args(command);
+    // SAFETY: dup2 and prctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, GO_FD) < 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().context("cannot start the command")?;
+    drop(read_end);
+    Ok(child)
+}

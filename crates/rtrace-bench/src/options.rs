@@ -1,0 +1,305 @@
+//! Typed, validated options. Every rejection is one line that names the fix; nothing on the
+//! machine has been touched when it happens.
+
+use crate::cli::{CaseArg, CountArgs, RecordArg, TracerArg, TracerArgs, UsdtArgs};
+use rtrace_measure::usdt::Case;
+use rtrace_tracer::{RecordMode, TracerKind};
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OptionsError {
+    #[error("CPU {cpu} is out of range: this machine has CPUs 0-{last}; pass --cpu 0..{last}")]
+    CpuOutOfRange { cpu: usize, last: usize },
+    #[error("--cpu {0} leaves no CPU for the harness: this machine has one CPU online")]
+    NoHarnessCpu(usize),
+    #[error("--priority {0} is not a SCHED_FIFO priority: use 1..99")]
+    Priority(i32),
+    #[error("--iterations must be at least 1")]
+    Iterations,
+    #[error("--probe `{0}` is not PROVIDER:NAME (e.g. --probe rtrace:event)")]
+    ProbeSyntax(String),
+    #[error("--tracer all is for `usdt`; `count` takes one tracer")]
+    CountAll,
+}
+
+/// Measured CPU and the CPUs left to the harness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cpus {
+    pub measured: usize,
+    pub harness: Vec<usize>,
+}
+
+impl Cpus {
+    pub fn choose(requested: Option<usize>, online: usize) -> Result<Cpus, OptionsError> {
+        let last = online.saturating_sub(1);
+        let measured = requested.unwrap_or(last);
+        if measured > last {
+            return Err(OptionsError::CpuOutOfRange {
+                cpu: measured,
+                last,
+            });
+        }
+        let harness: Vec<usize> = (0..online).filter(|&c| c != measured).collect();
+        if harness.is_empty() {
+            return Err(OptionsError::NoHarnessCpu(measured));
+        }
+        Ok(Cpus { measured, harness })
+    }
+}
+
+/// Backend settings shared by `usdt` and `count`.
+#[derive(Debug, Clone)]
+pub struct TracerOptions {
+    pub buffer_size_kb: Option<u64>,
+    pub record: RecordMode,
+}
+
+impl From<TracerArgs> for TracerOptions {
+    fn from(a: TracerArgs) -> Self {
+        TracerOptions {
+            buffer_size_kb: a.buffer_size_kb,
+            record: match a.record {
+                RecordArg::Overwrite => RecordMode::Overwrite,
+                RecordArg::Stream => RecordMode::Stream,
+            },
+        }
+    }
+}
+
+/// Which tracers were asked for: a fixed list, or every one usable here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TracerChoice {
+    These(Vec<TracerKind>),
+    AllAvailable,
+}
+
+#[derive(Debug, Clone)]
+pub struct UsdtOptions {
+    pub tracers: TracerChoice,
+    pub cases: Vec<Case>,
+    pub iterations: u64,
+    pub warmup: u64,
+    pub cpus: Cpus,
+    pub priority: Option<i32>,
+    pub tracer: TracerOptions,
+    pub json: Option<PathBuf>,
+    pub out: PathBuf,
+    pub workload_dir: PathBuf,
+}
+
+fn online_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
+    match t {
+        TracerArg::None => Some(TracerKind::None),
+        TracerArg::Ftrace => Some(TracerKind::Ftrace),
+        TracerArg::Ebpf => Some(TracerKind::Ebpf),
+        TracerArg::Lttng => Some(TracerKind::Lttng),
+        TracerArg::Bpftrace => Some(TracerKind::Bpftrace),
+        TracerArg::All => None,
+    }
+}
+
+fn parse_cases(args: &[CaseArg]) -> Vec<Case> {
+    let mut cases: Vec<Case> = if args.contains(&CaseArg::All) {
+        Case::ALL.to_vec()
+    } else {
+        args.iter()
+            .map(|c| match c {
+                CaseArg::C0 => Case::Baseline,
+                CaseArg::C1 => Case::Traced,
+                CaseArg::C2 => Case::Dormant,
+                CaseArg::C3 | CaseArg::All => Case::Instrumented,
+            })
+            .collect()
+    };
+    cases.sort();
+    cases.dedup();
+    cases
+}
+
+fn check_priority(p: Option<i32>) -> Result<Option<i32>, OptionsError> {
+    match p {
+        Some(p) if !(1..=99).contains(&p) => Err(OptionsError::Priority(p)),
+        p => Ok(p),
+    }
+}
+
+/// The directory holding rtrace-bench, where cargo also puts the workload binaries.
+pub fn default_workload_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// `results/<experiment>-<unix seconds>`.
+pub fn default_out(experiment: &str) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    PathBuf::from(format!("results/{experiment}-{now}"))
+}
+
+impl TryFrom<UsdtArgs> for UsdtOptions {
+    type Error = OptionsError;
+
+    fn try_from(a: UsdtArgs) -> Result<Self, OptionsError> {
+        if a.iterations == 0 {
+            return Err(OptionsError::Iterations);
+        }
+        let tracers = if a.tracer.contains(&TracerArg::All) {
+            TracerChoice::AllAvailable
+        } else {
+            let mut t: Vec<TracerKind> = Vec::new();
+            for k in a.tracer.iter().filter_map(|&t| tracer_kind(t)) {
+                if !t.contains(&k) {
+                    t.push(k);
+                }
+            }
+            TracerChoice::These(t)
+        };
+        Ok(UsdtOptions {
+            tracers,
+            cases: parse_cases(&a.case),
+            iterations: a.iterations,
+            warmup: a.warmup,
+            cpus: Cpus::choose(a.cpu, online_cpus())?,
+            priority: check_priority(a.priority)?,
+            tracer: a.tracer_args.into(),
+            json: a.json,
+            out: a.out.unwrap_or_else(|| default_out("usdt")),
+            workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CountOptions {
+    pub tracer: TracerKind,
+    pub provider: String,
+    pub name: String,
+    pub binary: Option<PathBuf>,
+    pub tracer_opts: TracerOptions,
+    pub json: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+    pub command: Vec<String>,
+    pub cpus: Cpus,
+}
+
+/// Splits `PROVIDER:NAME`, both C identifiers.
+pub fn parse_probe(s: &str) -> Result<(String, String), OptionsError> {
+    let bad = || OptionsError::ProbeSyntax(s.to_owned());
+    let (p, n) = s.split_once(':').ok_or_else(bad)?;
+    rtrace_tracer::validate_name("provider", p).map_err(|_| bad())?;
+    rtrace_tracer::validate_name("probe", n).map_err(|_| bad())?;
+    Ok((p.to_owned(), n.to_owned()))
+}
+
+impl TryFrom<CountArgs> for CountOptions {
+    type Error = OptionsError;
+
+    fn try_from(a: CountArgs) -> Result<Self, OptionsError> {
+        let tracer = tracer_kind(a.tracer).ok_or(OptionsError::CountAll)?;
+        let (provider, name) = parse_probe(&a.probe)?;
+        let online = online_cpus();
+        Ok(CountOptions {
+            tracer,
+            provider,
+            name,
+            binary: a.binary,
+            tracer_opts: a.tracer_args.into(),
+            json: a.json,
+            out: a.out,
+            command: a.command,
+            cpus: Cpus {
+                measured: online.saturating_sub(1),
+                harness: (0..online.saturating_sub(1).max(1)).collect(),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn usdt(args: &[&str]) -> Result<UsdtOptions, OptionsError> {
+        let mut v = vec!["rtrace-bench", "usdt"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v).unwrap().command {
+            crate::cli::Command::Usdt(a) => UsdtOptions::try_from(a),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn cpu_choice() {
+        assert_eq!(
+            Cpus::choose(None, 2).unwrap(),
+            Cpus {
+                measured: 1,
+                harness: vec![0]
+            }
+        );
+        assert_eq!(Cpus::choose(Some(0), 4).unwrap().harness, vec![1, 2, 3]);
+        assert_eq!(
+            Cpus::choose(Some(2), 2),
+            Err(OptionsError::CpuOutOfRange { cpu: 2, last: 1 })
+        );
+        assert_eq!(Cpus::choose(None, 1), Err(OptionsError::NoHarnessCpu(0)));
+    }
+
+    #[test]
+    fn out_of_range_cpu_message_names_the_fix() {
+        let e = usdt(&["--cpu", "4096"]).unwrap_err().to_string();
+        assert!(e.contains("--cpu 0.."), "{e}");
+    }
+
+    #[test]
+    fn cases_are_sorted_and_deduplicated() {
+        let o = usdt(&["--case", "3,1,3"]).unwrap();
+        assert_eq!(o.cases, vec![Case::Traced, Case::Instrumented]);
+        assert_eq!(usdt(&[]).unwrap().cases, Case::ALL.to_vec());
+    }
+
+    #[test]
+    fn tracers_and_defaults() {
+        let o = usdt(&["-t", "ftrace,ebpf", "-t", "ftrace"]).unwrap();
+        assert_eq!(
+            o.tracers,
+            TracerChoice::These(vec![TracerKind::Ftrace, TracerKind::Ebpf])
+        );
+        assert_eq!(o.iterations, 1_000_000);
+        assert_eq!(
+            usdt(&["-t", "all"]).unwrap().tracers,
+            TracerChoice::AllAvailable
+        );
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        assert_eq!(
+            usdt(&["--priority", "100"]).unwrap_err(),
+            OptionsError::Priority(100)
+        );
+        assert_eq!(usdt(&["-n", "0"]).unwrap_err(), OptionsError::Iterations);
+        let mut v = vec!["rtrace-bench", "usdt", "--tracer", "dtrace"];
+        assert!(Cli::try_parse_from(v.drain(..)).is_err(), "unknown tracer");
+    }
+
+    #[test]
+    fn probe_syntax() {
+        assert_eq!(
+            parse_probe("rtrace:event").unwrap(),
+            ("rtrace".to_owned(), "event".to_owned())
+        );
+        for bad in ["rtrace", "a:b/c", ":x", "a:", "a b:c"] {
+            assert!(parse_probe(bad).is_err(), "{bad}");
+        }
+    }
+}

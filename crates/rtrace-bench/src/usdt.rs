@@ -1,0 +1,260 @@
+//! `rtrace-bench usdt`: the thesis' per-probe microbenchmark (§3.3) for each tracer.
+
+use crate::options::{TracerChoice, TracerOptions, UsdtOptions};
+use crate::{signals, tracers};
+use anyhow::{bail, Context, Result};
+use rtrace_measure::usdt::{Case, CaseResult, UsdtConfig, UsdtResult};
+use rtrace_measure::{run_workload, Environment, Events, Summary};
+use rtrace_protocol::{decode_histogram, Body, MicroConfig, WorkloadConfig};
+use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer, TracerKind};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Timer-overhead samples taken before every case.
+const TIMER_SAMPLES: u64 = 100_000;
+
+/// A tracer ready to run: its backend and the two hooks of its workload flavour.
+struct Column {
+    kind: TracerKind,
+    tracer: Box<dyn Tracer>,
+    workload: PathBuf,
+    /// Fired every iteration (case 1).
+    event: Hook,
+    /// Never fired (case 2).
+    idle: Hook,
+}
+
+/// The workload binary carrying `instrumentation`.
+pub fn workload_bin(dir: &Path, instrumentation: Instrumentation) -> PathBuf {
+    dir.join(match instrumentation {
+        Instrumentation::Usdt => "workload",
+        Instrumentation::LttngUst => "workload-lttng",
+    })
+}
+
+fn require_bin(bin: &Path) -> Result<()> {
+    if !bin.is_file() {
+        bail!(
+            "workload binary {} not found: build it with `cargo build --release` or pass --workload-dir DIR",
+            bin.display()
+        );
+    }
+    Ok(())
+}
+
+/// The `rtrace:event` / `rtrace:idle` hooks of a workload binary.
+fn hooks(bin: &Path, instrumentation: Instrumentation) -> Result<(Hook, Hook)> {
+    let hook = |name: &str| -> Result<Hook> {
+        Ok(match instrumentation {
+            Instrumentation::Usdt => Hook::Usdt {
+                binary: bin.to_owned(),
+                sites: rtrace_sdt::find(bin, "rtrace", name)?,
+            },
+            Instrumentation::LttngUst => Hook::LttngUst {
+                provider: "rtrace".into(),
+                event: name.into(),
+            },
+        })
+    };
+    Ok((hook("event")?, hook("idle")?))
+}
+
+/// Builds and checks every requested tracer before anything on the machine changes.
+fn columns(o: &UsdtOptions) -> Result<(Vec<Column>, Vec<String>)> {
+    let (kinds, skip_unavailable) = match &o.tracers {
+        TracerChoice::These(k) => (k.clone(), false),
+        TracerChoice::AllAvailable => (TracerKind::ALL.to_vec(), true),
+    };
+    let mut cols = Vec::new();
+    let mut notes = Vec::new();
+    for kind in kinds {
+        let made = (|| -> Result<Option<Column>> {
+            let Some(tracer) = tracers::build(kind, &o.tracer)? else {
+                return Ok(None);
+            };
+            let workload = workload_bin(&o.workload_dir, kind.instrumentation());
+            require_bin(&workload)?;
+            let (event, idle) = hooks(&workload, kind.instrumentation())?;
+            tracer.check(&event)?;
+            tracer.check(&idle)?;
+            Ok(Some(Column {
+                kind,
+                tracer,
+                workload,
+                event,
+                idle,
+            }))
+        })();
+        match made {
+            Ok(Some(c)) => cols.push(c),
+            Ok(None) => {}
+            Err(e) if skip_unavailable => notes.push(format!("{kind} skipped: {e:#}")),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((cols, notes))
+}
+
+pub fn run(o: UsdtOptions) -> Result<i32> {
+    let baseline_bin = workload_bin(&o.workload_dir, Instrumentation::Usdt);
+    require_bin(&baseline_bin)?;
+    let (cols, notes) = columns(&o)?;
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    signals::install();
+    signals::pin_harness(&o.cpus.harness)?;
+    for c in &cols {
+        for removed in c.tracer.remove_stale()? {
+            eprintln!("note: removed stale {removed} left by a killed run");
+        }
+    }
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
+
+    let mut result = UsdtResult {
+        experiment: "usdt".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        environment: Environment::collect(o.cpus.measured),
+        config: UsdtConfig {
+            tracers: cols.iter().map(|c| c.kind).collect(),
+            cases: o.cases.clone(),
+            iterations: o.iterations,
+            warmup: o.warmup,
+            cpu: o.cpus.measured,
+            harness_cpus: o.cpus.harness.clone(),
+            priority: o.priority,
+            buffer_size_kb: o.tracer.buffer_size_kb,
+            tracer_options: tracer_options_json(&o.tracer),
+        },
+        runs: Vec::new(),
+    };
+
+    let mut failures = Vec::new();
+    let mut plan: Vec<(Option<&Column>, Case)> = Vec::new();
+    if o.cases.contains(&Case::Baseline) {
+        plan.push((None, Case::Baseline));
+    }
+    for c in &cols {
+        for &case in o.cases.iter().filter(|&&c| c != Case::Baseline) {
+            plan.push((Some(c), case));
+        }
+    }
+    for (col, case) in plan {
+        let label = format!(
+            "{} case {}",
+            col.map_or(TracerKind::None, |c| c.kind),
+            case.number()
+        );
+        eprintln!("running {label}: {} ...", case.describe());
+        let r = run_case(&o, col, case, &baseline_bin)?;
+        if let Some(ev) = &r.events {
+            let check = match case {
+                Case::Traced => ev.check_exact(),
+                _ => ev.check_none(),
+            };
+            if let Err(e) = check {
+                failures.push(format!("{label}: {e}"));
+            }
+        }
+        result.runs.push(r);
+        if result.environment.tsc_hz.is_none() {
+            result.environment.tsc_hz = result.runs.last().map(|r| r.tsc_hz);
+        }
+        // Export after every case: a later failure loses nothing.
+        write_json(&o, &result)?;
+    }
+
+    print!("{}", rtrace_report::terminal::usdt(&result));
+    for n in &notes {
+        println!("note: {n}");
+    }
+    if let Some(j) = &o.json {
+        eprintln!("results: {}", j.display());
+    }
+    eprintln!("results and trace data: {}", o.out.display());
+    if !failures.is_empty() {
+        bail!("{}", failures.join("; "));
+    }
+    Ok(0)
+}
+
+fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
+    serde_json::json!({ "record": t.record })
+}
+
+fn write_json(o: &UsdtOptions, r: &UsdtResult) -> Result<()> {
+    let bytes = rtrace_report::json::usdt(r)?;
+    let default = o.out.join("usdt.json");
+    for path in std::iter::once(&default).chain(o.json.as_ref()) {
+        std::fs::write(path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn run_case(
+    o: &UsdtOptions,
+    col: Option<&Column>,
+    case: Case,
+    baseline_bin: &Path,
+) -> Result<CaseResult> {
+    let started = Instant::now();
+    let (bin, hook) = match (col, case) {
+        (None, _) | (_, Case::Baseline) => (baseline_bin, None),
+        (Some(c), Case::Traced) => (c.workload.as_path(), Some(&c.event)),
+        (Some(c), Case::Dormant) => (c.workload.as_path(), Some(&c.idle)),
+        (Some(c), Case::Instrumented) => (c.workload.as_path(), None),
+    };
+    let body = match case {
+        Case::Baseline | Case::Dormant => Body::Barrier,
+        Case::Traced | Case::Instrumented => Body::Event,
+    };
+    let config = WorkloadConfig::Micro(MicroConfig {
+        body,
+        iterations: o.iterations,
+        warmup: o.warmup,
+        cpu: o.cpus.measured,
+        priority: o.priority,
+        timer_samples: TIMER_SAMPLES,
+    });
+    let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
+    let out_dir = o.out.join(format!("{}-case{}", tracer_kind, case.number()));
+    let (outcome, attachment) = run_workload(bin, &config, |ready| {
+        let (Some(col), Some(hook)) = (col, hook) else {
+            return Ok(None::<Box<dyn Attachment>>);
+        };
+        let target = Target {
+            hook: hook.clone(),
+            pid: Some(ready.pid),
+            out_dir: out_dir.clone(),
+            consumer_cpus: o.cpus.harness.clone(),
+            buffer_size_kb: o.tracer.buffer_size_kb,
+            record: o.tracer.record,
+        };
+        col.tracer.attach(&target).map(Some)
+    })?;
+    let events = match attachment {
+        Some(a) => Some(Events::new(outcome.done.hits, a.finish()?)),
+        None => None,
+    };
+    let hist = decode_histogram(&outcome.done.histogram)?;
+    let timer = decode_histogram(&outcome.done.timer_overhead)?;
+    Ok(CaseResult {
+        tracer: tracer_kind,
+        case,
+        variant: None,
+        workload: bin.display().to_string(),
+        hook: hook.map(Hook::label),
+        summary: Summary::of(&hist).context("workload recorded no samples")?,
+        histogram: outcome.done.histogram,
+        timer_overhead: Summary::of(&timer).context("workload recorded no timer samples")?,
+        events,
+        tsc_hz: outcome.done.tsc_hz,
+        workload_max_rss_kb: outcome.done.max_rss_kb,
+        mlocked: outcome.ready.mlocked,
+        wall_s: started.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,151 @@
+//! The environment a result was measured in: everything that changes the numbers.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Facts about the machine and kernel at measurement time. `None`: not exposed here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v` (carries PREEMPT / PREEMPT_RT / PREEMPT_DYNAMIC).
+    pub kernel_version: String,
+    /// Preemption model, e.g. `PREEMPT_RT`, `PREEMPT_DYNAMIC (full)`, `PREEMPT`, `none`.
+    pub preemption: String,
+    /// `/proc/cmdline`.
+    pub cmdline: String,
+    /// `/sys/devices/system/cpu/isolated` (isolcpus).
+    pub isolated_cpus: String,
+    /// `/sys/devices/system/cpu/nohz_full`.
+    pub nohz_full: String,
+    pub cpu_model: String,
+    pub online_cpus: usize,
+    /// SMT active (`/sys/devices/system/cpu/smt/active`).
+    pub smt_active: Option<bool>,
+    /// cpufreq governor of the measured CPU.
+    pub governor: Option<String>,
+    /// Turbo/boost enabled.
+    pub turbo: Option<bool>,
+    pub clocksource: String,
+    /// `constant_tsc` and `nonstop_tsc` CPU flags both present.
+    pub tsc_invariant: bool,
+    /// TSC frequency calibrated by the workload (Hz).
+    pub tsc_hz: Option<f64>,
+    /// Running under a hypervisor (`hypervisor` CPU flag).
+    pub virtualized: bool,
+    /// Running under QEMU's TCG emulation (no KVM): latencies prove function, not timing.
+    pub emulated: bool,
+}
+
+fn read(p: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(p).ok().map(|s| s.trim().to_owned())
+}
+
+impl Environment {
+    /// Reads the environment for a run measuring `cpu`.
+    pub fn collect(cpu: usize) -> Environment {
+        let uts = nix::sys::utsname::uname().ok();
+        let field = |f: fn(&nix::sys::utsname::UtsName) -> &std::ffi::OsStr| {
+            uts.as_ref()
+                .map(|u| f(u).to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let kernel_version = field(|u| u.version());
+        let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+        let flags: Vec<&str> = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("flags"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, f)| f.split_whitespace().collect())
+            .unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, m)| m.trim().to_owned())
+            .unwrap_or_default();
+        let cpufreq = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
+        Environment {
+            kernel_release: field(|u| u.release()),
+            preemption: preemption(&kernel_version),
+            kernel_version,
+            cmdline: read("/proc/cmdline").unwrap_or_default(),
+            isolated_cpus: read("/sys/devices/system/cpu/isolated").unwrap_or_default(),
+            nohz_full: read("/sys/devices/system/cpu/nohz_full").unwrap_or_default(),
+            cpu_model: cpu_model.clone(),
+            online_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            smt_active: read("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
+            governor: read(format!("{cpufreq}/scaling_governor")),
+            turbo: turbo(),
+            clocksource: read("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+                .unwrap_or_default(),
+            tsc_invariant: flags.contains(&"constant_tsc") && flags.contains(&"nonstop_tsc"),
+            tsc_hz: None,
+            virtualized: flags.contains(&"hypervisor"),
+            emulated: cpu_model.contains("QEMU") && !Path::new("/dev/kvm").exists()
+                || flags.contains(&"hypervisor") && cpu_model.contains("QEMU TCG"),
+        }
+    }
+}
+
+fn turbo() -> Option<bool> {
+    if let Some(v) = read("/sys/devices/system/cpu/intel_pstate/no_turbo") {
+        return Some(v == "0");
+    }
+    read("/sys/devices/system/cpu/cpufreq/boost").map(|v| v == "1")
+}
+
+/// The preemption model from `uname -v`, refined by the dynamic mode when debugfs shows it.
+fn preemption(version: &str) -> String {
+    let words: Vec<&str> = version.split_whitespace().collect();
+    let model = if words.contains(&"PREEMPT_RT") {
+        "PREEMPT_RT"
+    } else if words.contains(&"PREEMPT_DYNAMIC") {
+        "PREEMPT_DYNAMIC"
+    } else if words.contains(&"PREEMPT") {
+        "PREEMPT"
+    } else {
+        "none/voluntary"
+    };
+    match (model, read("/sys/kernel/debug/sched/preempt")) {
+        ("PREEMPT_DYNAMIC", Some(modes)) => match dynamic_mode(&modes) {
+            Some(m) => format!("PREEMPT_DYNAMIC ({m})"),
+            None => model.to_owned(),
+        },
+        _ => model.to_owned(),
+    }
+}
+
+/// The selected mode in `none voluntary (full) lazy`.
+fn dynamic_mode(modes: &str) -> Option<&str> {
+    modes
+        .split_whitespace()
+        .find(|m| m.starts_with('('))
+        .map(|m| m.trim_matches(|c| c == '(' || c == ')'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preemption_from_uname() {
+        assert_eq!(preemption("#1 SMP PREEMPT_RT Debian 6.1.0"), "PREEMPT_RT");
+        assert_eq!(preemption("#1 SMP PREEMPT Debian"), "PREEMPT");
+        assert_eq!(preemption("#1 SMP Debian"), "none/voluntary");
+        assert!(preemption("#1 SMP PREEMPT_DYNAMIC @0").starts_with("PREEMPT_DYNAMIC"));
+    }
+
+    #[test]
+    fn dynamic_mode_is_the_parenthesised_one() {
+        assert_eq!(dynamic_mode("none voluntary (full) lazy"), Some("full"));
+        assert_eq!(dynamic_mode("none voluntary full"), None);
+    }
+
+    #[test]
+    fn collect_reads_this_machine() {
+        let e = Environment::collect(0);
+        assert!(!e.kernel_release.is_empty());
+        assert!(e.online_cpus >= 1);
+    }
+}

@@ -1,0 +1,84 @@
+//! Event accounting shared by every experiment: a check, not just a number.
+
+use rtrace_tracer::EventStats;
+use serde::{Deserialize, Serialize};
+
+/// Events of one traced run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Events {
+    /// Tracepoint executions counted by the workload itself (ground truth).
+    pub hits: u64,
+    /// Events the tracer kept.
+    pub recorded: u64,
+    /// Events the tracer reports as lost (overwritten, dropped, discarded).
+    pub lost: u64,
+}
+
+/// The tracer's accounting disagrees with the ground truth.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccountingError {
+    #[error("event accounting broken: recorded {recorded} + lost {lost} = {} but the workload hit the probe {hits} times (the tracer missed events without reporting them)", recorded + lost)]
+    Mismatch { hits: u64, recorded: u64, lost: u64 },
+    #[error("tracer recorded {recorded} events from a probe that never fired")]
+    Phantom { recorded: u64 },
+}
+
+impl Events {
+    pub fn new(hits: u64, stats: EventStats) -> Events {
+        Events {
+            hits,
+            recorded: stats.recorded,
+            lost: stats.lost,
+        }
+    }
+
+    /// Every hit was either recorded or reported lost.
+    pub fn check_exact(&self) -> Result<(), AccountingError> {
+        if self.recorded + self.lost == self.hits {
+            Ok(())
+        } else {
+            Err(AccountingError::Mismatch {
+                hits: self.hits,
+                recorded: self.recorded,
+                lost: self.lost,
+            })
+        }
+    }
+
+    /// Nothing was recorded (the traced probe never fired).
+    pub fn check_none(&self) -> Result<(), AccountingError> {
+        if self.recorded == 0 && self.lost == 0 {
+            Ok(())
+        } else {
+            Err(AccountingError::Phantom {
+                recorded: self.recorded + self.lost,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(hits: u64, recorded: u64, lost: u64) -> Events {
+        Events {
+            hits,
+            recorded,
+            lost,
+        }
+    }
+
+    #[test]
+    fn exact_accounting() {
+        assert!(ev(10, 7, 3).check_exact().is_ok());
+        assert!(ev(10, 7, 2).check_exact().is_err());
+        assert!(ev(10, 0, 0).check_exact().is_err(), "silent tracer fails");
+    }
+
+    #[test]
+    fn nothing_recorded() {
+        assert!(ev(0, 0, 0).check_none().is_ok());
+        assert!(ev(0, 1, 0).check_none().is_err());
+    }
+}
