@@ -6,21 +6,21 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A C program with USDT probes, built by gcc from `sdt_loop.c`:
-/// `sdt_loop N` fires `rtest:hit` N times (argument: the iteration), fires the is-enabled
-/// (semaphore) probe `rtest:sem` N times *only while a tracer has enabled it*, and prints
-/// `hits=N sem_hits=M` on exit. `rtest:never` exists but never fires.
+/// A C program with USDT probes, built by gcc from two units: `sdt_loop N` fires `rtest:hit` N
+/// times (argument: the iteration; no semaphore), fires the is-enabled (semaphore) probe
+/// `rtest:sem` N times *only while a tracer has enabled it*, and prints `hits=N sem_hits=M` on
+/// exit. `rtest:never` exists but never fires.
 pub const SDT_LOOP_C: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/sdt.h>
-unsigned short rtest_sem_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+long sem_probe(long i);
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 1000;
     long sem_hits = 0;
     for (long i = 0; i < n; i++) {
         DTRACE_PROBE1(rtest, hit, i);
-        if (rtest_sem_semaphore) { DTRACE_PROBE1(rtest, sem, i); sem_hits++; }
+        sem_hits += sem_probe(i);
     }
     if (argc > 2) DTRACE_PROBE1(rtest, never, n);
     printf("hits=%ld sem_hits=%ld\n", n, sem_hits);
@@ -28,17 +28,30 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Builds `src` with gcc into `dir/name` and returns the path. Panics with gcc's output on
-/// failure (tests want a backtrace, not an error value).
-pub fn build_c(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).expect("write C source");
+/// The semaphore unit of [`SDT_LOOP_C`]: with `_SDT_HAS_SEMAPHORES` every probe of a unit needs a
+/// semaphore, so the is-enabled probe lives alone here.
+pub const SDT_SEM_C: &str = r#"
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+unsigned short rtest_sem_semaphore __attribute__((unused)) __attribute__((section(".probes")));
+__attribute__((noinline)) long sem_probe(long i) {
+    if (rtest_sem_semaphore) { DTRACE_PROBE1(rtest, sem, i); return 1; }
+    return 0;
+}
+"#;
+
+/// Builds the C `units` (name, source) with gcc into `dir/name` and returns the path. Panics with
+/// gcc's output on failure (tests want a backtrace, not an error value).
+pub fn build_c(dir: &Path, name: &str, units: &[(&str, &str)], flags: &[&str]) -> PathBuf {
     let out = dir.join(name);
-    let status = Command::new("gcc")
-        .args(["-O2", "-D_SDT_HAS_SEMAPHORES=1", "-o"])
-        .arg(&out)
-        .arg(&c)
-        .args(flags)
+    let mut cmd = Command::new("gcc");
+    cmd.args(["-O2", "-o"]).arg(&out).args(flags);
+    for (unit, src) in units {
+        let c = dir.join(format!("{unit}.c"));
+        std::fs::write(&c, src).expect("write C source");
+        cmd.arg(c);
+    }
+    let status = cmd
         .output()
         .expect("gcc must be installed (apt-get install gcc systemtap-sdt-dev)");
     assert!(
@@ -49,9 +62,14 @@ pub fn build_c(dir: &Path, name: &str, src: &str, flags: &[&str]) -> PathBuf {
     out
 }
 
-/// Builds [`SDT_LOOP_C`] in `dir`.
+/// Builds [`SDT_LOOP_C`] + [`SDT_SEM_C`] in `dir`.
 pub fn sdt_loop(dir: &Path) -> PathBuf {
-    build_c(dir, "sdt_loop", SDT_LOOP_C, &[])
+    build_c(
+        dir,
+        "sdt_loop",
+        &[("sdt_loop", SDT_LOOP_C), ("sdt_sem", SDT_SEM_C)],
+        &[],
+    )
 }
 
 /// Parses `hits=N sem_hits=M` printed by `sdt_loop`.

@@ -126,11 +126,16 @@ fn spawn_held(command: &[String], read_end: OwnedFd) -> Result<std::process::Chi
     let fd = read_end.as_raw_fd();
     let mut cmd = Command::new(me);
     cmd.arg("__hold-exec").arg("--").args(command);
-    // SAFETY: dup2 and prctl are async-signal-safe.
+    // SAFETY: dup2, fcntl and prctl are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::dup2(fd, GO_FD) < 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
-            {
+            // dup2 onto itself keeps O_CLOEXEC: clear it explicitly in that case.
+            let moved = if fd == GO_FD {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, GO_FD)
+            };
+            if moved < 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
