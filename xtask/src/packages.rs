@@ -1,0 +1,54 @@
+//! Debian packages the project needs, installed when missing (as root) or printed otherwise.
+
+use crate::exec::{exec, is_root};
+use anyhow::{bail, Result};
+use std::process::Command;
+
+/// Build: clang/libelf/zlib/pkg-config for libbpf-rs; tests: gcc + sys/sdt.h; tracers: bpftool,
+/// bpftrace, LTTng; cyclictest; QEMU guests: qemu, busybox, cpio.
+pub const PACKAGES: &[&str] = &[
+    "clang",
+    "libelf-dev",
+    "zlib1g-dev",
+    "pkg-config",
+    "gcc",
+    "systemtap-sdt-dev",
+    "bpftool",
+    "bpftrace",
+    "rt-tests",
+    "lttng-tools",
+    "liblttng-ust-dev",
+    "babeltrace2",
+    "qemu-system-x86",
+    "busybox-static",
+    "cpio",
+];
+
+fn installed(pkg: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", pkg])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+/// Installs the missing packages with apt-get (root), or fails printing the command.
+pub fn ensure() -> Result<()> {
+    let missing: Vec<&str> = PACKAGES.iter().copied().filter(|p| !installed(p)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !is_root() {
+        bail!(
+            "missing packages; run as root: apt-get install -y {}",
+            missing.join(" ")
+        );
+    }
+    exec(Command::new("apt-get").args(["update", "-qq"]))?;
+    exec(
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+}
