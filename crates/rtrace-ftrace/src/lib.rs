@@ -89,7 +89,9 @@ impl Tracer for FtraceTracer {
         )?;
         if let Some(pid) = target.pid {
             inst.write("options/event-fork", "1")?;
-            inst.write("set_event_pid", &pid.to_string())?;
+            // set_event_pid filters by thread id: list every thread the process has now;
+            // event-fork adds threads and children created later.
+            inst.write("set_event_pid", &thread_ids(pid).join(" "))?;
         }
         let events: Vec<(String, String)> = match &target.hook {
             Hook::Usdt { binary, sites } => {
@@ -194,4 +196,19 @@ impl Drop for FtraceAttachment {
         let _ = self.disable();
         let _ = self.teardown();
     }
+}
+
+/// Thread ids of `pid` (just `pid` if /proc cannot be read).
+fn thread_ids(pid: u32) -> Vec<String> {
+    let mut tids: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if tids.is_empty() {
+        tids.push(pid.to_string());
+    }
+    tids
 }
