@@ -123,3 +123,64 @@ pub fn bin(name: &str) -> PathBuf {
     );
     p
 }
+
+/// Runs `rtrace-bench ARGS` to completion.
+pub fn bench(args: &[&str]) -> std::process::Output {
+    Command::new(bin("rtrace-bench"))
+        .args(args)
+        .output()
+        .expect("run rtrace-bench")
+}
+
+/// Asserts success, printing stderr/stdout otherwise.
+pub fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "rtrace-bench failed: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Asserts a clean rejection: non-zero exit and exactly one `Error:` line naming `needle`.
+pub fn assert_rejected(out: &std::process::Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "expected failure, got success");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("Error:")).collect();
+    assert_eq!(errors.len(), 1, "one error line expected:\n{stderr}");
+    assert!(
+        errors[0].contains(needle),
+        "error should mention `{needle}`: {}",
+        errors[0]
+    );
+}
+
+/// Polls `cond` every 20 ms for up to `secs`.
+pub fn wait_for(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// Names of tracefs instances created by this project (`rtrace_*`).
+pub fn our_instances() -> Vec<String> {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("rtrace_"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Reads a usdt/sweep JSON result file.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("result file")).expect("valid JSON")
+}

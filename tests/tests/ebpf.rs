@@ -1,0 +1,401 @@
+//! Root integration tests of the eBPF backend (`rtrace-ebpf`): real BPF programs, real kernel.
+//! Counts are checked against the workload's own ground truth.
+//!
+//! Run: `cargo test -p rtrace-tests --test ebpf -- --test-threads=1` as root.
+
+use rtrace_ebpf::{EbpfMode, EbpfTracer, AGGREGATE_FILE, EVENTS_FILE, EVENTS_HEADER};
+use rtrace_tracer::{EventStats, Hook, RecordMode, Target, Tracer};
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const N: u64 = 100_000;
+const MODES: [EbpfMode; 2] = [EbpfMode::Record, EbpfMode::Aggregate];
+
+/// The shared fixture: `rtest:hit`, semaphore probe `rtest:sem`, `rtest:never`.
+fn sdt_loop(dir: &Path) -> PathBuf {
+    rtrace_tests::sdt_loop(dir)
+}
+
+const SLEEPER_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+int main(int argc, char **argv) {
+    int k = argc > 1 ? atoi(argv[1]) : 10;
+    struct timespec ts = {0, 1000000};
+    for (int i = 0; i < k; i++) nanosleep(&ts, NULL);
+    printf("slept=%d\n", k);
+    return 0;
+}
+"#;
+
+/// A program held before `exec` until [`Held::go`]: its pid is known (and stays the same through
+/// exec) before it runs, so a tracer can attach to that pid first.
+struct Held {
+    child: Child,
+}
+
+impl Held {
+    fn spawn(program: &Path, args: &[String]) -> Held {
+        let script = format!("read x; exec {} {}", program.display(), args.join(" "));
+        let child = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn sh");
+        Held { child }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Lets it run to the end; its stdout.
+    fn go(mut self) -> String {
+        self.child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"\n")
+            .expect("release the held child");
+        let out = self.child.wait_with_output().expect("wait for child");
+        assert!(out.status.success(), "child failed: {:?}", out.status);
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+fn usdt(binary: &Path, name: &str) -> Hook {
+    Hook::Usdt {
+        binary: binary.to_owned(),
+        sites: vec![rtrace_sdt::Probe {
+            provider: "rtest".into(),
+            name: name.into(),
+            // libbpf finds sites and semaphores itself; only provider and name are used.
+            address: 0,
+            offset: 0,
+            semaphore_address: None,
+            semaphore_offset: None,
+            args: vec![],
+        }],
+    }
+}
+
+fn nanosleep_hook() -> Hook {
+    Hook::KernelTracepoint {
+        category: "syscalls".into(),
+        name: "sys_exit_clock_nanosleep".into(),
+    }
+}
+
+fn target(hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
+    Target {
+        hook,
+        pid,
+        out_dir: out_dir.to_owned(),
+        consumer_cpus: vec![0],
+        buffer_size_kb: None,
+        record: RecordMode::Stream,
+    }
+}
+
+/// IDs of BPF links and programs on the system, and the names of the programs.
+#[derive(Debug, PartialEq, Eq)]
+struct BpfState {
+    links: BTreeSet<u64>,
+    progs: BTreeSet<u64>,
+    our_progs: Vec<String>,
+}
+
+fn bpftool(what: &str) -> Vec<serde_json::Value> {
+    let out = Command::new("bpftool")
+        .args(["-j", what, "show"])
+        .output()
+        .expect("bpftool (apt-get install bpftool)");
+    assert!(out.status.success(), "bpftool {what} show failed");
+    if out.stdout.iter().all(u8::is_ascii_whitespace) {
+        return vec![];
+    }
+    serde_json::from_slice(&out.stdout).expect("bpftool json")
+}
+
+/// `finish` and `Drop` return only once the kernel has freed our programs and maps, so the
+/// state must be back to `want` at once.
+fn assert_bpf_state_returns_to(want: &BpfState, what: &str) {
+    let now = bpf_state();
+    assert_eq!(&now, want, "{what}: a BPF link or program of ours remains");
+}
+
+fn bpf_state() -> BpfState {
+    let ids = |v: &[serde_json::Value]| v.iter().filter_map(|x| x["id"].as_u64()).collect();
+    let progs = bpftool("prog");
+    let ours = ["usdt_record", "usdt_aggregate", "tp_record", "tp_aggregate"];
+    BpfState {
+        links: ids(&bpftool("link")),
+        progs: ids(&progs),
+        our_progs: progs
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .filter(|n| ours.contains(n))
+            .map(str::to_owned)
+            .collect(),
+    }
+}
+
+/// Attaches, checks our program is really loaded, runs the held child, finishes; the child's
+/// stdout and the stats. Asserts that no link or program of ours remains.
+fn trace(tracer: &EbpfTracer, t: &Target, child: Held) -> (String, EventStats) {
+    let before = bpf_state();
+    tracer.check(&t.hook).expect("check");
+    let att = tracer.attach(t).expect("attach");
+    let during = bpf_state();
+    assert_eq!(
+        during.our_progs.len(),
+        before.our_progs.len() + 1,
+        "our program is loaded: {during:?}"
+    );
+    let out = child.go();
+    let stats = att.finish().expect("finish");
+    assert_bpf_state_returns_to(&before, "after finish");
+    (out, stats)
+}
+
+#[test]
+fn usdt_counts_every_hit_of_one_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = sdt_loop(dir.path());
+    for mode in MODES {
+        let out_dir = tempfile::tempdir().unwrap();
+        let child = Held::spawn(&bin, &[N.to_string()]);
+        let t = target(usdt(&bin, "hit"), Some(child.pid()), out_dir.path());
+        let pid = child.pid();
+        let (out, stats) = trace(&EbpfTracer::new(mode), &t, child);
+        let (hits, _) = rtrace_tests::parse_sdt_loop_output(&out);
+        assert_eq!(hits, N);
+        println!("{mode:?}: {stats:?}");
+        assert_eq!(stats.recorded + stats.lost, hits, "{mode:?}");
+        assert_eq!(stats.lost, 0, "{mode:?}: default ring buffer is big enough");
+        match mode {
+            EbpfMode::Record => check_events_file(out_dir.path(), pid, N),
+            EbpfMode::Aggregate => check_histogram(out_dir.path(), N),
+        }
+    }
+}
+
+/// The events file holds exactly the arguments 0..n of process `pid`.
+fn check_events_file(dir: &Path, pid: u32, n: u64) {
+    let text = std::fs::read_to_string(dir.join(EVENTS_FILE)).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(EVENTS_HEADER));
+    let mut args = Vec::new();
+    let mut last_ts = 0u64;
+    for line in lines {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert_eq!(f.len(), 4, "{line}");
+        let ts: u64 = f[0].parse().unwrap();
+        assert!(ts >= last_ts, "timestamps of one thread are monotonic");
+        last_ts = ts;
+        assert_eq!(f[2], pid.to_string(), "{line}");
+        args.push(f[3].parse::<u64>().unwrap());
+    }
+    let expected: Vec<u64> = (0..n).collect();
+    assert_eq!(args, expected, "arguments are the loop counter, in order");
+}
+
+/// Arguments 0..n: bucket 0 holds 0, bucket k holds [2^(k-1), 2^k).
+fn check_histogram(dir: &Path, n: u64) {
+    let text = std::fs::read_to_string(dir.join(AGGREGATE_FILE)).unwrap();
+    let mut total = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.starts_with("cpu")) {
+        let f: Vec<&str> = line.split(' ').collect();
+        let lo: i128 = f[0].parse().unwrap();
+        let hi: i128 = f[1].parse().unwrap_or(i128::MAX);
+        let count: u64 = f[2].parse().unwrap();
+        let expected = (hi.min(i128::from(n)) - lo.max(0)) as u64;
+        assert_eq!(count, expected, "bucket [{lo}, {hi}) in:\n{text}");
+        total += count;
+    }
+    assert_eq!(total, n, "{text}");
+}
+
+#[test]
+fn semaphore_probe_is_enabled_and_counted_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = sdt_loop(dir.path());
+    for mode in MODES {
+        let out_dir = tempfile::tempdir().unwrap();
+        let child = Held::spawn(&bin, &[N.to_string()]);
+        let t = target(usdt(&bin, "sem"), Some(child.pid()), out_dir.path());
+        let (out, stats) = trace(&EbpfTracer::new(mode), &t, child);
+        let (_, sem_hits) = rtrace_tests::parse_sdt_loop_output(&out);
+        println!("{mode:?}: sem_hits={sem_hits} {stats:?}");
+        assert_eq!(sem_hits, N, "{mode:?}: the tracer enabled the semaphore");
+        assert_eq!(stats.recorded + stats.lost, sem_hits, "{mode:?}");
+    }
+}
+
+#[test]
+fn probe_that_never_fires_records_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = sdt_loop(dir.path());
+    for mode in MODES {
+        let out_dir = tempfile::tempdir().unwrap();
+        let child = Held::spawn(&bin, &[N.to_string()]);
+        let t = target(usdt(&bin, "never"), Some(child.pid()), out_dir.path());
+        let (_, stats) = trace(&EbpfTracer::new(mode), &t, child);
+        assert_eq!(stats, EventStats::default(), "{mode:?}");
+    }
+}
+
+#[test]
+fn usdt_without_pid_traces_every_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = sdt_loop(dir.path());
+    for mode in MODES {
+        let out_dir = tempfile::tempdir().unwrap();
+        let t = target(usdt(&bin, "hit"), None, out_dir.path());
+        let before = bpf_state();
+        let att = EbpfTracer::new(mode).attach(&t).expect("attach");
+        let mut total = 0;
+        for _ in 0..2 {
+            let out = Command::new(&bin).arg("1000").output().unwrap();
+            total += rtrace_tests::parse_sdt_loop_output(&String::from_utf8_lossy(&out.stdout)).0;
+        }
+        let stats = att.finish().expect("finish");
+        assert_eq!(stats.recorded + stats.lost, total, "{mode:?}");
+        assert_bpf_state_returns_to(&before, "after finish");
+    }
+}
+
+#[test]
+fn small_ring_buffer_counts_its_losses() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = sdt_loop(dir.path());
+    let out_dir = tempfile::tempdir().unwrap();
+    let child = Held::spawn(&bin, &[N.to_string()]);
+    let mut t = target(usdt(&bin, "hit"), Some(child.pid()), out_dir.path());
+    t.buffer_size_kb = Some(4);
+    let (out, stats) = trace(&EbpfTracer::new(EbpfMode::Record), &t, child);
+    let (hits, _) = rtrace_tests::parse_sdt_loop_output(&out);
+    println!("tiny ring: {stats:?}");
+    assert!(stats.lost > 0, "a few KiB cannot hold {N} events in 50 ms");
+    assert_eq!(stats.recorded + stats.lost, hits);
+    let lines = std::fs::read_to_string(out_dir.path().join(EVENTS_FILE))
+        .unwrap()
+        .lines()
+        .count() as u64;
+    assert_eq!(lines, stats.recorded + 1, "file lines = recorded + header");
+}
+
+#[test]
+fn nanosleep_tracepoint_counts_only_the_target_pid() {
+    const K: u64 = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = rtrace_tests::build_c(dir.path(), "sleeper", &[("sleeper", SLEEPER_C)], &[]);
+    for mode in MODES {
+        // The target sleeps K times; a bystander held in `read` is traced at the same time and
+        // must see none of them.
+        let out_dir = tempfile::tempdir().unwrap();
+        let other_dir = tempfile::tempdir().unwrap();
+        let child = Held::spawn(&sleeper, &[K.to_string()]);
+        let bystander = Held::spawn(Path::new("true"), &[]);
+        let tracer = EbpfTracer::new(mode);
+        let other = tracer
+            .attach(&target(nanosleep_hook(), Some(bystander.pid()), other_dir.path()))
+            .expect("attach bystander");
+        let t = target(nanosleep_hook(), Some(child.pid()), out_dir.path());
+        let (out, stats) = trace(&tracer, &t, child);
+        assert_eq!(out.trim(), format!("slept={K}"));
+        println!("{mode:?}: {stats:?}");
+        assert_eq!(stats.recorded + stats.lost, K, "{mode:?}: one exit per nanosleep");
+        assert_eq!(other.finish().unwrap(), EventStats::default(), "{mode:?}");
+        bystander.go();
+        if mode == EbpfMode::Record {
+            let text = std::fs::read_to_string(out_dir.path().join(EVENTS_FILE)).unwrap();
+            let rets: Vec<&str> = text.lines().skip(1).map(|l| l.rsplit(' ').next().unwrap()).collect();
+            assert_eq!(rets, vec!["0"; K as usize], "nanosleep returned 0 each time");
+        }
+    }
+}
+
+#[test]
+fn nanosleep_tracepoint_without_pid_sees_at_least_the_child() {
+    const K: u64 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let sleeper = rtrace_tests::build_c(dir.path(), "sleeper", &[("sleeper", SLEEPER_C)], &[]);
+    let out_dir = tempfile::tempdir().unwrap();
+    let att = EbpfTracer::new(EbpfMode::Aggregate)
+        .attach(&target(nanosleep_hook(), None, out_dir.path()))
+        .unwrap();
+    let status = Command::new(&sleeper).arg(K.to_string()).status().unwrap();
+    assert!(status.success());
+    let stats = att.finish().unwrap();
+    assert!(stats.recorded >= K, "{stats:?}");
+}
+
+#[test]
+fn dropping_without_finish_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = sdt_loop(dir.path());
+    for mode in MODES {
+        let out_dir = tempfile::tempdir().unwrap();
+        let before = bpf_state();
+        let child = Held::spawn(&bin, &["1000".into()]);
+        let t = target(usdt(&bin, "hit"), Some(child.pid()), out_dir.path());
+        let att = EbpfTracer::new(mode).attach(&t).expect("attach");
+        assert_ne!(bpf_state(), before, "attached");
+        child.go();
+        drop(att);
+        assert_bpf_state_returns_to(&before, "after drop");
+    }
+}
+
+#[test]
+fn bad_input_fails_with_one_line_naming_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = sdt_loop(dir.path());
+    let tracer = EbpfTracer::new(EbpfMode::Aggregate);
+    let one_line = |e: anyhow::Error| {
+        let s = format!("{e:#}");
+        assert!(!s.contains('\n'), "{s}");
+        s
+    };
+    let before = bpf_state();
+
+    let missing = target(usdt(&bin, "nope"), None, dir.path());
+    tracer.check(&missing.hook).expect("check does not parse notes");
+    let err = one_line(tracer.attach(&missing).err().expect("missing probe"));
+    assert!(err.contains("rtest:nope") && err.contains("rtrace-bench probes"), "{err}");
+
+    let no_bin = usdt(Path::new("/nonexistent/bin"), "hit");
+    let err = one_line(tracer.check(&no_bin).unwrap_err());
+    assert!(err.contains("check the path"), "{err}");
+
+    let other_tp = Hook::KernelTracepoint {
+        category: "sched".into(),
+        name: "sched_switch".into(),
+    };
+    let err = one_line(tracer.check(&other_tp).unwrap_err());
+    assert!(err.contains("ftrace"), "{err}");
+
+    let mut bad_name = usdt(&bin, "hit");
+    if let Hook::Usdt { sites, .. } = &mut bad_name {
+        sites[0].provider = "a;b".into();
+    }
+    let err = one_line(tracer.check(&bad_name).unwrap_err());
+    assert!(err.contains("letters, digits"), "{err}");
+
+    let mut bad_cpu = target(usdt(&bin, "hit"), None, dir.path());
+    bad_cpu.consumer_cpus = vec![100_000];
+    let err = one_line(tracer.attach(&bad_cpu).err().expect("bad cpu"));
+    assert!(err.contains("CPU"), "{err}");
+
+    let mut bad_dir = target(usdt(&bin, "hit"), None, Path::new("/nonexistent/out"));
+    bad_dir.consumer_cpus = vec![];
+    let err = one_line(EbpfTracer::new(EbpfMode::Record).attach(&bad_dir).err().expect("bad dir"));
+    assert!(err.contains("out-dir"), "{err}");
+
+    assert_bpf_state_returns_to(&before, "after failed attaches");
+}
