@@ -25,3 +25,20 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// The cargo target directory (honours CARGO_TARGET_DIR and config via `cargo metadata`).
+pub fn target_dir() -> Result<std::path::PathBuf> {
+    let out = cargo()
+        .args(["metadata", "--format-version=1", "--no-deps"])
+        .output()
+        .context("cannot run cargo metadata")?;
+    if !out.status.success() {
+        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("cargo metadata printed invalid JSON")?;
+    meta["target_directory"]
+        .as_str()
+        .map(std::path::PathBuf::from)
+        .context("no target_directory in cargo metadata")
+}
