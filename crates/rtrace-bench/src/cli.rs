@@ -18,6 +18,12 @@ pub enum Command {
     Count(CountArgs),
     /// List the USDT probes of an ELF binary or shared library.
     Probes(ProbesArgs),
+    /// Wake-up latency under each tracer, cyclictest's method (thesis §3.4, Figs 3.3-3.4), with
+    /// rt-tests' cyclictest as cross-check.
+    #[command(name = "cyclictest-sweep")]
+    CyclictestSweep(crate::sweep::options::SweepArgs),
+    /// Overlay two cyclictest-sweep results (e.g. PREEMPT vs PREEMPT_RT): per-percentile differences.
+    Compare(crate::compare::CompareArgs),
     /// Internal: wait for a byte on fd 3, then exec the command (used by `count`).
     #[command(hide = true, name = "__hold-exec")]
     HoldExec(HoldExecArgs),
@@ -133,6 +139,9 @@ pub struct CountArgs {
 pub struct ProbesArgs {
     /// ELF executable or shared library.
     pub binary: PathBuf,
+    /// List function symbols matching this glob (uprobe/uretprobe targets) instead of USDT probes.
+    #[arg(long, value_name = "PATTERN")]
+    pub symbols: Option<String>,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

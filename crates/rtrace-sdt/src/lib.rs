@@ -19,6 +19,9 @@
 mod args;
 mod elf;
 mod note;
+mod symbols;
+
+pub use symbols::{function, functions, Function};
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -93,6 +96,10 @@ pub enum ArgLocation {
 /// Errors a user can act on; each message names the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum SdtError {
+    #[error("{path} has no function `{name}`; list its functions with `rtrace-bench probes {path} --symbols PATTERN`")]
+    NoSuchFunction { path: PathBuf, name: String },
+    #[error("bad symbol pattern `{pattern}`: {reason} (use a glob such as `marker_*`)")]
+    BadPattern { pattern: String, reason: String },
     /// The file cannot be read.
     #[error("cannot read {path}: {source} (check the path of the binary)")]
     Io {
