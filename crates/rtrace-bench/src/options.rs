@@ -52,6 +52,8 @@ impl Cpus {
 pub struct TracerOptions {
     pub buffer_size_kb: Option<u64>,
     pub record: RecordMode,
+    pub lttng_subbuf_size: Option<u64>,
+    pub lttng_num_subbuf: Option<u32>,
 }
 
 impl From<TracerArgs> for TracerOptions {
@@ -62,6 +64,8 @@ impl From<TracerArgs> for TracerOptions {
                 RecordArg::Overwrite => RecordMode::Overwrite,
                 RecordArg::Stream => RecordMode::Stream,
             },
+            lttng_subbuf_size: a.lttng_subbuf_size,
+            lttng_num_subbuf: a.lttng_num_subbuf,
         }
     }
 }

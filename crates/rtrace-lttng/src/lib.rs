@@ -1,1 +1,287 @@
-//! STUB
+//! LTTng backend: drives the `lttng` command-line tool (one run-unique recording session per
+//! attachment), reads the discarded-event count LTTng keeps, and counts the recorded events in
+//! the trace with babeltrace2.
+//!
+//! # Use
+//!
+//! ```no_run
+//! use rtrace_lttng::{EventKind, LttngOptions, LttngTracer};
+//! let tracer = LttngTracer::new(LttngOptions {
+//!     subbuf_size: Some(4096),
+//!     num_subbuf: Some(2),
+//!     event_kind: EventKind::Tracepoint,
+//! })?;
+//! # anyhow::Ok(())
+//! ```
+//!
+//! # Hooks
+//!
+//! - [`Hook::LttngUst`] `{provider, event}`: `lttng enable-event -u provider:event`. With
+//!   [`EventKind::Tracef`] a hook on the event named `event` (the workload's loop event) is
+//!   traced as `lttng_ust_tracef:event` instead, because that is what the workload then fires;
+//!   other hooks (the never-fired `rtrace:idle` of case 2) are unchanged.
+//! - [`Hook::KernelTracepoint`] `{category: "syscalls", name: "sys_exit_NAME" | "sys_enter_NAME"}`:
+//!   `lttng enable-event -k --syscall NAME` (needs root and the lttng-modules kernel modules).
+//!   LTTng records entry and exit; the hooked direction is counted as recorded, and `lost` is
+//!   derived exactly from LTTng's channel-wide discarded count, assuming each call of the
+//!   traced process produced one entry and one exit during the session.
+//!
+//! # Sessions and the session daemon
+//!
+//! `attach` uses the running `lttng-sessiond` of this user, or starts one (`--daemonize`,
+//! pinned to `Target::consumer_cpus`; the consumer daemons inherit that). A daemon we started
+//! is stopped when the [`LttngTracer`] and every attachment made from it are dropped. Each
+//! attachment owns a session named [`rtrace_tracer::run_tag`] (`rtrace_<pid>_<seq>`) with one
+//! channel `rtrace`; `finish` and `Drop` destroy it, and [`Tracer::remove_stale`] destroys the
+//! sessions of dead runs.
+//!
+//! # Record modes and accounting
+//!
+//! - [`RecordMode::Stream`] (the thesis' default): a normal session written to
+//!   `out_dir/lttng/<session>` by the consumer daemon, channel in discard mode.
+//!   `recorded` = events in the trace, `lost` = the channel's "discarded events".
+//! - [`RecordMode::Overwrite`]: a snapshot session (flight recorder, channel in overwrite mode),
+//!   one snapshot written at `finish`. LTTng does not count overwritten events, so `finish`
+//!   fails when any packet was overwritten (the packet sequence numbers in the snapshot have a
+//!   gap) rather than report a count it cannot know: size the buffer for the run.
+//!
+//! In both modes `recorded + lost == hits` holds when LTTng is consistent; the harness checks it.
+
+mod cli;
+mod ctf;
+mod daemon;
+mod mi;
+mod session;
+
+pub use cli::{ToolsMissing, TOOLS};
+
+use anyhow::{bail, Result};
+use daemon::Sessiond;
+use rtrace_tracer::{Attachment, Hook, Target, Tracer, TracerKind};
+use std::sync::{Arc, Mutex};
+
+/// How the workload emits its loop event, and so which LTTng event case 1 enables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EventKind {
+    /// `rtrace:event`, a `LTTNG_UST_TRACEPOINT_EVENT` with one integer field (default).
+    #[default]
+    Tracepoint,
+    /// The thesis' `lttng_ust_tracef("%s (%d)", "event", i)`: LTTng event
+    /// `lttng_ust_tracef:event`. The workload must run with [`EventKind::WORKLOAD_ENV`] set to
+    /// [`EventKind::workload_env_value`].
+    Tracef,
+}
+
+impl EventKind {
+    /// Environment variable read once by `workload-lttng` to pick its loop event.
+    pub const WORKLOAD_ENV: &'static str = "RTRACE_LTTNG_EVENT";
+
+    /// Value of [`EventKind::WORKLOAD_ENV`] for this kind.
+    pub fn workload_env_value(self) -> &'static str {
+        match self {
+            EventKind::Tracepoint => "tracepoint",
+            EventKind::Tracef => "tracef",
+        }
+    }
+
+    /// The LTTng-UST event enabled for hook `provider:event`.
+    pub fn ust_event(self, provider: &str, event: &str) -> String {
+        match self {
+            EventKind::Tracef if event == "event" => "lttng_ust_tracef:event".to_owned(),
+            _ => format!("{provider}:{event}"),
+        }
+    }
+}
+
+/// Channel geometry and event kind. Unset sizes come from `Target::buffer_size_kb` (split into
+/// `num_subbuf` sub-buffers, default 4, each rounded up to a power of two ≥ 4 KiB), else from
+/// LTTng's defaults (UST: 4 × 512 KiB per CPU).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LttngOptions {
+    /// Sub-buffer size in bytes: a power of two, at least 4096 (`--subbuf-size`).
+    pub subbuf_size: Option<u64>,
+    /// Sub-buffers per CPU ring buffer, at least 2 (`--num-subbuf`).
+    pub num_subbuf: Option<u32>,
+    pub event_kind: EventKind,
+}
+
+impl LttngOptions {
+    /// `(subbuf_size, num_subbuf)` for a target asking for `buffer_size_kb` per CPU.
+    pub fn geometry(&self, buffer_size_kb: Option<u64>) -> (Option<u64>, Option<u32>) {
+        match (self.subbuf_size, buffer_size_kb) {
+            (None, Some(kb)) => {
+                let n = self.num_subbuf.unwrap_or(4);
+                let size = (kb * 1024 / u64::from(n)).next_power_of_two().max(4096);
+                (Some(size), Some(n))
+            }
+            _ => (self.subbuf_size, self.num_subbuf),
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if let Some(s) = self.subbuf_size {
+            if s < 4096 || !s.is_power_of_two() {
+                bail!("LTTng sub-buffer size {s} is invalid: use a power of two of at least 4096 bytes");
+            }
+        }
+        if let Some(n) = self.num_subbuf {
+            if n < 2 || !n.is_power_of_two() {
+                bail!("LTTng sub-buffer count {n} is invalid: use a power of two of at least 2");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The LTTng backend. See the crate documentation for the lifecycle.
+#[derive(Debug)]
+pub struct LttngTracer {
+    options: LttngOptions,
+    /// The session daemon in use, once `attach` (or [`LttngTracer::ensure_sessiond`]) found or
+    /// started it; shared with the attachments so a daemon we started outlives them.
+    sessiond: Mutex<Option<Arc<Sessiond>>>,
+}
+
+impl LttngTracer {
+    /// A tracer with `options`; fails on an invalid channel geometry. Starts nothing.
+    pub fn new(options: LttngOptions) -> Result<LttngTracer> {
+        options.validate()?;
+        Ok(LttngTracer {
+            options,
+            sessiond: Mutex::new(None),
+        })
+    }
+
+    pub fn options(&self) -> &LttngOptions {
+        &self.options
+    }
+
+    /// Finds or starts the session daemon now (pinned to `consumer_cpus` if we start it).
+    /// Optional: `attach` does it too, but an LTTng-UST application registers faster when the
+    /// daemon is already up when it starts. Returns the pid of a daemon we started.
+    pub fn ensure_sessiond(&self, consumer_cpus: &[usize]) -> Result<Option<u32>> {
+        Ok(self.sessiond(consumer_cpus)?.started_pid())
+    }
+
+    fn sessiond(&self, consumer_cpus: &[usize]) -> Result<Arc<Sessiond>> {
+        cli::require_tools()?;
+        let mut guard = self.sessiond.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = guard.as_ref() {
+            if cli::lttng(&["list"]).is_ok() {
+                return Ok(d.clone());
+            }
+        }
+        let d = Arc::new(Sessiond::ensure(consumer_cpus)?);
+        *guard = Some(d.clone());
+        Ok(d)
+    }
+}
+
+impl Tracer for LttngTracer {
+    fn kind(&self) -> TracerKind {
+        TracerKind::Lttng
+    }
+
+    fn check(&self, hook: &Hook) -> Result<()> {
+        cli::require_tools()?;
+        match hook {
+            Hook::LttngUst { provider, event } => {
+                rtrace_tracer::validate_name("LTTng-UST provider", provider)?;
+                rtrace_tracer::validate_name("LTTng-UST event", event)?;
+                Ok(())
+            }
+            Hook::KernelTracepoint { category, name } => {
+                session::syscall(category, name)?;
+                rtrace_tracer::require_root("LTTng kernel tracing")?;
+                session::kernel_modules_available()
+            }
+            Hook::Usdt { .. } => bail!(
+                "LTTng traces LTTng-UST tracepoints, not USDT probes: use the workload-lttng binary (or --tracer ftrace|ebpf|bpftrace for USDT)"
+            ),
+        }
+    }
+
+    fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
+        self.check(&target.hook)?;
+        let sessiond = self.sessiond(&target.consumer_cpus)?;
+        Ok(Box::new(session::LttngSession::start(
+            &self.options,
+            target,
+            sessiond,
+        )?))
+    }
+
+    fn remove_stale(&self) -> Result<Vec<String>> {
+        cli::require_tools()?;
+        session::remove_stale()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_size_becomes_power_of_two_subbuffers() {
+        let o = LttngOptions::default();
+        assert_eq!(o.geometry(None), (None, None));
+        assert_eq!(o.geometry(Some(1024)), (Some(262_144), Some(4)));
+        assert_eq!(o.geometry(Some(1000)), (Some(262_144), Some(4)));
+        assert_eq!(o.geometry(Some(4)), (Some(4096), Some(4)));
+        let explicit = LttngOptions {
+            subbuf_size: Some(8192),
+            num_subbuf: Some(2),
+            ..o
+        };
+        assert_eq!(explicit.geometry(Some(1024)), (Some(8192), Some(2)));
+    }
+
+    #[test]
+    fn rejects_geometry_lttng_would_reject() {
+        for (s, n) in [
+            (Some(1000), None),
+            (Some(2048), None),
+            (None, Some(1)),
+            (None, Some(3)),
+        ] {
+            let o = LttngOptions {
+                subbuf_size: s,
+                num_subbuf: n,
+                ..Default::default()
+            };
+            assert!(LttngTracer::new(o).is_err(), "{o:?}");
+        }
+        assert!(LttngTracer::new(LttngOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn tracef_replaces_only_the_loop_event() {
+        assert_eq!(
+            EventKind::Tracepoint.ust_event("rtrace", "event"),
+            "rtrace:event"
+        );
+        assert_eq!(
+            EventKind::Tracef.ust_event("rtrace", "event"),
+            "lttng_ust_tracef:event"
+        );
+        assert_eq!(EventKind::Tracef.ust_event("rtrace", "idle"), "rtrace:idle");
+    }
+
+    #[test]
+    fn usdt_hooks_are_refused_with_the_fix() {
+        let t = LttngTracer::new(LttngOptions::default()).unwrap();
+        let hook = Hook::Usdt {
+            binary: "/bin/true".into(),
+            sites: Vec::new(),
+        };
+        if let Err(e) = t.check(&hook) {
+            let msg = format!("{e:#}");
+            assert!(
+                msg.contains("workload-lttng") || msg.contains("apt-get"),
+                "{msg}"
+            );
+        } else {
+            panic!("USDT accepted");
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! One recording session per attachment: create → channel → event → track → start, and
+//! stop → (snapshot) → statistics → destroy → count.
+
+use crate::daemon::Sessiond;
+use crate::{cli, ctf, mi, LttngOptions};
+use anyhow::{bail, Context, Result};
+use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Name of the one channel of every session.
+const CHANNEL: &str = "rtrace";
+/// How long `attach` waits for the traced application to register with the session daemon.
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a session records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum What {
+    /// An LTTng-UST event `provider:event`.
+    Ust { event: String },
+    /// Entry and exit of syscall `name`; `exit` says which one the hook counts.
+    Syscall { name: String, exit: bool },
+}
+
+/// The syscall named by a `syscalls:sys_{enter,exit}_NAME` hook, and whether it is the exit.
+pub fn syscall(category: &str, name: &str) -> Result<(String, bool)> {
+    let parsed = (category == "syscalls")
+        .then(|| {
+            name.strip_prefix("sys_exit_")
+                .map(|n| (n, true))
+                .or_else(|| name.strip_prefix("sys_enter_").map(|n| (n, false)))
+        })
+        .flatten();
+    let Some((call, exit)) = parsed else {
+        bail!("LTTng backend: kernel hook {category}:{name} is not supported, only syscalls:sys_exit_NAME / sys_enter_NAME");
+    };
+    rtrace_tracer::validate_name("syscall", call)?;
+    Ok((call.to_owned(), exit))
+}
+
+/// Whether the lttng-modules kernel modules are loaded or installed for this kernel.
+pub fn kernel_modules_available() -> Result<()> {
+    if Path::new("/sys/module/lttng_tracer").exists() {
+        return Ok(());
+    }
+    let installed = std::process::Command::new("modinfo")
+        .arg("lttng-tracer")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if installed {
+        Ok(())
+    } else {
+        bail!("LTTng kernel tracing unavailable: the lttng-modules kernel modules are not loaded or installed for this kernel (apt-get install lttng-modules-dkms)")
+    }
+}
+
+/// A live LTTng recording session; destroyed by `finish` or on drop.
+pub struct LttngSession {
+    name: String,
+    out: PathBuf,
+    what: What,
+    record: RecordMode,
+    /// False once `lttng destroy` ran.
+    live: bool,
+    /// Keeps a session daemon we started alive until this session is gone.
+    _sessiond: Arc<Sessiond>,
+}
+
+impl LttngSession {
+    pub fn start(options: &LttngOptions, target: &Target, sessiond: Arc<Sessiond>) -> Result<Self> {
+        let what = match &target.hook {
+            Hook::LttngUst { provider, event } => What::Ust {
+                event: options.event_kind.ust_event(provider, event),
+            },
+            Hook::KernelTracepoint { category, name } => {
+                let (name, exit) = syscall(category, name)?;
+                What::Syscall { name, exit }
+            }
+            Hook::Usdt { .. } => bail!("LTTng cannot trace USDT probes"),
+        };
+        let name = rtrace_tracer::run_tag();
+        let out = target.out_dir.join("lttng").join(&name);
+        std::fs::create_dir_all(target.out_dir.join("lttng"))
+            .with_context(|| format!("cannot create {}", target.out_dir.display()))?;
+        let snapshot = target.record == RecordMode::Overwrite;
+        let output = format!("--output={}", cli::path_arg(&out)?);
+        let mut create = vec!["create", name.as_str(), output.as_str()];
+        if snapshot {
+            create.push("--snapshot");
+        }
+        cli::lttng(&create).context("cannot create the LTTng session")?;
+        // From here on, dropping `s` destroys the session.
+        let s = LttngSession {
+            name,
+            out,
+            what,
+            record: target.record,
+            live: true,
+            _sessiond: sessiond,
+        };
+        let domain = match s.what {
+            What::Ust { .. } => "--userspace",
+            What::Syscall { .. } => "--kernel",
+        };
+        let session = format!("--session={}", s.name);
+        let (subbuf, num) = options.geometry(target.buffer_size_kb);
+        let mut channel = vec![
+            "enable-channel".to_owned(),
+            domain.to_owned(),
+            session.clone(),
+            if snapshot { "--overwrite" } else { "--discard" }.to_owned(),
+        ];
+        channel.extend(subbuf.map(|v| format!("--subbuf-size={v}")));
+        channel.extend(num.map(|v| format!("--num-subbuf={v}")));
+        channel.push(CHANNEL.to_owned());
+        cli::lttng(&channel.iter().map(String::as_str).collect::<Vec<_>>())
+            .context("cannot create the LTTng channel")?;
+
+        let chan = format!("--channel={CHANNEL}");
+        match &s.what {
+            What::Ust { event } => {
+                if let Some(pid) = target.pid {
+                    wait_registered(pid, event)?;
+                }
+                cli::lttng(&["enable-event", domain, &session, &chan, event])
+            }
+            What::Syscall { name, .. } => {
+                cli::lttng(&["enable-event", domain, &session, &chan, "--syscall", name])
+            }
+        }
+        .context("cannot enable the LTTng event")?;
+        if let Some(pid) = target.pid {
+            let pid_opt = match s.what {
+                What::Ust { .. } => format!("--vpid={pid}"),
+                What::Syscall { .. } => format!("--pid={pid}"),
+            };
+            cli::lttng(&["track", domain, &session, &pid_opt])
+                .context("cannot restrict the LTTng session to the workload")?;
+        }
+        // Returns once the registered applications have their tracepoints enabled.
+        cli::lttng(&["start", &s.name]).context("cannot start the LTTng session")?;
+        Ok(s)
+    }
+
+    /// `lttng destroy` (idempotent).
+    fn destroy(&mut self) -> Result<()> {
+        if self.live {
+            self.live = false;
+            cli::lttng(&["destroy", &self.name])?;
+        }
+        Ok(())
+    }
+
+    fn stats(&mut self) -> Result<EventStats> {
+        cli::lttng(&["stop", &self.name]).context("cannot stop the LTTng session")?;
+        if self.record == RecordMode::Overwrite {
+            cli::lttng(&["snapshot", "record", "--session", &self.name])
+                .context("cannot record the LTTng snapshot")?;
+        }
+        let xml = cli::lttng_mi(&["list", &self.name])?;
+        let discarded = mi::channel_sum(&xml, "discarded_events")
+            .context("unreadable discarded-event count in `lttng list`")?;
+        let lost_packets = mi::channel_sum(&xml, "lost_packets")
+            .context("unreadable lost-packet count in `lttng list`")?;
+        self.destroy().context("cannot destroy the LTTng session")?;
+        if lost_packets > 0 {
+            bail!(
+                "LTTng lost {lost_packets} packets of session {} and does not say how many events they held",
+                self.name
+            );
+        }
+        if self.record == RecordMode::Overwrite {
+            let overwritten = ctf::overwritten_packets(&self.out)?;
+            if overwritten > 0 {
+                bail!(
+                    "the LTTng snapshot buffer wrapped ({overwritten} packets overwritten) and LTTng does not count overwritten events: use a bigger buffer (--buffer-size) or stream mode"
+                );
+            }
+        }
+        match &self.what {
+            What::Ust { .. } => Ok(EventStats {
+                recorded: ctf::count_events(&self.out)?,
+                lost: discarded,
+            }),
+            What::Syscall { name, exit } => {
+                let entry_name = format!("syscall_entry_{name}");
+                let exit_name = format!("syscall_exit_{name}");
+                let c = ctf::count_by_name(&self.out, &[&entry_name, &exit_name])?;
+                let (hooked, other) = if *exit { (c[1], c[0]) } else { (c[0], c[1]) };
+                Ok(EventStats {
+                    recorded: hooked,
+                    lost: syscall_lost(discarded, hooked, other),
+                })
+            }
+        }
+    }
+}
+
+/// Hooked events lost when each call makes one entry and one exit event (`2H` events in all)
+/// and LTTng discarded `discarded` of them: `H = (discarded + hooked + other) / 2`.
+pub fn syscall_lost(discarded: u64, hooked: u64, other: u64) -> u64 {
+    (discarded + other).saturating_sub(hooked).div_ceil(2)
+}
+
+impl Attachment for LttngSession {
+    fn finish(mut self: Box<Self>) -> Result<EventStats> {
+        let name = self.name.clone();
+        self.stats()
+            .with_context(|| format!("LTTng session {name} (trace in {})", self.out.display()))
+    }
+}
+
+impl Drop for LttngSession {
+    fn drop(&mut self) {
+        let _ = self.destroy();
+    }
+}
+
+/// Waits until process `pid` is registered with the session daemon and offers `event`: an
+/// LTTng-UST application registers from its constructor, or as soon as a daemon appears.
+fn wait_registered(pid: u32, event: &str) -> Result<()> {
+    let deadline = Instant::now() + REGISTER_TIMEOUT;
+    loop {
+        let xml = cli::lttng_mi(&["list", "--userspace"]).unwrap_or_default();
+        match mi::app_events(&xml, pid) {
+            Some(events) if events.iter().any(|e| e == event) => return Ok(()),
+            Some(events) if !events.is_empty() => bail!(
+                "process {pid} does not provide LTTng-UST event {event} (it offers {}): wrong workload binary or event kind?",
+                events.join(", ")
+            ),
+            _ if !rtrace_tracer::is_alive(pid) => bail!("process {pid} exited before LTTng attached"),
+            _ if Instant::now() > deadline => bail!(
+                "process {pid} did not register with lttng-sessiond within {}s: is it linked with liblttng-ust (workload-lttng)?",
+                REGISTER_TIMEOUT.as_secs()
+            ),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Destroys the sessions named `rtrace_<pid>_<seq>` whose owner process is gone.
+pub fn remove_stale() -> Result<Vec<String>> {
+    let Ok(xml) = cli::lttng_mi(&["list"]) else {
+        // No session daemon: no session can be left over.
+        return Ok(Vec::new());
+    };
+    let mut removed = Vec::new();
+    for name in mi::session_names(&xml) {
+        if let Some(pid) = rtrace_tracer::owner_pid(&name) {
+            if !rtrace_tracer::is_alive(pid) {
+                cli::lttng(&["destroy", &name])
+                    .with_context(|| format!("cannot destroy stale LTTng session {name}"))?;
+                removed.push(format!("LTTng session {name}"));
+            }
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syscall_hooks_map_to_lttng_syscalls() {
+        assert_eq!(
+            syscall("syscalls", "sys_exit_clock_nanosleep").unwrap(),
+            ("clock_nanosleep".to_owned(), true)
+        );
+        assert_eq!(
+            syscall("syscalls", "sys_enter_read").unwrap(),
+            ("read".to_owned(), false)
+        );
+        assert!(syscall("sched", "sched_switch").is_err());
+        assert!(syscall("syscalls", "clock_nanosleep").is_err());
+        assert!(syscall("syscalls", "sys_exit_a;b").is_err());
+    }
+
+    #[test]
+    fn syscall_loss_is_exact_for_paired_events() {
+        // 10 calls, nothing lost.
+        assert_eq!(syscall_lost(0, 10, 10), 0);
+        // 10 calls = 20 events; 3 entries and 4 exits discarded.
+        assert_eq!(syscall_lost(7, 6, 7), 4);
+        assert_eq!(syscall_lost(7, 7, 6), 3);
+    }
+}

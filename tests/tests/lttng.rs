@@ -1,0 +1,268 @@
+//! LTTng backend against the real lttng tools and the `workload-lttng` binary. Needs root and
+//! a built workload: `cargo build -p workload && cargo test -p rtrace-tests --test lttng --
+//! --test-threads=1` (same profile for both).
+
+use rtrace_lttng::{EventKind, LttngOptions, LttngTracer};
+use rtrace_tracer::{EventStats, Hook, RecordMode, Target, Tracer};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+/// A `workload-lttng` process between its ready and done lines.
+struct Workload {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    pid: u32,
+}
+
+impl Workload {
+    /// Starts the micro loop (`body`: "event" or "barrier") and waits for its ready line.
+    fn start(body: &str, iterations: u64, kind: EventKind) -> Workload {
+        let config = serde_json::json!({
+            "mode": "micro", "body": body, "iterations": iterations, "warmup": 1000,
+            "cpu": 1, "priority": null, "timer_samples": 100,
+        });
+        let mut child = Command::new(rtrace_tests::bin("workload-lttng"))
+            .arg(config.to_string())
+            .env(EventKind::WORKLOAD_ENV, kind.workload_env_value())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start workload-lttng");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let ready = read_json(&mut stdout);
+        assert_eq!(ready["msg"], "ready", "{ready}");
+        assert_eq!(ready["instrumentation"], "lttng-ust", "{ready}");
+        let pid = ready["pid"].as_u64().unwrap() as u32;
+        Workload { child, stdout, pid }
+    }
+
+    /// Says go, waits for the done line and the exit; returns the ground-truth hits.
+    fn run(mut self) -> u64 {
+        self.child.stdin.as_mut().unwrap().write_all(b"g").unwrap();
+        let done = read_json(&mut self.stdout);
+        assert_eq!(done["msg"], "done", "{done}");
+        assert!(self.child.wait().unwrap().success());
+        done["hits"].as_u64().unwrap()
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read_json(r: &mut impl BufRead) -> serde_json::Value {
+    let mut line = String::new();
+    r.read_line(&mut line).expect("read workload line");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"))
+}
+
+fn tracer(subbuf_size: Option<u64>, num_subbuf: Option<u32>, kind: EventKind) -> LttngTracer {
+    LttngTracer::new(LttngOptions {
+        subbuf_size,
+        num_subbuf,
+        event_kind: kind,
+    })
+    .unwrap()
+}
+
+fn target(event: &str, pid: u32, out: &Path, record: RecordMode) -> Target {
+    Target {
+        hook: Hook::LttngUst {
+            provider: "rtrace".into(),
+            event: event.into(),
+        },
+        pid: Some(pid),
+        out_dir: out.to_owned(),
+        consumer_cpus: vec![0],
+        buffer_size_kb: None,
+        record,
+    }
+}
+
+/// Runs one workload under `tracer` on `event` and returns (hits, stats).
+fn traced(
+    t: &LttngTracer,
+    body: &str,
+    event: &str,
+    iterations: u64,
+    record: RecordMode,
+) -> (u64, anyhow::Result<EventStats>) {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Workload::start(body, iterations, t.options().event_kind);
+    let a = t
+        .attach(&target(event, w.pid, dir.path(), record))
+        .unwrap_or_else(|e| panic!("attach: {e:#}"));
+    let hits = w.run();
+    (hits, a.finish())
+}
+
+/// Sessions this test process created that still exist.
+fn our_sessions() -> Vec<String> {
+    let out = Command::new("lttng").args(["list"]).output().unwrap();
+    let prefix = format!("rtrace_{}_", std::process::id());
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter(|w| w.starts_with(&prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn case1_default_channel_records_every_event() {
+    let t = tracer(None, None, EventKind::Tracepoint);
+    let (hits, stats) = traced(&t, "event", "event", 100_000, RecordMode::Stream);
+    let stats = stats.unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(hits, 101_000);
+    assert_eq!(
+        stats,
+        EventStats {
+            recorded: hits,
+            lost: 0
+        }
+    );
+    assert!(our_sessions().is_empty(), "{:?}", our_sessions());
+}
+
+#[test]
+fn tiny_channel_discards_and_accounts_for_every_event() {
+    let t = tracer(Some(4096), Some(2), EventKind::Tracepoint);
+    let (hits, stats) = traced(&t, "event", "event", 200_000, RecordMode::Stream);
+    let stats = stats.unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(stats.lost > 0, "{stats:?}");
+    assert!(stats.recorded > 0, "{stats:?}");
+    assert_eq!(stats.recorded + stats.lost, hits, "{stats:?}");
+}
+
+#[test]
+fn case2_idle_tracepoint_records_nothing() {
+    let t = tracer(None, None, EventKind::Tracepoint);
+    let (hits, stats) = traced(&t, "barrier", "idle", 100_000, RecordMode::Stream);
+    assert_eq!(hits, 0);
+    assert_eq!(stats.unwrap(), EventStats::default());
+}
+
+#[test]
+fn tracef_kind_records_every_event() {
+    let t = tracer(None, None, EventKind::Tracef);
+    let (hits, stats) = traced(&t, "event", "event", 20_000, RecordMode::Stream);
+    assert_eq!(
+        stats.unwrap_or_else(|e| panic!("{e:#}")),
+        EventStats {
+            recorded: hits,
+            lost: 0
+        }
+    );
+}
+
+#[test]
+fn snapshot_mode_is_exact_or_refuses() {
+    let t = tracer(None, None, EventKind::Tracepoint);
+    let (hits, stats) = traced(&t, "event", "event", 50_000, RecordMode::Overwrite);
+    assert_eq!(
+        stats.unwrap_or_else(|e| panic!("{e:#}")),
+        EventStats {
+            recorded: hits,
+            lost: 0
+        }
+    );
+    let tiny = tracer(Some(4096), Some(2), EventKind::Tracepoint);
+    let (_, stats) = traced(&tiny, "event", "event", 50_000, RecordMode::Overwrite);
+    let err = format!(
+        "{:#}",
+        stats.expect_err("a wrapped snapshot cannot be counted")
+    );
+    assert!(err.contains("overwritten"), "{err}");
+    assert!(our_sessions().is_empty(), "{:?}", our_sessions());
+}
+
+#[test]
+fn mismatched_event_kind_shows_in_the_accounting() {
+    // The workload fires tracef, the tracer asks for rtrace:event: nothing would be recorded.
+    let t = tracer(None, None, EventKind::Tracepoint);
+    let w = Workload::start("event", 1000, EventKind::Tracef);
+    let dir = tempfile::tempdir().unwrap();
+    // Both kinds share the binary, so rtrace:event exists and attach succeeds, but it records
+    // none of the tracef hits: the accounting must show it.
+    let a = t
+        .attach(&target("event", w.pid, dir.path(), RecordMode::Stream))
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let hits = w.run();
+    let stats = a.finish().unwrap();
+    assert_ne!(stats.recorded + stats.lost, hits, "{stats:?}");
+}
+
+#[test]
+fn drop_without_finish_destroys_the_session() {
+    let t = tracer(None, None, EventKind::Tracepoint);
+    let w = Workload::start("event", 1000, EventKind::Tracepoint);
+    let dir = tempfile::tempdir().unwrap();
+    let a = t
+        .attach(&target("event", w.pid, dir.path(), RecordMode::Stream))
+        .unwrap();
+    assert_eq!(our_sessions().len(), 1);
+    drop(a);
+    assert!(our_sessions().is_empty(), "{:?}", our_sessions());
+    drop(w);
+}
+
+#[test]
+fn remove_stale_destroys_only_sessions_of_dead_runs() {
+    let t = tracer(None, None, EventKind::Tracepoint);
+    t.ensure_sessiond(&[0]).unwrap();
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stale = format!("rtrace_{dead_pid}_7");
+    let live = "rtrace_1_7".to_owned(); // pid 1 is always alive
+    for name in [&stale, &live] {
+        let out = format!("--output={}", dir.path().join(name).display());
+        let st = Command::new("lttng")
+            .args(["create", name, &out])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let removed = t.remove_stale().unwrap();
+    let list =
+        String::from_utf8(Command::new("lttng").arg("list").output().unwrap().stdout).unwrap();
+    let _ = Command::new("lttng")
+        .args(["destroy", &live])
+        .stdout(Stdio::null())
+        .status();
+    assert!(removed.iter().any(|r| r.contains(&stale)), "{removed:?}");
+    assert!(!removed.iter().any(|r| r.contains(&live)), "{removed:?}");
+    assert!(!list.contains(&stale), "{list}");
+    assert!(list.contains(&live), "{list}");
+}
+
+#[test]
+fn kernel_hook_is_checked() {
+    let t = tracer(None, None, EventKind::Tracepoint);
+    let hook = Hook::KernelTracepoint {
+        category: "syscalls".into(),
+        name: "sys_exit_clock_nanosleep".into(),
+    };
+    let modules = Path::new("/sys/module/lttng_tracer").exists()
+        || Command::new("modinfo")
+            .arg("lttng-tracer")
+            .output()
+            .is_ok_and(|o| o.status.success());
+    match t.check(&hook) {
+        Ok(()) => assert!(modules),
+        Err(e) => {
+            assert!(!modules, "{e:#}");
+            assert!(format!("{e:#}").contains("lttng-modules"), "{e:#}");
+        }
+    }
+    let other = Hook::KernelTracepoint {
+        category: "sched".into(),
+        name: "sched_switch".into(),
+    };
+    assert!(t.check(&other).is_err());
+}
