@@ -4,6 +4,8 @@
 //! Protocol (see `rtrace_protocol`): argv[1] is a JSON `WorkloadConfig`; the workload pins,
 //! locks memory, prints `Ready`, waits for one byte on stdin, runs, prints `Done`.
 
+mod cyclic;
+pub mod markers;
 mod micro;
 mod setup;
 pub mod tsc;
@@ -47,6 +49,7 @@ fn run<I: Instrument>() -> Result<()> {
             let done = micro::run::<I>(&c)?;
             emit(&Message::Done(done))
         }
+        WorkloadConfig::Cyclic(c) => cyclic::run::<I>(&c),
     }
 }
 

@@ -32,14 +32,19 @@ pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
     let hits = match c.body {
         Body::Barrier => timed(c, ns_per_tick, &mut hist, |_| barrier()),
         Body::Event => timed(c, ns_per_tick, &mut hist, I::event),
+        Body::Call => timed(c, ns_per_tick, &mut hist, |i| {
+            crate::markers::rtrace_marker_hit(i);
+        }),
     };
     if std::hint::black_box(hits == u64::MAX) {
-        // Never taken: keeps the idle tracepoint in the binary, reachable but not fired.
+        // Never taken: keeps the idle tracepoint and marker in the binary, reachable but not
+        // fired.
         I::idle(hits);
+        crate::markers::rtrace_marker_idle(hits);
     }
 
     Ok(Done {
-        hits: if c.body == Body::Event { hits } else { 0 },
+        hits: if c.body == Body::Barrier { 0 } else { hits },
         iterations: hist.len(),
         warmup: c.warmup,
         tsc_hz,
@@ -76,7 +81,7 @@ fn sized_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid bounds")
 }
 
-fn max_rss_kb() -> u64 {
+pub(crate) fn max_rss_kb() -> u64 {
     nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
         .map(|u| u.max_rss() as u64)
         .unwrap_or(0)

@@ -1,16 +1,13 @@
 //! `rtrace-bench count`: run any command with one USDT probe traced; report recorded/lost.
 
-use crate::hold::GO_FD;
 use crate::options::CountOptions;
 use crate::{signals, tracers};
 use anyhow::{bail, Context, Result};
 use rtrace_tracer::{Hook, Target};
 use serde::Serialize;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// What `count` reports.
 #[derive(Debug, Serialize)]
@@ -119,29 +116,11 @@ pub fn run(o: CountOptions) -> Result<i32> {
     Ok(if status.success() { 0 } else { 1 })
 }
 
-/// Starts `rtrace-bench __hold-exec -- CMD...` with the pipe's read end as fd 3: it execs the
-/// command (same pid) once we write the go byte.
+/// Starts the command held (see [`crate::hold::held_command`]).
 fn spawn_held(command: &[String], read_end: OwnedFd) -> Result<std::process::Child> {
-    let me = std::env::current_exe()?;
-    let fd = read_end.as_raw_fd();
-    let mut cmd = Command::new(me);
-    cmd.arg("__hold-exec").arg("--").args(command);
-    // SAFETY: dup2, fcntl and prctl are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || {
-            // dup2 onto itself keeps O_CLOEXEC: clear it explicitly in that case.
-            let moved = if fd == GO_FD {
-                libc::fcntl(fd, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(fd, GO_FD)
-            };
-            if moved < 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let child = cmd.spawn().context("cannot start the command")?;
+    let child = crate::hold::held_command(command, &read_end)?
+        .spawn()
+        .context("cannot start the command")?;
     drop(read_end);
     Ok(child)
 }

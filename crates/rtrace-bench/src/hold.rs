@@ -4,8 +4,9 @@
 use crate::cli::HoldExecArgs;
 use anyhow::{bail, Context, Result};
 use std::io::Read;
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
+use std::process::Command;
 
 pub const GO_FD: i32 = 3;
 
@@ -21,4 +22,30 @@ pub fn run(args: &HoldExecArgs) -> Result<i32> {
         .args(&args.command[1..])
         .exec();
     bail!("cannot run `{}`: {err}", args.command[0])
+}
+
+/// `rtrace-bench __hold-exec -- CMD...` with the pipe's `read_end` as fd 3: once spawned, it
+/// waits for one byte on that pipe, then execs the command (same pid, so a tracer can attach to
+/// it first). It dies with us (PR_SET_PDEATHSIG survives the exec). Drop `read_end` after spawn.
+pub fn held_command(command: &[String], read_end: &OwnedFd) -> Result<Command> {
+    let me = std::env::current_exe()?;
+    let fd = read_end.as_raw_fd();
+    let mut cmd = Command::new(me);
+    cmd.arg("__hold-exec").arg("--").args(command);
+    // SAFETY: dup2, fcntl and prctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            // dup2 onto itself keeps O_CLOEXEC: clear it explicitly in that case.
+            let moved = if fd == GO_FD {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, GO_FD)
+            };
+            if moved < 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(cmd)
 }

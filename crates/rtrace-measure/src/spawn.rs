@@ -108,6 +108,20 @@ pub fn run_workload<A>(
     config: &WorkloadConfig,
     attach: impl FnOnce(&Ready) -> Result<A>,
 ) -> Result<(Outcome, A)> {
+    let (ready, last, attached) = run_workload_message(bin, config, attach)?;
+    match last {
+        Message::Done(done) => Ok((Outcome { ready, done }, attached)),
+        other => anyhow::bail!("workload sent {other:?} instead of its result"),
+    }
+}
+
+/// [`run_workload`] for any mode: returns the `Ready` line and the workload's last line (its
+/// result, e.g. [`Message::CyclicDone`]) as is.
+pub fn run_workload_message<A>(
+    bin: &Path,
+    config: &WorkloadConfig,
+    attach: impl FnOnce(&Ready) -> Result<A>,
+) -> Result<(Ready, Message, A)> {
     if !bin.is_file() {
         return Err(WorkloadError::Missing(bin.display().to_string()).into());
     }
@@ -150,13 +164,15 @@ pub fn run_workload<A>(
     if go.is_err() {
         return Err(run.failure("before go").into());
     }
-    let done = match run.read_message("while running")? {
-        Message::Done(d) => d,
-        other => anyhow::bail!("workload sent {other:?} instead of its result"),
+    let last = match run.read_message("while running")? {
+        Message::Ready(_) => {
+            anyhow::bail!("workload sent a second ready line instead of its result")
+        }
+        m => m,
     };
     let status = run.child.wait()?;
     if !status.success() {
         return Err(run.failure("at exit").into());
     }
-    Ok((Outcome { ready, done }, attached))
+    Ok((ready, last, attached))
 }

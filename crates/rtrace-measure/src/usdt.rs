@@ -69,6 +69,10 @@ pub struct UsdtResult {
     pub config: UsdtConfig,
     /// One entry per (tracer, case) measured, in run order.
     pub runs: Vec<CaseResult>,
+    /// What makes these numbers less trustworthy, each with what to do
+    /// (`rtrace_measure::warnings::usdt`); absent in files of older versions.
+    #[serde(default)]
+    pub warnings: Vec<crate::Warning>,
 }
 
 /// How the microbenchmark was run.

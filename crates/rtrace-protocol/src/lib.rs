@@ -6,8 +6,10 @@
 //! [`Message::Done`] line. Histograms travel as base64 of hdrhistogram's V2+deflate encoding, so
 //! result files can reload them exactly.
 
+mod cyclic;
 mod histogram;
 
+pub use cyclic::{CyclicConfig, CyclicDone};
 pub use histogram::{decode_histogram, encode_histogram, new_histogram, HistogramError};
 
 use serde::{Deserialize, Serialize};
@@ -20,7 +22,15 @@ pub enum Body {
     Barrier,
     /// Fires the `rtrace:event` tracepoint with the iteration number: cases 1 and 3.
     Event,
+    /// Calls the exported, never-inlined function `rtrace_marker_hit(i)`: the attachment point
+    /// of uprobe/uretprobe hooks (dynamic instrumentation).
+    Call,
 }
+
+/// Exported marker functions of every workload binary (uprobe/uretprobe hooks).
+pub const MARKER_HIT: &str = "rtrace_marker_hit";
+/// Never called during a run: the attachment point of case 2 for uprobe hooks.
+pub const MARKER_IDLE: &str = "rtrace_marker_idle";
 
 /// What the workload runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +38,8 @@ pub enum Body {
 pub enum WorkloadConfig {
     /// The per-probe microbenchmark: time each loop body.
     Micro(MicroConfig),
+    /// The cyclictest-style latency loop (thesis §3.4).
+    Cyclic(CyclicConfig),
 }
 
 /// The per-probe microbenchmark configuration.
@@ -63,6 +75,9 @@ pub struct Probes {
 pub enum Message {
     Ready(Ready),
     Done(Done),
+    /// The result of a [`WorkloadConfig::Cyclic`] run.
+    #[serde(rename = "cyclic-done")]
+    CyclicDone(CyclicDone),
 }
 
 /// Printed once pinned and locked, before waiting for "go".

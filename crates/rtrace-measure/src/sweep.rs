@@ -1,0 +1,358 @@
+//! Result model of the cyclictest sweep (`rtrace-bench cyclictest-sweep`, thesis §3.4): wake-up
+//! latency of a cyclictest-style loop under each tracer configuration, with the real
+//! `cyclictest` as a cross-check for the configurations that need no workload instrumentation.
+
+use crate::{AccountingError, Environment, Events, Summary};
+use hdrhistogram::Histogram;
+use rtrace_tracer::{Instrumentation, TracerKind};
+use serde::{Deserialize, Serialize};
+
+/// The histogram every latency sample goes into (ns, 3 significant digits, up to 60 s).
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
+}
+
+/// The kernel tracepoint of the kernel-space configurations: one exit per wake-up.
+pub const NANOSLEEP_EXIT: (&str, &str) = ("syscalls", "sys_exit_clock_nanosleep");
+
+/// One tracer configuration of the sweep (thesis Figs 3.3 and 3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Configuration {
+    /// No tracer, no tracepoint fired.
+    None,
+    /// The loop's USDT probe traced by an ftrace uprobe event.
+    UsdtFtrace,
+    /// The loop's USDT probe traced by our BPF program.
+    UsdtEbpf,
+    /// The loop's USDT probe traced by bpftrace.
+    UsdtBpftrace,
+    /// The loop's LTTng-UST tracepoint (LTTng workload) traced by LTTng.
+    UsdtLttng,
+    /// `syscalls:sys_exit_clock_nanosleep` enabled in our tracefs instance.
+    KernelFtrace,
+    /// `syscalls:sys_exit_clock_nanosleep` traced by our BPF tracepoint program.
+    KernelEbpf,
+    /// The `clock_nanosleep` syscall traced by LTTng's kernel tracer (needs lttng-modules).
+    KernelLttng,
+}
+
+/// Where a configuration's events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Space {
+    /// Nothing traced.
+    None,
+    /// A tracepoint the workload fires once per loop.
+    User,
+    /// The kernel's `clock_nanosleep` exit: the workload is not instrumented.
+    Kernel,
+}
+
+impl Configuration {
+    pub const ALL: [Configuration; 8] = [
+        Configuration::None,
+        Configuration::UsdtFtrace,
+        Configuration::UsdtEbpf,
+        Configuration::UsdtBpftrace,
+        Configuration::UsdtLttng,
+        Configuration::KernelFtrace,
+        Configuration::KernelEbpf,
+        Configuration::KernelLttng,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Configuration::None => "none",
+            Configuration::UsdtFtrace => "usdt-ftrace",
+            Configuration::UsdtEbpf => "usdt-ebpf",
+            Configuration::UsdtBpftrace => "usdt-bpftrace",
+            Configuration::UsdtLttng => "usdt-lttng",
+            Configuration::KernelFtrace => "kernel-ftrace",
+            Configuration::KernelEbpf => "kernel-ebpf",
+            Configuration::KernelLttng => "kernel-lttng",
+        }
+    }
+
+    pub fn tracer(self) -> TracerKind {
+        match self {
+            Configuration::None => TracerKind::None,
+            Configuration::UsdtFtrace | Configuration::KernelFtrace => TracerKind::Ftrace,
+            Configuration::UsdtEbpf | Configuration::KernelEbpf => TracerKind::Ebpf,
+            Configuration::UsdtBpftrace => TracerKind::Bpftrace,
+            Configuration::UsdtLttng | Configuration::KernelLttng => TracerKind::Lttng,
+        }
+    }
+
+    pub fn space(self) -> Space {
+        match self {
+            Configuration::None => Space::None,
+            Configuration::UsdtFtrace
+            | Configuration::UsdtEbpf
+            | Configuration::UsdtBpftrace
+            | Configuration::UsdtLttng => Space::User,
+            Configuration::KernelFtrace
+            | Configuration::KernelEbpf
+            | Configuration::KernelLttng => Space::Kernel,
+        }
+    }
+
+    /// The workload flavour the built-in loop runs in (LTTng-UST only for `usdt-lttng`).
+    pub fn instrumentation(self) -> Instrumentation {
+        match self {
+            Configuration::UsdtLttng => Instrumentation::LttngUst,
+            _ => Instrumentation::Usdt,
+        }
+    }
+
+    /// Whether the real cyclictest also runs (it carries no tracepoint of ours).
+    pub fn cross_checked(self) -> bool {
+        self.space() != Space::User
+    }
+
+    /// How this configuration's event accounting is judged.
+    pub fn rule(self) -> Option<AccountingRule> {
+        match self.space() {
+            Space::None => None,
+            Space::User => Some(AccountingRule::Exact),
+            Space::Kernel => Some(AccountingRule::AtLeast),
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self.space() {
+            Space::None => "no tracer",
+            Space::User => "tracepoint fired once per loop, traced",
+            Space::Kernel => "sys_exit_clock_nanosleep traced, loop not instrumented",
+        }
+    }
+}
+
+impl std::fmt::Display for Configuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which loop measured the latencies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// The workload's cyclic mode (`workload` / `workload-lttng`).
+    Builtin,
+    /// rt-tests' `cyclictest` (cross-check).
+    Cyclictest,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Builtin => "builtin",
+            Source::Cyclictest => "cyclictest",
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How `recorded + lost` must relate to the hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccountingRule {
+    /// One tracepoint hit per loop: `recorded + lost == hits`.
+    Exact,
+    /// One syscall exit per sleep at least: `recorded + lost >= hits` (the traced process's
+    /// other `clock_nanosleep` calls, e.g. cyclictest's main thread, add some).
+    AtLeast,
+}
+
+/// Event accounting of one traced run, judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accounting {
+    pub rule: AccountingRule,
+    /// `hits`: tracepoint executions (user space) or the loop's `clock_nanosleep` calls
+    /// (kernel space), counted by the measuring program itself.
+    pub events: Events,
+    /// `recorded + lost − hits`: events from outside the measured loop (kernel space).
+    pub extra: i64,
+    /// The rule holds.
+    pub ok: bool,
+    /// Why it does not hold.
+    pub error: Option<String>,
+}
+
+impl Accounting {
+    pub fn judge(rule: AccountingRule, events: Events) -> Accounting {
+        let check: Result<(), AccountingError> = match rule {
+            AccountingRule::Exact => events.check_exact(),
+            AccountingRule::AtLeast => events.check_at_least(),
+        };
+        Accounting {
+            rule,
+            events,
+            extra: (events.recorded + events.lost) as i64 - events.hits as i64,
+            ok: check.is_ok(),
+            error: check.err().map(|e| e.to_string()),
+        }
+    }
+}
+
+/// The whole result file of `rtrace-bench cyclictest-sweep`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepResult {
+    /// `"cyclictest-sweep"`.
+    pub experiment: String,
+    /// rtrace-bench version that wrote the file.
+    pub tool_version: String,
+    /// Seconds since the Unix epoch at start.
+    pub started_unix: u64,
+    /// Includes the preemption model of the running kernel.
+    pub environment: Environment,
+    pub config: SweepConfig,
+    /// One entry per (configuration, source) measured, in run order.
+    pub runs: Vec<SweepRun>,
+    /// Configurations or cross-checks that could not run here, with the reason.
+    pub unavailable: Vec<Skipped>,
+    /// Runs that started but failed, with the error.
+    pub failed: Vec<Skipped>,
+    /// What makes these numbers less trustworthy, each with what to do
+    /// (`rtrace_measure::warnings::sweep`); absent in files of older versions.
+    #[serde(default)]
+    pub warnings: Vec<crate::Warning>,
+}
+
+/// How the sweep was run (mirrors the thesis' cyclictest command line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepConfig {
+    /// Requested configurations in run order (after `--shuffle`).
+    pub configs: Vec<Configuration>,
+    /// Seed of the shuffled order; `None`: not shuffled.
+    pub shuffle_seed: Option<u64>,
+    /// Period of the measuring thread (µs).
+    pub interval_us: u64,
+    /// Wake-ups per run.
+    pub loops: u64,
+    /// Measured CPU.
+    pub cpu: usize,
+    /// CPU of the workload's (and cyclictest's) main thread.
+    pub main_cpu: usize,
+    /// CPUs the harness and tracer consumers were confined to.
+    pub harness_cpus: Vec<usize>,
+    /// SCHED_FIFO priority of the measuring thread.
+    pub priority: i32,
+    /// Latencies above this bound (µs) count as histogram overflows.
+    pub histogram_limit_us: u64,
+    /// Per-CPU buffer size handed to the tracers (KiB), if set.
+    pub buffer_size_kb: Option<u64>,
+    /// Backend options as given (`record`, ...).
+    pub tracer_options: serde_json::Value,
+    /// The cyclictest binary of the cross-check (`None`: not run).
+    pub cyclictest: Option<String>,
+    /// Its version (`rt_test_version`).
+    pub cyclictest_version: Option<String>,
+}
+
+/// One (configuration, source) measurement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SweepRun {
+    pub config: Configuration,
+    pub source: Source,
+    pub tracer: TracerKind,
+    /// What the tracer was attached to (`rtrace:event`, `syscalls:sys_exit_clock_nanosleep`).
+    pub hook: Option<String>,
+    /// The program measured: workload path, or the cyclictest command line.
+    pub program: String,
+    /// Wake-up latency (ns).
+    pub latency: Summary,
+    /// Wake-up latency (ns): hdrhistogram V2+deflate, base64; reload with
+    /// `rtrace_protocol::decode_histogram`. cyclictest's overflows are recorded at its max.
+    pub histogram: String,
+    /// Samples above `histogram_limit_us`.
+    pub overflows: u64,
+    /// Measured wake-ups.
+    pub loops: u64,
+    /// Periods skipped after late wake-ups (built-in loop only).
+    pub overruns: Option<u64>,
+    /// Event accounting; `None` without a tracer.
+    pub accounting: Option<Accounting>,
+    /// Memory locked (built-in loop only; cyclictest always runs with --mlockall).
+    pub mlocked: Option<bool>,
+    /// `/dev/cpu_dma_latency` held at 0 (built-in loop; cyclictest does it by default).
+    pub pm_qos_zero: Option<bool>,
+    /// Wall time of the run including attach/detach (s).
+    pub wall_s: f64,
+}
+
+/// A configuration or cross-check that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub config: Configuration,
+    /// `None`: the whole configuration.
+    pub source: Option<Source>,
+    /// One line naming the fix.
+    pub reason: String,
+}
+
+impl SweepResult {
+    /// The run of `config` measured by `source`, if any.
+    pub fn run(&self, config: Configuration, source: Source) -> Option<&SweepRun> {
+        self.runs
+            .iter()
+            .find(|r| r.config == config && r.source == source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_serde() {
+        for c in Configuration::ALL {
+            let s = serde_json::to_string(&c).unwrap();
+            assert_eq!(s, format!("\"{}\"", c.name()));
+            assert_eq!(serde_json::from_str::<Configuration>(&s).unwrap(), c);
+        }
+    }
+
+    #[test]
+    fn only_uninstrumented_configurations_are_cross_checked() {
+        let checked: Vec<_> = Configuration::ALL
+            .into_iter()
+            .filter(|c| c.cross_checked())
+            .map(Configuration::name)
+            .collect();
+        assert_eq!(
+            checked,
+            ["none", "kernel-ftrace", "kernel-ebpf", "kernel-lttng"]
+        );
+        assert_eq!(
+            Configuration::UsdtLttng.instrumentation(),
+            Instrumentation::LttngUst
+        );
+        assert_eq!(Configuration::KernelLttng.tracer(), TracerKind::Lttng);
+    }
+
+    #[test]
+    fn accounting_rules() {
+        let ev = |hits, recorded, lost| Events {
+            hits,
+            recorded,
+            lost,
+        };
+        let exact = Accounting::judge(AccountingRule::Exact, ev(100, 90, 10));
+        assert!(exact.ok && exact.extra == 0);
+        let bad = Accounting::judge(AccountingRule::Exact, ev(100, 101, 0));
+        assert!(!bad.ok && bad.error.is_some());
+        let kernel = Accounting::judge(AccountingRule::AtLeast, ev(100, 103, 0));
+        assert!(kernel.ok);
+        assert_eq!(kernel.extra, 3);
+        let short = Accounting::judge(AccountingRule::AtLeast, ev(100, 98, 1));
+        assert!(!short.ok);
+        assert_eq!(short.extra, -1);
+    }
+}

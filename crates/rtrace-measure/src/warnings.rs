@@ -1,0 +1,414 @@
+//! Warnings about a result, computed from the result model alone: anything that makes the numbers
+//! less trustworthy than the thesis' setup (§3.3.2). Never silent: every exporter shows them, and
+//! each message says what to do about it.
+
+use crate::sweep::{Source, SweepResult};
+use crate::usdt::UsdtResult;
+use crate::{Environment, Events, Summary};
+use serde::{Deserialize, Serialize};
+
+/// Iterations per case (usdt) and loops per configuration (sweep) of the thesis (§3.3.3, §3.4.1).
+pub const THESIS_ITERATIONS: u64 = 10_000_000;
+/// `max / p99.99` above this: a few samples far out in the tail (interrupts, SMIs, migrations).
+pub const MAX_OVER_P9999: f64 = 10.0;
+/// Clocksources the kernel falls back to when it judged the TSC unstable.
+const FALLBACK_CLOCKSOURCES: [&str; 3] = ["hpet", "acpi_pm", "jiffies"];
+
+/// What a warning is about (stable names for scripts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WarningKind {
+    /// The measured CPU is not in `isolcpus` / `nohz_full`.
+    NotIsolated,
+    /// Simultaneous multithreading is on.
+    Smt,
+    /// The cpufreq governor is not `performance`.
+    Governor,
+    /// Turbo boost is on.
+    Turbo,
+    /// The TSC is not invariant or the kernel stopped using it.
+    UnstableTsc,
+    /// Measured in a virtual machine (KVM or similar).
+    Virtualized,
+    /// Measured in an emulated (TCG) guest: timing is emulation noise.
+    Emulated,
+    /// A run's maximum is far above its p99.99.
+    Outliers,
+    /// A tracer reported lost events.
+    EventsLost,
+    /// A tracer's accounting disagrees with the ground truth.
+    AccountingFailed,
+    /// Samples above cyclictest's histogram limit (its tail is clipped).
+    Overflows,
+    /// Periods of the cyclic loop overran (a wake-up came after the next period began).
+    Overruns,
+    /// The workload's memory was not locked: page faults can land in the timed interval.
+    NotLocked,
+    /// Fewer iterations than the thesis: the tail percentiles are less certain.
+    FewIterations,
+    /// A configuration started but failed.
+    RunFailed,
+}
+
+/// One warning: what was seen and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    pub kind: WarningKind,
+    /// The run it concerns (`ftrace case 1`, `usdt-ftrace/builtin`); `None`: the whole result.
+    pub scope: Option<String>,
+    /// What was seen, then what to do about it.
+    pub message: String,
+}
+
+impl Warning {
+    fn new(kind: WarningKind, message: String) -> Warning {
+        Warning {
+            kind,
+            scope: None,
+            message,
+        }
+    }
+
+    fn about(kind: WarningKind, scope: &str, message: String) -> Warning {
+        Warning {
+            kind,
+            scope: Some(scope.to_owned()),
+            message,
+        }
+    }
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.scope {
+            Some(s) => write!(f, "{s}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Parses a kernel CPU list such as `1-3,5`; malformed parts are ignored.
+pub fn cpu_list(s: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    cpus.extend(a..=b);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    cpus
+}
+
+/// The machine's settings that disturb a measurement on `cpu`.
+pub fn environment(e: &Environment, cpu: usize) -> Vec<Warning> {
+    use WarningKind::*;
+    let mut w = Vec::new();
+    let isolated = cpu_list(&e.isolated_cpus).contains(&cpu);
+    let nohz = cpu_list(&e.nohz_full).contains(&cpu);
+    if !isolated || !nohz {
+        let missing: Vec<String> = [(!isolated, "isolcpus"), (!nohz, "nohz_full")]
+            .into_iter()
+            .filter(|(m, _)| *m)
+            .map(|(_, p)| format!("{p}={cpu}"))
+            .collect();
+        w.push(Warning::new(NotIsolated, format!(
+            "measured CPU {cpu} is not isolated ({} missing): other tasks and the scheduler tick can run on it; boot with `{}` on the kernel command line",
+            missing.join(", "), missing.join(" ")
+        )));
+    }
+    if e.smt_active == Some(true) {
+        w.push(Warning::new(Smt, "SMT (hyperthreading) is on: the sibling thread shares the measured core; turn it off with `echo off > /sys/devices/system/cpu/smt/control` or in the firmware".into()));
+    }
+    if let Some(g) = e.governor.as_deref().filter(|g| *g != "performance") {
+        w.push(Warning::new(Governor, format!(
+            "cpufreq governor is `{g}`, not `performance`: the clock changes during the run; set it with `for g in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do echo performance > $g; done`"
+        )));
+    }
+    if e.turbo == Some(true) {
+        w.push(Warning::new(Turbo, "turbo boost is on: the clock depends on temperature and load; turn it off with `echo 1 > /sys/devices/system/cpu/intel_pstate/no_turbo` (or `echo 0 > /sys/devices/system/cpu/cpufreq/boost`)".into()));
+    }
+    if !e.tsc_invariant {
+        w.push(Warning::new(UnstableTsc, "the TSC is not invariant (constant_tsc/nonstop_tsc missing): TSC durations drift with frequency and idle states; measure on a CPU with an invariant TSC".into()));
+    } else if FALLBACK_CLOCKSOURCES.contains(&e.clocksource.as_str()) {
+        w.push(Warning::new(UnstableTsc, format!(
+            "the kernel clocksource is `{}`, not `tsc`: the kernel judged the TSC unstable; check `dmesg | grep -i tsc` and measure on a machine where the TSC is stable",
+            e.clocksource
+        )));
+    }
+    if e.emulated {
+        w.push(Warning::new(Emulated, "measured in an emulated (TCG) guest: the latencies are emulation noise and prove function only; measure on real hardware for timing".into()));
+    } else if e.virtualized {
+        w.push(Warning::new(Virtualized, "measured in a virtual machine: hypervisor exits and steal time add latency; compare only with runs on the same VM, or measure on real hardware".into()));
+    }
+    w
+}
+
+/// Tail outliers: runs whose maximum is far above their p99.99, named in one warning.
+/// `unit` is how the result shows durations: (ns per unit, name), e.g. `(1000.0, "µs")`.
+pub fn outliers<'a>(
+    runs: impl IntoIterator<Item = (String, &'a Summary)>,
+    (per, unit): (f64, &str),
+) -> Option<Warning> {
+    let hit: Vec<String> = runs
+        .into_iter()
+        .filter(|(_, s)| s.p9999_ns > 0.0 && s.max_ns / s.p9999_ns > MAX_OVER_P9999)
+        .map(|(name, s)| {
+            format!(
+                "{name}: max {:.0} {unit}, p99.99 {:.0} {unit}",
+                s.max_ns / per,
+                s.p9999_ns / per
+            )
+        })
+        .collect();
+    (!hit.is_empty()).then(|| {
+        Warning::new(WarningKind::Outliers, format!(
+            "the maximum is more than {MAX_OVER_P9999:.0}× p99.99 ({}): a few samples were disturbed (interrupt, SMI, migration); isolate the CPU, run with --priority 99 on a quiet system, and read the percentiles rather than the max",
+            hit.join("; ")
+        ))
+    })
+}
+
+/// Events a tracer reported lost.
+pub fn lost(scope: &str, ev: &Events) -> Option<Warning> {
+    let total = ev.recorded + ev.lost;
+    (ev.lost > 0).then(|| {
+        Warning::about(WarningKind::EventsLost, scope, format!(
+            "{} of {} events ({:.1}%) were lost (overwritten or dropped): the trace is incomplete, though every call still paid for writing its event; keep every event with --record stream or a larger --buffer-size-kb",
+            ev.lost, total, 100.0 * ev.lost as f64 / total.max(1) as f64
+        ))
+    })
+}
+
+fn not_locked(scope: &str) -> Warning {
+    Warning::about(WarningKind::NotLocked, scope, "memory was not locked (mlockall failed): page faults can land in the timed interval; run as root or raise `ulimit -l`".into())
+}
+
+/// Fewer samples than the thesis took.
+pub fn iterations(what: &str, n: u64, flag: &str) -> Option<Warning> {
+    (n < THESIS_ITERATIONS).then(|| {
+        Warning::new(WarningKind::FewIterations, format!(
+            "{n} {what} per run, the thesis used {THESIS_ITERATIONS}: rare events (p99.99, max) are less certain; pass `{flag} {THESIS_ITERATIONS}` for the thesis' numbers"
+        ))
+    })
+}
+
+/// `ftrace case 1`, `ebpf (aggregate) case 1`.
+fn usdt_scope(run: &crate::usdt::CaseResult) -> String {
+    match &run.variant {
+        Some(v) => format!("{} ({v}) case {}", run.tracer, run.case.number()),
+        None => format!("{} case {}", run.tracer, run.case.number()),
+    }
+}
+
+/// Every warning about a usdt result.
+pub fn usdt(r: &UsdtResult) -> Vec<Warning> {
+    let mut w = environment(&r.environment, r.config.cpu);
+    w.extend(iterations("iterations", r.config.iterations, "-n"));
+    for run in &r.runs {
+        let scope = usdt_scope(run);
+        if !run.mlocked {
+            w.push(not_locked(&scope));
+        }
+        if let Some(ev) = &run.events {
+            w.extend(lost(&scope, ev));
+            let check = match run.case {
+                crate::usdt::Case::Traced => ev.check_exact(),
+                _ => ev.check_none(),
+            };
+            if let Err(e) = check {
+                w.push(Warning::about(WarningKind::AccountingFailed, &scope, format!(
+                    "{e}; the numbers of this run are not trustworthy: report it with the result file"
+                )));
+            }
+        }
+    }
+    w.extend(outliers(
+        r.runs.iter().map(|run| (usdt_scope(run), &run.summary)),
+        (1.0, "ns"),
+    ));
+    w
+}
+
+/// Every warning about a cyclictest-sweep result.
+pub fn sweep(r: &SweepResult) -> Vec<Warning> {
+    let mut w = environment(&r.environment, r.config.cpu);
+    w.extend(iterations("loops", r.config.loops, "--loops"));
+    for run in &r.runs {
+        let scope = format!("{}/{}", run.config, run.source);
+        if let Some(acc) = &run.accounting {
+            w.extend(lost(&scope, &acc.events));
+            if let Some(e) = acc.error.as_ref().filter(|_| !acc.ok) {
+                w.push(Warning::about(WarningKind::AccountingFailed, &scope, format!(
+                    "{e}; the numbers of this run are not trustworthy: report it with the result file"
+                )));
+            }
+        }
+        if run.mlocked == Some(false) {
+            w.push(not_locked(&scope));
+        }
+    }
+    let listed = |f: &dyn Fn(&crate::sweep::SweepRun) -> u64| -> Option<String> {
+        let hit: Vec<String> = r
+            .runs
+            .iter()
+            .filter(|run| f(run) > 0)
+            .map(|run| format!("{}/{} {}", run.config, run.source, f(run)))
+            .collect();
+        (!hit.is_empty()).then(|| hit.join(", "))
+    };
+    if let Some(list) = listed(&|run| run.overruns.unwrap_or(0)) {
+        w.push(Warning::new(WarningKind::Overruns, format!(
+            "periods overran, a wake-up coming after the next period began ({list}): the loop could not keep up; use a larger --interval-us"
+        )));
+    }
+    let cyclictest_overflows = |run: &crate::sweep::SweepRun| {
+        if run.source == Source::Cyclictest {
+            run.overflows
+        } else {
+            0
+        }
+    };
+    if let Some(list) = listed(&cyclictest_overflows) {
+        w.push(Warning::new(WarningKind::Overflows, format!(
+            "samples above cyclictest's histogram limit of {} µs count at its max ({list}): its tail percentiles are lower bounds; raise --histogram-us",
+            r.config.histogram_limit_us
+        )));
+    }
+    w.extend(outliers(
+        r.runs
+            .iter()
+            .map(|run| (format!("{}/{}", run.config, run.source), &run.latency)),
+        (1000.0, "µs"),
+    ));
+    for f in &r.failed {
+        let scope = match f.source {
+            Some(s) => format!("{}/{s}", f.config),
+            None => f.config.to_string(),
+        };
+        w.push(Warning::about(
+            WarningKind::RunFailed,
+            &scope,
+            f.reason.clone(),
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quiet_machine() -> Environment {
+        Environment {
+            kernel_release: "6.12.11-rt".into(),
+            kernel_version: "#1 SMP PREEMPT_RT".into(),
+            preemption: "PREEMPT_RT".into(),
+            cmdline: "isolcpus=3 nohz_full=3".into(),
+            isolated_cpus: "3".into(),
+            nohz_full: "2-3".into(),
+            cpu_model: "Intel(R) Core(TM) i7-1065G7".into(),
+            online_cpus: 4,
+            smt_active: Some(false),
+            governor: Some("performance".into()),
+            turbo: Some(false),
+            clocksource: "tsc".into(),
+            tsc_invariant: true,
+            tsc_hz: Some(1.5e9),
+            virtualized: false,
+            emulated: false,
+        }
+    }
+
+    fn kinds(w: &[Warning]) -> Vec<WarningKind> {
+        w.iter().map(|w| w.kind).collect()
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(cpu_list("1-3,5"), vec![1, 2, 3, 5]);
+        assert_eq!(cpu_list(""), Vec::<usize>::new());
+        assert_eq!(cpu_list("7, x, 2-1"), vec![7]);
+    }
+
+    #[test]
+    fn the_thesis_setup_raises_nothing() {
+        assert!(environment(&quiet_machine(), 3).is_empty());
+    }
+
+    #[test]
+    fn every_disturbance_is_named_with_its_fix() {
+        let mut e = quiet_machine();
+        e.smt_active = Some(true);
+        e.governor = Some("powersave".into());
+        e.turbo = Some(true);
+        e.clocksource = "hpet".into();
+        e.virtualized = true;
+        let w = environment(&e, 1);
+        use WarningKind::*;
+        assert_eq!(
+            kinds(&w),
+            [NotIsolated, Smt, Governor, Turbo, UnstableTsc, Virtualized]
+        );
+        assert!(w[0].message.contains("isolcpus=1 nohz_full=1"), "{}", w[0]);
+        assert!(w[2].message.contains("echo performance"), "{}", w[2]);
+        e.emulated = true;
+        assert!(kinds(&environment(&e, 3)).contains(&Emulated));
+        assert!(!kinds(&environment(&e, 3)).contains(&Virtualized));
+    }
+
+    #[test]
+    fn outliers_lost_events_and_short_runs() {
+        let s = Summary {
+            count: 100,
+            min_ns: 13.0,
+            max_ns: 58_365.0,
+            mean_ns: 607.0,
+            stddev_ns: 889.0,
+            p50_ns: 590.0,
+            p99_ns: 900.0,
+            p999_ns: 2_000.0,
+            p9999_ns: 5_000.0,
+        };
+        let calm = Summary {
+            max_ns: 6_000.0,
+            ..s
+        };
+        let ns = (1.0, "ns");
+        let runs = [
+            ("none case 0".to_owned(), &calm),
+            ("ftrace case 1".to_owned(), &s),
+        ];
+        let w = outliers(runs, ns).unwrap();
+        assert!(
+            w.message
+                .contains("(ftrace case 1: max 58365 ns, p99.99 5000 ns)"),
+            "{w}"
+        );
+        assert!(outliers([("x".to_owned(), &calm)], ns).is_none());
+        let us = outliers([("none/builtin".to_owned(), &s)], (1000.0, "µs")).unwrap();
+        assert!(us.message.contains("max 58 µs, p99.99 5 µs"), "{us}");
+        let ev = Events {
+            hits: 1000,
+            recorded: 250,
+            lost: 750,
+        };
+        let w = lost("ftrace case 1", &ev).unwrap();
+        assert!(w.message.contains("750 of 1000 events (75.0%)"), "{w}");
+        assert!(w.to_string().starts_with("ftrace case 1: "));
+        assert!(lost("x", &Events { lost: 0, ..ev }).is_none());
+        assert!(iterations("iterations", 200_000, "-n").is_some());
+        assert!(iterations("iterations", THESIS_ITERATIONS, "-n").is_none());
+    }
+
+    #[test]
+    fn warnings_round_trip_through_serde() {
+        let w: Vec<Warning> =
+            serde_json::from_str(r#"[{"kind":"not-isolated","scope":null,"message":"m"}]"#)
+                .unwrap();
+        assert_eq!(w[0].kind, WarningKind::NotIsolated);
+    }
+}

@@ -1,0 +1,83 @@
+//! The cyclictest-style latency loop (thesis §3.4): configuration and result.
+
+use serde::{Deserialize, Serialize};
+
+/// What the cyclic loop runs: cyclictest's method with one measuring thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CyclicConfig {
+    /// Period of the measuring thread (ns).
+    pub interval_ns: u64,
+    /// Measured wake-ups.
+    pub loops: u64,
+    /// CPU of the measuring thread.
+    pub cpu: usize,
+    /// CPU of the main thread (`None`: the inherited affinity).
+    pub main_cpu: Option<usize>,
+    /// SCHED_FIFO priority of the measuring thread.
+    pub priority: i32,
+    /// Fire the loop's tracepoint once per loop, between measuring the latency and the next
+    /// sleep (the thesis' modified cyclictest). `false`: the tracepoint never fires.
+    pub fire_event: bool,
+    /// Latencies above this bound (ns) count as histogram overflows (cyclictest's `--histogram`).
+    pub histogram_limit_ns: u64,
+}
+
+/// Printed once at the end of a cyclic run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CyclicDone {
+    /// Latency samples recorded (one per loop).
+    pub loops: u64,
+    /// Tracepoint executions: the ground truth for event accounting (0 unless `fire_event`).
+    pub hits: u64,
+    /// `clock_nanosleep` calls of the measuring thread (loops plus retries after EINTR).
+    pub sleeps: u64,
+    /// Periods skipped because a wake-up came after the next period had begun.
+    pub overruns: u64,
+    /// Samples above `histogram_limit_ns` (still in `histogram`).
+    pub overflows: u64,
+    /// Wake-up latency, actual − expected, in ns (encoded histogram, every sample).
+    pub histogram: String,
+    /// `/dev/cpu_dma_latency` was held at 0 during the run (as cyclictest does).
+    pub pm_qos_zero: bool,
+    /// Peak resident set size of the workload (KiB, from getrusage).
+    pub max_rss_kb: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Message, WorkloadConfig};
+
+    #[test]
+    fn cyclic_config_is_tagged_and_round_trips() {
+        let c = WorkloadConfig::Cyclic(CyclicConfig {
+            interval_ns: 200_000,
+            loops: 2_000,
+            cpu: 1,
+            main_cpu: Some(0),
+            priority: 99,
+            fire_event: true,
+            histogram_limit_ns: 10_000_000,
+        });
+        let s = serde_json::to_string(&c).unwrap();
+        assert!(s.contains(r#""mode":"cyclic""#), "{s}");
+        assert_eq!(serde_json::from_str::<WorkloadConfig>(&s).unwrap(), c);
+    }
+
+    #[test]
+    fn cyclic_done_line_round_trips() {
+        let m = Message::CyclicDone(CyclicDone {
+            loops: 3,
+            hits: 3,
+            sleeps: 3,
+            overruns: 0,
+            overflows: 1,
+            histogram: "AAAA".into(),
+            pm_qos_zero: true,
+            max_rss_kb: 2048,
+        });
+        let line = m.to_line();
+        assert!(line.contains(r#""msg":"cyclic-done""#), "{line}");
+        assert_eq!(Message::from_line(&line).unwrap(), m);
+    }
+}

@@ -1,0 +1,178 @@
+//! Terminal reports of the cyclictest sweep and of `compare`: latencies in µs.
+
+use crate::table::Table;
+use rtrace_measure::compare::Comparison;
+use rtrace_measure::sweep::{Accounting, AccountingRule, SweepResult};
+
+fn us(ns: f64) -> String {
+    format!("{:.2}", ns / 1000.0)
+}
+
+fn signed_us(ns: f64) -> String {
+    format!("{:+.2}", ns / 1000.0)
+}
+
+fn accounting_cell(a: &Accounting) -> String {
+    match (a.ok, a.rule) {
+        (false, _) => "FAILED".into(),
+        (true, AccountingRule::Exact) => "ok".into(),
+        (true, AccountingRule::AtLeast) => format!("ok (+{})", a.extra),
+    }
+}
+
+/// The sweep table: one row per (configuration, source), then what could not run here. Its
+/// warnings (failed runs included) come from `rtrace_measure::warnings::sweep`.
+pub fn sweep(r: &SweepResult) -> String {
+    let c = &r.config;
+    let e = &r.environment;
+    let mut out = format!(
+        "cyclictest sweep: {} loops every {} us on CPU {} (main CPU {}), SCHED_FIFO {} — kernel {} ({}), {}\n",
+        c.loops,
+        c.interval_us,
+        c.cpu,
+        c.main_cpu,
+        c.priority,
+        e.kernel_release,
+        e.preemption,
+        e.cpu_model
+    );
+    out.push_str(&format!(
+        "wake-up latency in us; overflow: samples above {} us\n\n",
+        c.histogram_limit_us
+    ));
+    let mut t = Table::new(
+        &[
+            "config",
+            "source",
+            "min",
+            "mean",
+            "p50",
+            "p99",
+            "p99.9",
+            "p99.99",
+            "max",
+            "overflow",
+            "hits",
+            "recorded",
+            "lost",
+            "accounting",
+        ],
+        2,
+    );
+    for run in &r.runs {
+        let s = &run.latency;
+        let acc = run.accounting.as_ref();
+        let ev = |f: fn(&rtrace_measure::Events) -> u64| {
+            acc.map_or("-".into(), |a| f(&a.events).to_string())
+        };
+        t.row(vec![
+            run.config.to_string(),
+            run.source.to_string(),
+            us(s.min_ns),
+            us(s.mean_ns),
+            us(s.p50_ns),
+            us(s.p99_ns),
+            us(s.p999_ns),
+            us(s.p9999_ns),
+            us(s.max_ns),
+            run.overflows.to_string(),
+            ev(|e| e.hits),
+            ev(|e| e.recorded),
+            ev(|e| e.lost),
+            acc.map_or("-".into(), accounting_cell),
+        ]);
+    }
+    out.push_str(&t.render());
+    let skipped = |title: &str, list: &[rtrace_measure::sweep::Skipped]| -> String {
+        if list.is_empty() {
+            return String::new();
+        }
+        let mut s = format!("\n{title}:\n");
+        for k in list {
+            match k.source {
+                Some(src) => s.push_str(&format!("  {} {}: {}\n", k.config, src, k.reason)),
+                None => s.push_str(&format!("  {}: {}\n", k.config, k.reason)),
+            }
+        }
+        s
+    };
+    out.push_str(&skipped("unavailable here", &r.unavailable));
+    // Failed runs and everything else worth a warning: `rtrace_measure::warnings::sweep`.
+    out
+}
+
+/// The comparison table: per (configuration, source) and statistic, A, B and B − A in µs.
+pub fn compare(c: &Comparison) -> String {
+    let mut out = String::from("compare: wake-up latency in us, B − A\n");
+    for (name, s) in [("A", &c.a), ("B", &c.b)] {
+        out.push_str(&format!(
+            "  {name}: {} — kernel {} ({}), {} loops every {} us\n",
+            s.file, s.kernel_release, s.preemption, s.loops, s.interval_us
+        ));
+    }
+    out.push('\n');
+    let mut t = Table::new(&["config", "source", "stat", "A", "B", "B-A", "B/A"], 3);
+    for p in &c.pairs {
+        for (i, d) in p.stats.iter().enumerate() {
+            let first = i == 0;
+            t.row(vec![
+                if first {
+                    p.config.to_string()
+                } else {
+                    String::new()
+                },
+                if first {
+                    p.source.to_string()
+                } else {
+                    String::new()
+                },
+                d.stat.name().to_string(),
+                us(d.a_ns),
+                us(d.b_ns),
+                signed_us(d.diff_ns),
+                d.ratio.map_or("-".into(), |r| format!("{r:.2}")),
+            ]);
+        }
+        if p.a_overflows > 0 || p.b_overflows > 0 {
+            t.row(vec![
+                String::new(),
+                String::new(),
+                "overflow".into(),
+                p.a_overflows.to_string(),
+                p.b_overflows.to_string(),
+                format!("{:+}", p.b_overflows as i64 - p.a_overflows as i64),
+                "-".into(),
+            ]);
+        }
+    }
+    if c.pairs.is_empty() {
+        out.push_str("no (configuration, source) was measured in both files\n");
+    } else {
+        out.push_str(&t.render());
+    }
+    if !c.only_a.is_empty() {
+        out.push_str(&format!("\nonly in A: {}\n", c.only_a.join(", ")));
+    }
+    if !c.only_b.is_empty() {
+        out.push_str(&format!("only in B: {}\n", c.only_b.join(", ")));
+    }
+    if !c.warnings.is_empty() {
+        out.push_str("\nwarnings:\n");
+        for w in &c.warnings {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn microseconds_with_two_decimals() {
+        assert_eq!(us(29_123.0), "29.12");
+        assert_eq!(signed_us(-900.0), "-0.90");
+        assert_eq!(signed_us(1500.0), "+1.50");
+    }
+}

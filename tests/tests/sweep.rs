@@ -1,0 +1,421 @@
+//! Root integration tests of `rtrace-bench cyclictest-sweep` and `compare`: short sweeps on the
+//! real kernel, every configuration available here, accounting checked, nothing left behind
+//! (also after Ctrl-C in the middle of a run).
+//!
+//! Run as root: `cargo build --release --workspace --bins` then
+//! `cargo test --release -p rtrace-tests --test sweep -- --test-threads=1`.
+
+use rtrace_tests::{bin, tracefs_snapshot};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Short runs: 2,000 wake-ups at 200 µs (the VM cannot keep 30 µs).
+const SHORT: [&str; 4] = ["--loops", "2000", "--interval-us", "200"];
+
+fn sweep_cmd(out: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin("rtrace-bench"));
+    cmd.arg("cyclictest-sweep").arg("--out").arg(out).args(args);
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Output {
+    run_pid(cmd).0
+}
+
+/// Runs to the end; its output and pid (the owner in our tracefs names `rtrace_<pid>_<seq>`).
+fn run_pid(cmd: &mut Command) -> (Output, u32) {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rtrace-bench");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait for rtrace-bench");
+    eprintln!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, pid)
+}
+
+fn result(out: &Path) -> Value {
+    let path = out.join("cyclictest-sweep.json");
+    let text = std::fs::read_to_string(&path).expect("the sweep wrote its JSON");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+fn runs<'a>(r: &'a Value, config: &str, source: &str) -> Vec<&'a Value> {
+    r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["config"] == config && x["source"] == source)
+        .collect()
+}
+
+fn listed(r: &Value, key: &str, config: &str) -> bool {
+    r[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|u| u["config"] == config)
+}
+
+fn have_cyclictest() -> bool {
+    Command::new("cyclictest")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Nothing of the run `pid` in tracefs: no `rtrace_<pid>_*` instance or uprobe group. (Other
+/// users' state may change meanwhile: root tests of other crates can run concurrently.)
+fn assert_clean(pid: u32) {
+    let after = tracefs_snapshot();
+    assert!(
+        !after.contains(&format!("rtrace_{pid}_")),
+        "tracing state of run {pid} left behind:\n{after}"
+    );
+}
+
+#[test]
+fn short_sweep_of_every_available_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("copy.json");
+    let (out, pid) = run_pid(sweep_cmd(dir.path(), &SHORT).arg("--json").arg(&json));
+    assert!(out.status.success(), "sweep failed: {:?}", out.status);
+    assert_clean(pid);
+
+    let r = result(dir.path());
+    assert_eq!(
+        r,
+        serde_json::from_slice::<Value>(&std::fs::read(&json).unwrap()).unwrap()
+    );
+    assert_eq!(r["experiment"], "cyclictest-sweep");
+    assert_eq!(r["config"]["loops"], 2000);
+    assert!(!r["environment"]["preemption"].as_str().unwrap().is_empty());
+    assert!(
+        r["failed"].as_array().unwrap().is_empty(),
+        "{}",
+        r["failed"]
+    );
+
+    // Every configuration ran or is reported unavailable with a reason: none is dropped.
+    for c in r["config"]["configs"].as_array().unwrap() {
+        let c = c.as_str().unwrap();
+        let ran = runs(&r, c, "builtin").len() == 1;
+        assert!(
+            ran ^ listed(&r, "unavailable", c),
+            "{c}: ran {ran}, unavailable {}",
+            listed(&r, "unavailable", c)
+        );
+    }
+    assert_eq!(runs(&r, "none", "builtin").len(), 1);
+    assert_eq!(
+        runs(&r, "usdt-ftrace", "builtin").len(),
+        1,
+        "ftrace works on this host"
+    );
+    if have_cyclictest() {
+        let none = runs(&r, "none", "cyclictest");
+        assert_eq!(none.len(), 1, "cyclictest cross-check of none");
+        assert_eq!(none[0]["loops"], 2000);
+        assert_eq!(runs(&r, "kernel-ftrace", "cyclictest").len(), 1);
+    }
+
+    for x in r["runs"].as_array().unwrap() {
+        let name = format!("{} {}", x["config"], x["source"]);
+        assert_eq!(x["latency"]["count"], 2000, "{name}");
+        assert!(x["latency"]["min_ns"].as_f64().unwrap() > 0.0, "{name}");
+        assert!(!x["histogram"].as_str().unwrap().is_empty(), "{name}");
+        match x["config"].as_str().unwrap() {
+            "none" => assert!(x["accounting"].is_null(), "{name}"),
+            c => {
+                let a = &x["accounting"];
+                assert_eq!(a["ok"], true, "{name}: {a}");
+                let ev = &a["events"];
+                let seen = ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap();
+                if c.starts_with("usdt-") {
+                    assert_eq!(a["rule"], "exact", "{name}");
+                    assert_eq!(ev["hits"], 2000, "{name}: one hit per loop");
+                    assert_eq!(seen, 2000, "{name}");
+                } else {
+                    assert_eq!(a["rule"], "at-least", "{name}");
+                    assert!(seen >= 2000, "{name}: {seen} syscall exits");
+                }
+            }
+        }
+    }
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("p99.99") && table.contains("usdt-ftrace"),
+        "{table}"
+    );
+}
+
+/// SIGINTs the sweep once `ready` says it is mid-run; it must exit 130 and leave nothing behind.
+fn interrupt_when(args: &[&str], ready: impl Fn(&Path, u32) -> bool) -> u32 {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = sweep_cmd(dir.path(), args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the sweep");
+    let started = Instant::now();
+    while !ready(dir.path(), child.id()) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the sweep ended before it was interrupted"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the sweep never got going"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the sweep did not stop within 30 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_clean(child.id());
+    let out = dir.path().display().to_string();
+    let leftover = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .any(|c| {
+            let c = String::from_utf8_lossy(&c);
+            c.contains(&out) || c.contains(r#""mode":"cyclic""#)
+        });
+    assert!(
+        !leftover,
+        "a process of the interrupted sweep is still running"
+    );
+    assert_eq!(result(dir.path())["experiment"], "cyclictest-sweep");
+    child.id()
+}
+
+/// A tracefs instance of the run `pid` exists.
+fn our_instance_exists(pid: u32) -> bool {
+    std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.filter_map(|e| e.ok()).any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("rtrace_{pid}_"))
+            })
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn sigint_during_a_traced_builtin_run_leaves_nothing_behind() {
+    // 1,000,000 loops at 200 µs: far longer than the test waits.
+    let _ = interrupt_when(
+        &[
+            "--configs",
+            "usdt-ftrace",
+            "--loops",
+            "1000000",
+            "--interval-us",
+            "200",
+            "--no-cyclictest",
+        ],
+        |_, pid| our_instance_exists(pid),
+    );
+}
+
+#[test]
+fn sigint_during_a_traced_cyclictest_run_leaves_nothing_behind() {
+    if !have_cyclictest() {
+        eprintln!("skipped: cyclictest is not installed");
+        return;
+    }
+    // The built-in run takes 1 s; the cyclictest run starts once its stderr file exists.
+    let _ = interrupt_when(
+        &[
+            "--configs",
+            "kernel-ftrace",
+            "--loops",
+            "10000",
+            "--interval-us",
+            "100",
+        ],
+        |out, pid| out.join("kernel-ftrace-cyclictest.stderr").exists() && our_instance_exists(pid),
+    );
+}
+
+#[test]
+fn sigint_during_an_lttng_run_leaves_no_session() {
+    let lttng_ok = Command::new("lttng")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !lttng_ok {
+        eprintln!("skipped: lttng is not installed");
+        return;
+    }
+    // Interrupt once a session of ours is recording.
+    let pid = interrupt_when(
+        &[
+            "--configs",
+            "usdt-lttng",
+            "--loops",
+            "1000000",
+            "--interval-us",
+            "200",
+            "--no-cyclictest",
+        ],
+        |out, pid| {
+            out.join("usdt-lttng-builtin").exists()
+                && Command::new("lttng").arg("list").output().is_ok_and(|o| {
+                    String::from_utf8_lossy(&o.stdout).contains(&format!("rtrace_{pid}_"))
+                })
+        },
+    );
+    let list = Command::new("lttng").arg("list").output().unwrap();
+    let sessions = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        !sessions.contains(&format!("rtrace_{pid}_")),
+        "LTTng session of the interrupted sweep left behind:\n{sessions}"
+    );
+}
+
+#[test]
+fn missing_cyclictest_is_a_note_and_the_sweep_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&mut sweep_cmd(
+        dir.path(),
+        &[
+            "--configs",
+            "none",
+            "--loops",
+            "500",
+            "--interval-us",
+            "200",
+            "--cyclictest",
+            "/nonexistent/cyclictest",
+        ],
+    ));
+    assert!(out.status.success(), "{:?}", out.status);
+    let r = result(dir.path());
+    assert_eq!(runs(&r, "none", "builtin").len(), 1);
+    let u = &r["unavailable"][0];
+    assert_eq!(
+        (u["config"].as_str(), u["source"].as_str()),
+        (Some("none"), Some("cyclictest"))
+    );
+    assert!(u["reason"].as_str().unwrap().contains("not found"), "{u}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("note: none cyclictest unavailable"));
+}
+
+#[test]
+fn kernel_lttng_without_modules_is_reported_unavailable() {
+    let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+    if modules.contains("lttng_tracer") {
+        eprintln!("skipped: LTTng kernel modules are loaded here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&mut sweep_cmd(
+        dir.path(),
+        &[
+            "--configs",
+            "kernel-lttng,none",
+            "--loops",
+            "500",
+            "--interval-us",
+            "200",
+            "--no-cyclictest",
+        ],
+    ));
+    assert!(out.status.success(), "{:?}", out.status);
+    let r = result(dir.path());
+    assert!(
+        listed(&r, "unavailable", "kernel-lttng"),
+        "{}",
+        r["unavailable"]
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("unavailable here:") && table.contains("kernel-lttng:"),
+        "{table}"
+    );
+}
+
+#[test]
+fn compare_overlays_two_sweeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for d in [&a, &b] {
+        let out = run(&mut sweep_cmd(
+            d,
+            &[
+                "--configs",
+                "none,kernel-ftrace",
+                "--loops",
+                "1000",
+                "--interval-us",
+                "200",
+            ],
+        ));
+        assert!(out.status.success(), "{:?}", out.status);
+    }
+    let json = dir.path().join("cmp.json");
+    let out = run(Command::new(bin("rtrace-bench"))
+        .arg("compare")
+        .arg(a.join("cyclictest-sweep.json"))
+        .arg(b.join("cyclictest-sweep.json"))
+        .arg("--json")
+        .arg(&json));
+    assert!(out.status.success(), "{:?}", out.status);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("kernel-ftrace") && table.contains("p99.99"),
+        "{table}"
+    );
+    let c: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let n_runs = result(&a)["runs"].as_array().unwrap().len();
+    assert_eq!(c["pairs"].as_array().unwrap().len(), n_runs);
+    for p in c["pairs"].as_array().unwrap() {
+        for s in p["stats"].as_array().unwrap() {
+            let (x, y, d) = (
+                s["a_ns"].as_f64().unwrap(),
+                s["b_ns"].as_f64().unwrap(),
+                s["diff_ns"].as_f64().unwrap(),
+            );
+            assert!((y - x - d).abs() < 1e-6, "{s}");
+        }
+    }
+    // Not a sweep result: one error line, exit 1.
+    std::fs::write(dir.path().join("u.json"), r#"{"experiment":"usdt"}"#).unwrap();
+    let out = run(Command::new(bin("rtrace-bench"))
+        .arg("compare")
+        .arg(dir.path().join("u.json"))
+        .arg(a.join("cyclictest-sweep.json")));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("Error: ") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
