@@ -107,12 +107,22 @@ fn preemption(version: &str) -> String {
     } else {
         "none/voluntary"
     };
-    match (model, read("/sys/kernel/debug/sched/preempt")) {
-        ("PREEMPT_DYNAMIC", Some(modes)) => match dynamic_mode(&modes) {
-            Some(m) => format!("PREEMPT_DYNAMIC ({m})"),
-            None => model.to_owned(),
-        },
-        _ => model.to_owned(),
+    if model != "PREEMPT_DYNAMIC" {
+        return model.to_owned();
+    }
+    // The selected mode: debugfs when mounted, else `preempt=` on the kernel command line.
+    let from_debugfs = read("/sys/kernel/debug/sched/preempt")
+        .and_then(|modes| dynamic_mode(&modes).map(str::to_owned));
+    let from_cmdline = || {
+        read("/proc/cmdline").and_then(|c| {
+            c.split_whitespace()
+                .find_map(|w| w.strip_prefix("preempt="))
+                .map(str::to_owned)
+        })
+    };
+    match from_debugfs.or_else(from_cmdline) {
+        Some(m) => format!("PREEMPT_DYNAMIC ({m})"),
+        None => "PREEMPT_DYNAMIC (mode unknown: mount debugfs to read it)".to_owned(),
     }
 }
 
