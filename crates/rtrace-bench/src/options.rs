@@ -54,6 +54,7 @@ pub struct TracerOptions {
     pub record: RecordMode,
     pub lttng_subbuf_size: Option<u64>,
     pub lttng_num_subbuf: Option<u32>,
+    pub lttng_tracef: bool,
 }
 
 impl From<TracerArgs> for TracerOptions {
@@ -66,6 +67,7 @@ impl From<TracerArgs> for TracerOptions {
             },
             lttng_subbuf_size: a.lttng_subbuf_size,
             lttng_num_subbuf: a.lttng_num_subbuf,
+            lttng_tracef: a.lttng_event == crate::cli::LttngEventArg::Tracef,
         }
     }
 }

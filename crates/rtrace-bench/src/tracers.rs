@@ -13,7 +13,11 @@ pub fn build(kind: TracerKind, opts: &TracerOptions) -> Result<Option<Box<dyn Tr
             rtrace_lttng::LttngOptions {
                 subbuf_size: opts.lttng_subbuf_size,
                 num_subbuf: opts.lttng_num_subbuf,
-                event_kind: rtrace_lttng::EventKind::Tracepoint,
+                event_kind: if opts.lttng_tracef {
+                    rtrace_lttng::EventKind::Tracef
+                } else {
+                    rtrace_lttng::EventKind::Tracepoint
+                },
             },
         )?)),
         TracerKind::Ebpf | TracerKind::Bpftrace => {

@@ -182,6 +182,13 @@ impl Tracer for LttngTracer {
         TracerKind::Lttng
     }
 
+    fn workload_env(&self) -> Vec<(String, String)> {
+        vec![(
+            EventKind::WORKLOAD_ENV.to_owned(),
+            self.options.event_kind.workload_env_value().to_owned(),
+        )]
+    }
+
     fn check(&self, hook: &Hook) -> Result<()> {
         cli::require_tools()?;
         match hook {

@@ -105,10 +105,11 @@ impl Running {
 /// (PR_SET_PDEATHSIG) and is killed if anything fails.
 pub fn run_workload<A>(
     bin: &Path,
+    env: &[(String, String)],
     config: &WorkloadConfig,
     attach: impl FnOnce(&Ready) -> Result<A>,
 ) -> Result<(Outcome, A)> {
-    let (ready, last, attached) = run_workload_message(bin, config, attach)?;
+    let (ready, last, attached) = run_workload_message(bin, env, config, attach)?;
     match last {
         Message::Done(done) => Ok((Outcome { ready, done }, attached)),
         other => anyhow::bail!("workload sent {other:?} instead of its result"),
@@ -119,6 +120,7 @@ pub fn run_workload<A>(
 /// result, e.g. [`Message::CyclicDone`]) as is.
 pub fn run_workload_message<A>(
     bin: &Path,
+    env: &[(String, String)],
     config: &WorkloadConfig,
     attach: impl FnOnce(&Ready) -> Result<A>,
 ) -> Result<(Ready, Message, A)> {
@@ -130,6 +132,7 @@ pub fn run_workload_message<A>(
     }
     let mut cmd = Command::new(bin);
     cmd.arg(serde_json::to_string(config)?)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

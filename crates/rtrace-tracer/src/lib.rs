@@ -150,6 +150,12 @@ pub trait Tracer {
     /// Starts tracing `target`. Everything created is owned by the returned attachment.
     fn attach(&self, target: &Target) -> anyhow::Result<Box<dyn Attachment>>;
 
+    /// Environment the workload must run with for this tracer (e.g. which LTTng event kind the
+    /// LTTng workload fires). Empty by default.
+    fn workload_env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// Removes state left behind by runs of this tool that died without cleaning up
     /// (SIGKILL). Must only touch state whose owner process is gone. Returns what was removed.
     fn remove_stale(&self) -> anyhow::Result<Vec<String>> {
