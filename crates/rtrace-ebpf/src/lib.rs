@@ -13,12 +13,17 @@
 //! - `aggregate`: a per-CPU counter and log2 histogram of the argument, no per-event output;
 //!   recorded = the counters' sum, written with the histogram to `out_dir/ebpf-aggregate.txt`.
 //!
-//! Cleanup: every BPF object is fd-based and owned by the session thread, which closes them
-//! before `finish` or `Drop` returns; a killed process leaves nothing behind, so
-//! [`Tracer::remove_stale`] has nothing to do.
+//! Cleanup: every BPF object is fd-based and owned by the session thread, which closes them and
+//! waits until the kernel has freed them before `finish` or `Drop` returns; a killed process
+//! leaves nothing behind, so [`Tracer::remove_stale`] has nothing to do.
+//!
+//! libbpf's messages never reach the terminal during a run; errors quote the relevant one
+//! (e.g. the verifier's reason). `RTRACE_LIBBPF_LOG=1` prints them all to stderr.
 
+mod freed;
 mod libbpf_log;
 mod plan;
+mod readout;
 mod session;
 mod sink;
 mod skel;
@@ -67,7 +72,10 @@ impl Tracer for EbpfTracer {
         let probe = plan::Probe::from_hook(hook)?;
         if let plan::Probe::Usdt { binary, .. } = &probe {
             let meta = std::fs::metadata(binary).with_context(|| {
-                format!("cannot read {}: check the path of the binary", binary.display())
+                format!(
+                    "cannot read {}: check the path of the binary",
+                    binary.display()
+                )
             })?;
             anyhow::ensure!(
                 meta.is_file(),
@@ -112,7 +120,10 @@ mod tests {
 
     #[test]
     fn mode_serializes_lowercase() {
-        assert_eq!(serde_json::to_string(&EbpfMode::Aggregate).unwrap(), "\"aggregate\"");
+        assert_eq!(
+            serde_json::to_string(&EbpfMode::Aggregate).unwrap(),
+            "\"aggregate\""
+        );
         let m: EbpfMode = serde_json::from_str("\"record\"").unwrap();
         assert_eq!(m, EbpfMode::Record);
     }

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+/*
+ * rtrace-bench's BPF programs, embedded into the binary as a libbpf skeleton.
+ *
+ * Two hooks, each in two modes; the loader autoloads exactly one of the four programs:
+ *   usdt_record / tp_record       one struct rtrace_event per hit into the ring buffer `events`,
+ *                                 submitted without wakeup (user space polls); reservation
+ *                                 failures are counted in the per-CPU map `lost`.
+ *   usdt_aggregate / tp_aggregate per-CPU counter + log2 histogram of the argument in `aggs`;
+ *                                 no per-event output.
+ * USDT programs are attached per process by libbpf (the kernel filters the pid, semaphores are
+ * handled through the uprobe ref_ctr_offset). The tracepoint programs filter the thread group
+ * id themselves, from the rodata constant `target_tgid` (0 = every process).
+ *
+ * Without vmlinux.h: USDT programs only need pt_regs from the uapi headers and the syscall
+ * exit tracepoint's record layout is a stable ABI (see struct sys_exit_args).
+ */
+#include <stdbool.h>
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+#include "rtrace.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Only hits of this thread group count in the tracepoint programs; 0 = all. Set before load. */
+const volatile __u32 target_tgid = 0;
+
+/* Record mode: the events. max_entries (bytes) is set by the loader before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} events SEC(".maps");
+
+/* Record mode: ring-buffer reservations that failed (buffer full), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* Aggregate mode: counter and histogram, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rtrace_agg);
+} aggs SEC(".maps");
+
+/* The record of syscalls:sys_exit_* tracepoints (tracefs `format`: common fields in the first
+ * 8 bytes, __syscall_nr at 8, ret at 16). */
+struct sys_exit_args {
+	__u64 common;
+	__s64 syscall_nr;
+	__s64 ret;
+};
+
+/* Histogram bucket of v: 0 for v <= 0, else 1 + floor(log2(v)) (at most 63). Branch-light. */
+static __always_inline __u32 log2_bucket(__s64 v)
+{
+	__u64 x = v;
+	__u32 r = 0, s;
+
+	if (v <= 0)
+		return 0;
+	s = (x > 0xffffffffULL) << 5; x >>= s; r |= s;
+	s = (x > 0xffffULL) << 4; x >>= s; r |= s;
+	s = (x > 0xffULL) << 3; x >>= s; r |= s;
+	s = (x > 0xfULL) << 2; x >>= s; r |= s;
+	s = (x > 0x3ULL) << 1; x >>= s; r |= s;
+	r |= (x >> 1);
+	r += 1;
+	return r < RTRACE_HIST_BUCKETS ? r : RTRACE_HIST_BUCKETS - 1;
+}
+
+/* Register operand of a USDT argument spec, by its offset in struct pt_regs. The load is an asm
+ * statement with a constant offset so that clang cannot merge the cases into one load through a
+ * computed context pointer, which the verifier rejects ("dereference of modified ctx ptr"). */
+#define RTRACE_REG(r)                                                                              \
+	case __builtin_offsetof(struct pt_regs, r):                                               \
+		asm volatile("%0 = *(u64 *)(%1 + %2)"                                              \
+			     : "=r"(val)                                                           \
+			     : "r"(ctx), "i"(__builtin_offsetof(struct pt_regs, r)));              \
+		break
+
+/*
+ * The probe's first argument, 0 if it has none. Same result as bpf_usdt_arg(ctx, 0, &v), minus
+ * its cost for the common case of a register operand ("-8@%rdx"): no BPF-to-BPF call and no
+ * bpf_probe_read_kernel(); the register is loaded from the context directly. Other operands
+ * (memory, constants) go through bpf_usdt_arg().
+ */
+static __always_inline __s64 usdt_arg0(struct pt_regs *ctx)
+{
+	struct __bpf_usdt_arg_spec *a;
+	struct __bpf_usdt_spec *spec;
+	unsigned long val;
+	long res;
+	int id;
+
+	id = __bpf_usdt_spec_id(ctx);
+	if (id < 0)
+		return 0;
+	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
+	if (!spec || spec->arg_cnt < 1)
+		return 0;
+	a = &spec->args[0];
+	if (a->arg_type != BPF_USDT_ARG_REG)
+		goto generic;
+	switch (a->reg_off) {
+	RTRACE_REG(rdx);
+	RTRACE_REG(rax);
+	RTRACE_REG(rdi);
+	RTRACE_REG(rsi);
+	RTRACE_REG(rcx);
+	RTRACE_REG(rbx);
+	RTRACE_REG(r8);
+	RTRACE_REG(r9);
+	RTRACE_REG(r10);
+	RTRACE_REG(r11);
+	RTRACE_REG(r12);
+	RTRACE_REG(r13);
+	RTRACE_REG(r14);
+	RTRACE_REG(r15);
+	RTRACE_REG(rbp);
+	RTRACE_REG(rsp);
+	default:
+		goto generic;
+	}
+	/* Narrow and sign- or zero-extend as bpf_usdt_arg() does. */
+	val <<= a->arg_bitshift;
+	if (a->arg_signed)
+		return ((long)val) >> a->arg_bitshift;
+	return val >> a->arg_bitshift;
+generic:
+	bpf_usdt_arg(ctx, 0, &res);
+	return res;
+}
+
+static __always_inline void record(__s64 arg, __u32 tgid)
+{
+	struct rtrace_event *e;
+	__u32 zero = 0;
+	__u64 *n;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			*n += 1;
+		return;
+	}
+	e->ts_ns = bpf_ktime_get_ns();
+	e->arg = arg;
+	e->cpu = bpf_get_smp_processor_id();
+	e->pid = tgid;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void aggregate(__s64 arg)
+{
+	struct rtrace_agg *a;
+	__u32 zero = 0;
+
+	a = bpf_map_lookup_elem(&aggs, &zero);
+	if (!a)
+		return;
+	a->count += 1;
+	a->hist[log2_bucket(arg)] += 1;
+}
+
+SEC("usdt")
+int usdt_record(struct pt_regs *ctx)
+{
+	record(usdt_arg0(ctx), bpf_get_current_pid_tgid() >> 32);
+	return 0;
+}
+
+SEC("usdt")
+int usdt_aggregate(struct pt_regs *ctx)
+{
+	aggregate(usdt_arg0(ctx));
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_clock_nanosleep")
+int tp_record(struct sys_exit_args *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (target_tgid && tgid != target_tgid)
+		return 0;
+	record(ctx->ret, tgid);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_clock_nanosleep")
+int tp_aggregate(struct sys_exit_args *ctx)
+{
+	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	aggregate(ctx->ret);
+	return 0;
+}
+
+/* Dummy instance: makes the skeleton emit the Rust type of struct rtrace_event (map value
+ * types such as struct rtrace_agg are emitted anyway). */
+struct rtrace_event _rtrace_event = {0};

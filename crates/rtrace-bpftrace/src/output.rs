@@ -1,0 +1,121 @@
+//! Reading what bpftrace printed (pure; unit-tested against bpftrace 0.17's text output).
+
+use anyhow::{Context, Result};
+
+/// Line bpftrace prints (0.17: on stderr) once every probe is attached when the environment variable of
+/// the same name is set (its runtime tests use it; present in 0.17 and later).
+pub const NOTIFY_ATTACHED: &str = "__BPFTRACE_NOTIFY_PROBES_ATTACHED";
+
+/// What one bpftrace output stream (stdout, or the `-o` file) said.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    /// Lines printed by the record script's `printf` (they start with the timestamp).
+    pub events: u64,
+    /// Sum of "Lost N events" reports.
+    pub lost: u64,
+    /// The value of `@c: N`, if printed.
+    pub count: Option<u64>,
+    /// N of "Attaching N probes...", if printed.
+    pub attaching: Option<u64>,
+}
+
+impl Tally {
+    /// Accounts one line.
+    pub fn line(&mut self, line: &str) -> Result<()> {
+        let line = line.trim_end();
+        if line.starts_with(|c: char| c.is_ascii_digit()) {
+            self.events += 1;
+        } else if let Some(rest) = line.strip_prefix("Lost ") {
+            let n = rest.split(' ').next().unwrap_or_default();
+            self.lost += n
+                .parse::<u64>()
+                .with_context(|| format!("unexpected bpftrace line {line:?}"))?;
+        } else if let Some(rest) = line.strip_prefix("@c: ") {
+            self.count = Some(
+                rest.trim()
+                    .parse()
+                    .with_context(|| format!("unexpected bpftrace line {line:?}"))?,
+            );
+        } else if let Some(rest) = line.strip_prefix("Attaching ") {
+            self.attaching = rest.split(' ').next().and_then(|n| n.parse().ok());
+        }
+        Ok(())
+    }
+
+    /// Accounts every line of `text`.
+    #[cfg(test)]
+    pub fn text(&mut self, text: &str) -> Result<()> {
+        text.lines().try_for_each(|l| self.line(l))
+    }
+}
+
+/// The error line worth showing from bpftrace's stderr: the last `ERROR:` line except the
+/// harmless RLIMIT_MEMLOCK complaint (memory is accounted to cgroups on current kernels), else
+/// the last non-empty line.
+pub fn error_line(stderr: &[String]) -> Option<String> {
+    let useful = |l: &&String| !l.trim().is_empty() && !l.contains("RLIMIT_MEMLOCK");
+    stderr
+        .iter()
+        .rev()
+        .filter(useful)
+        .find(|l| l.starts_with("ERROR"))
+        .or_else(|| stderr.iter().rev().find(useful))
+        .map(|l| l.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_file_with_losses() {
+        let mut t = Tally::default();
+        t.text("Attaching 1 probe...\n325899621505 1 13585 0\nLost 6 events\n325899722607 1 13585 1\nLost 1 events\n")
+            .unwrap();
+        assert_eq!(
+            t,
+            Tally {
+                events: 2,
+                lost: 7,
+                count: None,
+                attaching: Some(1)
+            }
+        );
+    }
+
+    #[test]
+    fn aggregate_stdout() {
+        let mut t = Tally::default();
+        t.text(&format!(
+            "Attaching 2 probes...\n{NOTIFY_ATTACHED}\n\n\n@c: 100000\n"
+        ))
+        .unwrap();
+        assert_eq!(t.count, Some(100_000));
+        assert_eq!(t.attaching, Some(2));
+        assert_eq!(t.events, 0);
+    }
+
+    #[test]
+    fn garbage_numbers_are_errors() {
+        assert!(Tally::default().line("Lost many events").is_err());
+        assert!(Tally::default().line("@c: x").is_err());
+    }
+
+    #[test]
+    fn picks_the_real_error() {
+        let lines: Vec<String> = [
+            "ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading, you can try \"ulimit -l 8192\" to fix the problem",
+            "ERROR: usdt probe not found",
+            "",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(error_line(&lines).unwrap(), "ERROR: usdt probe not found");
+        assert_eq!(error_line(&lines[..1]), None);
+        assert_eq!(
+            error_line(&["No probes to attach".to_string()]).unwrap(),
+            "No probes to attach"
+        );
+    }
+}

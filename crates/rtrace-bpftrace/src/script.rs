@@ -1,0 +1,267 @@
+//! The bpftrace program and command line for a target (pure; unit-tested).
+//!
+//! The scripts are the thesis' kind: `record` prints every event with `printf` into a file
+//! (`-o`), `aggregate` only counts (`@c = count();`). Every name that reaches the script is
+//! checked first: provider/probe/tracepoint names with [`rtrace_tracer::validate_name`], the
+//! binary path against a conservative character set.
+
+use anyhow::{bail, ensure, Result};
+use rtrace_tracer::{validate_name, Hook};
+use std::ffi::OsString;
+use std::path::Path;
+
+use crate::BpftraceMode;
+
+/// The `printf` of record mode: the same fields as the eBPF backend's events.
+const RECORD_FORMAT: &str = r#""%llu %u %u %lld\n", nsecs, cpu, pid"#;
+
+/// The attach point, e.g. `usdt:/usr/bin/x:prov:name`, and the expression of the probe's
+/// argument (`arg0`, `args->ret`, or `0` for a probe without argument).
+pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
+    match hook {
+        Hook::Usdt { binary, sites } => {
+            let Some(first) = sites.first() else {
+                bail!(
+                    "no USDT probe sites given for {}: pick a probe listed by `rtrace-bench probes {}`",
+                    binary.display(),
+                    binary.display()
+                );
+            };
+            validate_name("USDT provider", &first.provider)?;
+            validate_name("USDT probe", &first.name)?;
+            let bin = plain_path(binary)?;
+            let arg = if first.args.is_empty() { "0" } else { "arg0" };
+            Ok((format!("usdt:{bin}:{}:{}", first.provider, first.name), arg))
+        }
+        Hook::KernelTracepoint { category, name } => {
+            validate_name("tracepoint category", category)?;
+            validate_name("tracepoint", name)?;
+            let arg = if category == "syscalls" && name.starts_with("sys_exit_") {
+                "args->ret"
+            } else {
+                "0"
+            };
+            Ok((format!("tracepoint:{category}:{name}"), arg))
+        }
+        Hook::LttngUst { provider, event } => bail!(
+            "{provider}:{event} is an LTTng-UST tracepoint, invisible to bpftrace: use the lttng tracer, or a USDT build of the workload"
+        ),
+    }
+}
+
+/// An absolute path bpftrace's parser takes as is (no quotes, spaces, colons...).
+fn plain_path(p: &Path) -> Result<String> {
+    let s = p.to_str().unwrap_or_default();
+    let ok = s.starts_with('/')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._+-".contains(c));
+    ensure!(
+        ok,
+        "bpftrace cannot take the binary path {:?}: give an absolute path of letters, digits and /._+- (e.g. a symlink)",
+        p
+    );
+    Ok(s.to_owned())
+}
+
+/// How the events of one process are selected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PidFilter {
+    /// Every process.
+    None,
+    /// `-p PID`: bpftrace attaches the USDT probes to that process only. bpftrace 0.17 then
+    /// exits by itself when the process ends, draining its perf buffers for only one more round:
+    /// fine for maps (read at exit), not for printed events.
+    DashP(u32),
+    /// A `/pid == PID/` predicate: the probes fire in every process, the program keeps only
+    /// this one. bpftrace runs until SIGINT and drains everything.
+    Predicate(u32),
+}
+
+impl PidFilter {
+    /// `-p` for USDT counts; a predicate for printed events (see [`PidFilter::DashP`]) and for
+    /// kernel tracepoints (`-p` does not filter them).
+    pub fn choose(hook: &Hook, mode: BpftraceMode, pid: Option<u32>) -> PidFilter {
+        match (hook, mode, pid) {
+            (_, _, None) => PidFilter::None,
+            (Hook::Usdt { .. }, BpftraceMode::Aggregate, Some(p)) => PidFilter::DashP(p),
+            (_, _, Some(p)) => PidFilter::Predicate(p),
+        }
+    }
+}
+
+/// The bpftrace program.
+pub fn program(hook: &Hook, mode: BpftraceMode, filter: PidFilter) -> Result<String> {
+    let (point, arg) = attach_point(hook)?;
+    let predicate = match filter {
+        PidFilter::Predicate(pid) => format!(" /pid == {pid}/"),
+        PidFilter::None | PidFilter::DashP(_) => String::new(),
+    };
+    let action = match mode {
+        BpftraceMode::Record => format!("printf({RECORD_FORMAT}, {arg});"),
+        BpftraceMode::Aggregate => "@c = count();".to_owned(),
+    };
+    Ok(format!("{point}{predicate} {{ {action} }}"))
+}
+
+/// The arguments after the program name.
+pub fn args(
+    hook: &Hook,
+    mode: BpftraceMode,
+    pid: Option<u32>,
+    events_file: Option<&Path>,
+) -> Result<Vec<OsString>> {
+    let filter = PidFilter::choose(hook, mode, pid);
+    let mut args: Vec<OsString> = Vec::new();
+    if let PidFilter::DashP(pid) = filter {
+        args.extend(["-p".into(), pid.to_string().into()]);
+    }
+    if let Some(f) = events_file {
+        args.extend(["-o".into(), f.as_os_str().to_owned()]);
+    }
+    args.extend(["-e".into(), program(hook, mode, filter)?.into()]);
+    Ok(args)
+}
+
+/// 1 GiB of 4 KiB pages per CPU.
+const MAX_PERF_RB_PAGES: u64 = 1 << 18;
+
+/// `BPFTRACE_PERF_RB_PAGES` for `buffer_size_kb` per CPU: pages per CPU, a power of two.
+pub fn perf_rb_pages(buffer_size_kb: u64) -> Result<u64> {
+    ensure!(
+        buffer_size_kb > 0,
+        "buffer size must be at least 1 KiB: pass a positive --buffer-size-kb"
+    );
+    let pages = buffer_size_kb
+        .div_ceil(4)
+        .checked_next_power_of_two()
+        .unwrap_or(u64::MAX);
+    ensure!(
+        pages <= MAX_PERF_RB_PAGES,
+        "buffer size of {buffer_size_kb} KiB per CPU is too large for bpftrace: pass at most 1 GiB"
+    );
+    Ok(pages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrace_sdt::{Arg, ArgLocation, Probe};
+
+    fn usdt(bin: &str, provider: &str, name: &str, nargs: usize) -> Hook {
+        Hook::Usdt {
+            binary: bin.into(),
+            sites: vec![Probe {
+                provider: provider.into(),
+                name: name.into(),
+                address: 0,
+                offset: 0,
+                semaphore_address: None,
+                semaphore_offset: None,
+                args: vec![
+                    Arg {
+                        size: 8,
+                        signed: true,
+                        location: ArgLocation::Register("rdx".into()),
+                    };
+                    nargs
+                ],
+            }],
+        }
+    }
+
+    fn tp(c: &str, n: &str) -> Hook {
+        Hook::KernelTracepoint {
+            category: c.into(),
+            name: n.into(),
+        }
+    }
+
+    #[test]
+    fn usdt_scripts() {
+        let h = usdt("/tmp/x/sdt_loop", "rtest", "hit", 1);
+        assert_eq!(
+            program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7)).unwrap(),
+            "usdt:/tmp/x/sdt_loop:rtest:hit { @c = count(); }"
+        );
+        assert_eq!(
+            program(&h, BpftraceMode::Record, PidFilter::None).unwrap(),
+            r#"usdt:/tmp/x/sdt_loop:rtest:hit { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
+        );
+        assert_eq!(
+            program(&h, BpftraceMode::Record, PidFilter::Predicate(7)).unwrap(),
+            r#"usdt:/tmp/x/sdt_loop:rtest:hit /pid == 7/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
+        );
+        let no_arg = usdt("/b", "p", "n", 0);
+        assert!(program(&no_arg, BpftraceMode::Record, PidFilter::None)
+            .unwrap()
+            .ends_with("pid, 0); }"));
+    }
+
+    fn strs(a: &[OsString]) -> Vec<&str> {
+        a.iter().map(|s| s.to_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn usdt_counts_use_dash_p_printed_events_a_predicate() {
+        let h = usdt("/b", "p", "n", 1);
+        let a = args(&h, BpftraceMode::Aggregate, Some(42), None).unwrap();
+        assert_eq!(&strs(&a)[..3], ["-p", "42", "-e"]);
+        let a = args(&h, BpftraceMode::Record, Some(42), Some(Path::new("/o/f"))).unwrap();
+        let a = strs(&a);
+        assert_eq!(&a[..3], ["-o", "/o/f", "-e"]);
+        assert!(a[3].contains("/pid == 42/"), "{}", a[3]);
+        let a = args(&h, BpftraceMode::Aggregate, None, None).unwrap();
+        assert_eq!(a[0], "-e");
+    }
+
+    #[test]
+    fn tracepoint_pid_goes_to_a_predicate() {
+        let h = tp("syscalls", "sys_exit_clock_nanosleep");
+        assert_eq!(
+            PidFilter::choose(&h, BpftraceMode::Aggregate, Some(9)),
+            PidFilter::Predicate(9)
+        );
+        let a = args(&h, BpftraceMode::Aggregate, Some(9), None).unwrap();
+        assert_eq!(
+            strs(&a),
+            [
+                "-e",
+                "tracepoint:syscalls:sys_exit_clock_nanosleep /pid == 9/ { @c = count(); }"
+            ]
+        );
+        assert!(program(&h, BpftraceMode::Record, PidFilter::None)
+            .unwrap()
+            .contains("args->ret"));
+    }
+
+    #[test]
+    fn names_are_validated_before_they_reach_the_script() {
+        for h in [
+            usdt("/b", "p", "n } END { system(\"x\")", 1),
+            usdt("/b", "p;", "n", 1),
+            usdt("/b/with space", "p", "n", 1),
+            usdt("/b/a:b", "p", "n", 1),
+            usdt("relative", "p", "n", 1),
+            tp("syscalls", "x/y"),
+        ] {
+            assert!(
+                program(&h, BpftraceMode::Aggregate, PidFilter::None).is_err(),
+                "{h:?}"
+            );
+        }
+        let lttng = Hook::LttngUst {
+            provider: "p".into(),
+            event: "e".into(),
+        };
+        assert!(program(&lttng, BpftraceMode::Aggregate, PidFilter::None).is_err());
+    }
+
+    #[test]
+    fn perf_buffer_pages() {
+        assert_eq!(perf_rb_pages(4).unwrap(), 1);
+        assert_eq!(perf_rb_pages(256).unwrap(), 64);
+        assert_eq!(perf_rb_pages(300).unwrap(), 128);
+        assert!(perf_rb_pages(0).is_err());
+        assert!(perf_rb_pages(u64::MAX).is_err());
+    }
+}

@@ -1,0 +1,67 @@
+//! Reading the per-CPU maps after the programs are detached: lost events, and the aggregate
+//! counters and histogram (written to the run's output).
+
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, MapFlags};
+use std::path::Path;
+
+use crate::plan::bucket_range;
+use crate::skel;
+
+fn zero_key() -> [u8; 4] {
+    0u32.to_ne_bytes()
+}
+
+/// Ring-buffer reservations that failed, summed over CPUs.
+pub fn sum_lost(skel: &skel::RtraceSkel<'_>) -> Result<u64> {
+    let per_cpu = skel
+        .maps
+        .lost
+        .lookup_percpu(&zero_key(), MapFlags::ANY)
+        .context("cannot read the lost-events map")?
+        .unwrap_or_default();
+    per_cpu
+        .iter()
+        .map(|v| {
+            v.get(..8)
+                .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+                .context("short value in the lost-events map")
+        })
+        .sum()
+}
+
+/// Reads the per-CPU counters and histograms, writes them to `path`; returns the total count.
+pub fn write_aggregate(skel: &skel::RtraceSkel<'_>, path: &Path) -> Result<u64> {
+    use std::fmt::Write as _;
+    let per_cpu = skel
+        .maps
+        .aggs
+        .lookup_percpu(&zero_key(), MapFlags::ANY)
+        .context("cannot read the aggregate map")?
+        .unwrap_or_default();
+    let mut total = 0u64;
+    let mut hist = [0u64; skel::RTRACE_HIST_BUCKETS];
+    let mut text = String::from("# per-CPU hit counts: cpu count\n");
+    for (cpu, raw) in per_cpu.iter().enumerate() {
+        let a = skel::agg_from_bytes(raw).context("short value in the aggregate map")?;
+        total += a.count;
+        for (h, v) in hist.iter_mut().zip(a.hist) {
+            *h += v;
+        }
+        let _ = writeln!(text, "cpu {cpu} {}", a.count);
+    }
+    text.push_str("# log2 histogram of the argument: low high count (high exclusive, - = open)\n");
+    for (k, &n) in hist.iter().enumerate().filter(|(_, &n)| n > 0) {
+        let (lo, hi) = bucket_range(k);
+        let hi = hi.map_or("-".to_owned(), |h| h.to_string());
+        let _ = writeln!(text, "{lo} {hi} {n}");
+    }
+    let binned: u64 = hist.iter().sum();
+    anyhow::ensure!(
+        binned == total,
+        "aggregate map is inconsistent (histogram {binned} vs counter {total}): a BPF program bug, please report it"
+    );
+    std::fs::write(path, text)
+        .with_context(|| format!("cannot write {} (check --out-dir)", path.display()))?;
+    Ok(total)
+}

@@ -1,0 +1,316 @@
+//! One tracing session: a thread that owns the BPF object from open to close.
+//!
+//! The skeleton borrows its storage, so the whole lifecycle (open → rodata → load → attach →
+//! poll → detach → count) runs on one thread, pinned to the consumer CPUs. `attach` waits for the
+//! thread to report "attached" (or the error); `finish` and `Drop` tell it to stop and join it, so
+//! every BPF fd (programs, maps, links) is closed before either returns.
+
+use anyhow::{anyhow, bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{ErrorKind, Link, OpenObject, RingBufferBuilder};
+use rtrace_tracer::EventStats;
+use std::cell::RefCell;
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::freed::{KernelIds, FREE_TIMEOUT};
+use crate::plan::{Probe, NANOSLEEP_EXIT};
+use crate::readout::{sum_lost, write_aggregate};
+use crate::sink::EventSink;
+use crate::{libbpf_log, skel, EbpfMode};
+
+/// How long the record-mode consumer sleeps between drains when the ring is not filling up.
+/// Events are submitted without wakeup (a wakeup costs ~1.5 µs per event here), so this poll is
+/// the only thing that drains the ring.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Size of one ring-buffer record: the event plus the kernel's 8-byte record header.
+const RECORD_BYTES: u64 = std::mem::size_of::<skel::types::rtrace_event>() as u64 + 8;
+
+/// File names below `Target::out_dir`.
+pub const EVENTS_FILE: &str = "ebpf-events.txt";
+pub const AGGREGATE_FILE: &str = "ebpf-aggregate.txt";
+
+/// Everything the session thread needs, decided before it starts.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub probe: Probe,
+    pub mode: EbpfMode,
+    pub pid: Option<u32>,
+    pub ring_bytes: u32,
+    pub out_dir: PathBuf,
+    pub consumer_cpus: Vec<usize>,
+}
+
+/// A running session; see the module doc.
+pub struct Session {
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<Result<EventStats>>>,
+}
+
+impl Session {
+    /// Starts the thread and returns once the program is attached (or with the reason it is not).
+    pub fn start(plan: Plan) -> Result<Session> {
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("rtrace-ebpf".into())
+            .spawn(move || run(plan, ready_tx, stop_rx))
+            .context("cannot start the eBPF consumer thread")?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Session {
+                stop: Some(stop_tx),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(join(thread).err().unwrap_or_else(|| {
+                anyhow!("the eBPF session ended before attaching (a bug: please report it)")
+            })),
+        }
+    }
+
+    /// Stops tracing, drains, counts, closes everything.
+    pub fn finish(mut self) -> Result<EventStats> {
+        self.stop.take();
+        join(self.thread.take().expect("session thread"))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn join(thread: JoinHandle<Result<EventStats>>) -> Result<EventStats> {
+    thread
+        .join()
+        .map_err(|_| anyhow!("the eBPF consumer thread panicked (a bug: please report it)"))?
+}
+
+/// Thread body. Reports setup errors through `ready` (then its own result is never read).
+fn run(plan: Plan, ready: Sender<Result<()>>, stop: Receiver<()>) -> Result<EventStats> {
+    let mut ready = Some(ready);
+    let mut ids = KernelIds::default();
+    let mut attached = || {
+        if let Some(tx) = ready.take() {
+            let _ = tx.send(Ok(()));
+        }
+    };
+    let result = trace(&plan, &mut attached, &stop, &mut ids);
+    // Everything of ours is closed now; the kernel frees it after a grace period.
+    ids.wait_until_freed(FREE_TIMEOUT);
+    match (ready.take(), result) {
+        (Some(tx), Err(e)) => {
+            let _ = tx.send(Err(e));
+            Ok(EventStats::default())
+        }
+        (_, r) => r,
+    }
+}
+
+fn trace(
+    plan: &Plan,
+    attached: &mut dyn FnMut(),
+    stop: &Receiver<()>,
+    ids: &mut KernelIds,
+) -> Result<EventStats> {
+    pin(&plan.consumer_cpus)?;
+    let mut storage = MaybeUninit::uninit();
+    let skel = load(plan, &mut storage)?;
+    *ids = KernelIds::collect(&skel);
+    match plan.mode {
+        EbpfMode::Record => {
+            let path = plan.out_dir.join(EVENTS_FILE);
+            let sink = RefCell::new(EventSink::create(&path)?);
+            let mut builder = RingBufferBuilder::new();
+            builder
+                .add(&skel.maps.events, |data| sink.borrow_mut().push(data))
+                .context("cannot set up the ring-buffer consumer")?;
+            let ring = builder
+                .build()
+                .context("cannot set up the ring-buffer consumer")?;
+            let link = attach(plan, &skel)?;
+            attached();
+            // Drain every POLL_INTERVAL, or at once again while the ring is filling up fast.
+            let busy = u64::from(plan.ring_bytes) / 4;
+            loop {
+                let n = consume(&ring)?;
+                let wait = if n * RECORD_BYTES >= busy {
+                    Duration::ZERO
+                } else {
+                    POLL_INTERVAL
+                };
+                if stop.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
+                    break; // finish (message) or drop (disconnected)
+                }
+            }
+            drop(link);
+            while consume(&ring)? > 0 {}
+            drop(ring);
+            let recorded = sink.into_inner().finish()?;
+            Ok(EventStats {
+                recorded,
+                lost: sum_lost(&skel)?,
+            })
+        }
+        EbpfMode::Aggregate => {
+            let link = attach(plan, &skel)?;
+            attached();
+            let _ = stop.recv();
+            drop(link);
+            let recorded = write_aggregate(&skel, &plan.out_dir.join(AGGREGATE_FILE))?;
+            Ok(EventStats {
+                recorded,
+                lost: sum_lost(&skel)?,
+            })
+        }
+    }
+}
+
+/// Pins the calling thread to `cpus` (no-op if empty).
+fn pin(cpus: &[usize]) -> Result<()> {
+    use nix::sched::{sched_setaffinity, CpuSet};
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c).with_context(|| {
+            format!(
+                "consumer CPU {c} is out of range: pass CPUs below {}",
+                CpuSet::count()
+            )
+        })?;
+    }
+    sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).with_context(|| {
+        format!("cannot pin the eBPF consumer to CPUs {cpus:?}: pass online CPUs (see `nproc`)")
+    })
+}
+
+/// open → rodata/map sizes/autoload → load.
+fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<skel::RtraceSkel<'o>> {
+    libbpf_log::capture();
+    libbpf_log::clear();
+    let mut open = skel::RtraceSkelBuilder::default()
+        .open(storage)
+        .map_err(|e| explain(e, "opening the embedded BPF object"))?;
+    let rodata = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .context("the BPF object has no rodata (a build bug: rebuild rtrace-bench)")?;
+    rodata.target_tgid = match plan.probe {
+        // USDT: the kernel filters the pid at attach; the tracepoint filters in BPF.
+        Probe::NanosleepExit => plan.pid.unwrap_or(0),
+        Probe::Usdt { .. } => 0,
+    };
+    let ring = match plan.mode {
+        EbpfMode::Record => plan.ring_bytes,
+        EbpfMode::Aggregate => crate::plan::ring_bytes(Some(1), 1)?,
+    };
+    open.maps
+        .events
+        .set_max_entries(ring)
+        .context("cannot size the ring buffer")?;
+    let wanted = plan.probe.program(plan.mode);
+    for (name, prog) in [
+        ("usdt_record", &mut open.progs.usdt_record),
+        ("usdt_aggregate", &mut open.progs.usdt_aggregate),
+        ("tp_record", &mut open.progs.tp_record),
+        ("tp_aggregate", &mut open.progs.tp_aggregate),
+    ] {
+        prog.set_autoload(name == wanted);
+    }
+    open.load()
+        .map_err(|e| explain(e, "loading the BPF program"))
+}
+
+fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
+    libbpf_log::clear();
+    let pid = plan.pid.map_or(-1, |p| p as i32);
+    match (&plan.probe, plan.mode) {
+        (
+            Probe::Usdt {
+                binary,
+                provider,
+                name,
+            },
+            mode,
+        ) => {
+            let prog = match mode {
+                EbpfMode::Record => &skel.progs.usdt_record,
+                EbpfMode::Aggregate => &skel.progs.usdt_aggregate,
+            };
+            prog.attach_usdt(pid, binary, provider, name).map_err(|e| {
+                if e.kind() == ErrorKind::NotFound {
+                    let why = libbpf_log::last_matching(&["usdt"]).unwrap_or_default();
+                    anyhow!(
+                        "cannot attach to USDT {provider}:{name} in {} ({}): check the probe with `rtrace-bench probes {}` and that the pid is alive",
+                        binary.display(),
+                        if why.is_empty() { e.to_string() } else { why },
+                        binary.display()
+                    )
+                } else {
+                    explain(e, &format!("attaching to USDT {provider}:{name} in {}", binary.display()))
+                }
+            })
+        }
+        (Probe::NanosleepExit, mode) => {
+            let prog = match mode {
+                EbpfMode::Record => &skel.progs.tp_record,
+                EbpfMode::Aggregate => &skel.progs.tp_aggregate,
+            };
+            prog.attach_tracepoint(
+                libbpf_rs::TracepointCategory::Custom(NANOSLEEP_EXIT.0.into()),
+                NANOSLEEP_EXIT.1,
+            )
+            .map_err(|e| {
+                explain(
+                    e,
+                    &format!(
+                        "attaching to tracepoint {}:{}",
+                        NANOSLEEP_EXIT.0, NANOSLEEP_EXIT.1
+                    ),
+                )
+            })
+        }
+    }
+}
+
+/// One line that names the fix, with libbpf's last word as the detail.
+fn explain(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
+    if let Some(reason) = libbpf_log::verifier_error() {
+        return anyhow!(
+            "{what} failed: the kernel's verifier rejected it ({reason}): please report this with the output of `uname -r` (RTRACE_LIBBPF_LOG=1 shows the full log)"
+        );
+    }
+    let detail = libbpf_log::last_matching(&[]).unwrap_or_else(|| e.to_string());
+    match e.kind() {
+        ErrorKind::PermissionDenied => anyhow!(
+            "{what} was refused ({detail}): run as root (CAP_BPF and CAP_PERFMON) on a kernel that is not locked down against BPF"
+        ),
+        _ => anyhow!("{what} failed: {e} ({detail})"),
+    }
+}
+
+/// Drains the ring buffer once; number of records consumed.
+fn consume(ring: &libbpf_rs::RingBuffer<'_>) -> Result<u64> {
+    let n = ring.consume_raw();
+    if n < 0 {
+        bail!(
+            "draining the BPF ring buffer failed: {}",
+            std::io::Error::from_raw_os_error(-n)
+        );
+    }
+    Ok(n as u64)
+}
