@@ -11,19 +11,36 @@ fn rejected(args: &[&str], needle: &str) {
 
 #[test]
 fn missing_binary() {
-    rejected(&["count", "-p", "a:b", "--", "/nonexistent/prog"], "check the path");
+    rejected(
+        &["count", "-p", "a:b", "--", "/nonexistent/prog"],
+        "check the path",
+    );
     rejected(&["probes", "/nonexistent/prog"], "check the path");
 }
 
 #[test]
 fn command_not_on_path() {
-    rejected(&["count", "-p", "a:b", "--", "no-such-command-xyz"], "not found on PATH");
+    rejected(
+        &["count", "-p", "a:b", "--", "no-such-command-xyz"],
+        "not found on PATH",
+    );
 }
 
 #[test]
 fn not_an_elf_file() {
     rejected(&["probes", "/etc/passwd"], "not an ELF file");
-    rejected(&["count", "-p", "a:b", "--binary", "/etc/passwd", "--", "true"], "not an ELF file");
+    rejected(
+        &[
+            "count",
+            "-p",
+            "a:b",
+            "--binary",
+            "/etc/passwd",
+            "--",
+            "true",
+        ],
+        "not an ELF file",
+    );
 }
 
 #[test]

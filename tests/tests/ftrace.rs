@@ -38,7 +38,15 @@ fn usdt_all_cases(record: &str) {
     for c in 0..4 {
         let r = case(&v, if c == 0 { "none" } else { "ftrace" }, c);
         assert_eq!(r["summary"]["count"], 100000, "case {c} samples");
-        for k in ["min_ns", "max_ns", "mean_ns", "stddev_ns", "p50_ns", "p99_ns", "p999_ns"] {
+        for k in [
+            "min_ns",
+            "max_ns",
+            "mean_ns",
+            "stddev_ns",
+            "p50_ns",
+            "p99_ns",
+            "p999_ns",
+        ] {
             assert!(r["summary"][k].as_f64().unwrap() >= 0.0, "{k}");
         }
     }
@@ -48,7 +56,10 @@ fn usdt_all_cases(record: &str) {
         ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap(),
         101000
     );
-    assert!(ev["recorded"].as_u64().unwrap() > 0, "ftrace recorded nothing");
+    assert!(
+        ev["recorded"].as_u64().unwrap() > 0,
+        "ftrace recorded nothing"
+    );
     let dormant = &case(&v, "ftrace", 2)["events"];
     assert_eq!(dormant["recorded"], 0);
     assert!(case(&v, "ftrace", 3)["events"].is_null());
@@ -70,13 +81,27 @@ fn stream_mode_loses_nothing_with_a_consumer() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let out = bench(&[
-        "usdt", "-t", "ftrace", "-c", "1", "-n", "200000", "--record", "stream",
-        "--json", json.to_str().unwrap(), "--out", dir.path().to_str().unwrap(),
+        "usdt",
+        "-t",
+        "ftrace",
+        "-c",
+        "1",
+        "-n",
+        "200000",
+        "--record",
+        "stream",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
     ]);
     assert_ok(&out);
     let v = read_json(&json);
     let ev = &case(&v, "ftrace", 1)["events"];
-    assert_eq!(ev["recorded"], ev["hits"], "stream mode dropped events: {ev}");
+    assert_eq!(
+        ev["recorded"], ev["hits"],
+        "stream mode dropped events: {ev}"
+    );
     let raw: u64 = std::fs::read_dir(dir.path().join("ftrace-case1"))
         .unwrap()
         .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
@@ -92,15 +117,28 @@ fn semaphore_probe_of_a_foreign_c_binary_is_counted_exactly() {
     let prog = sdt_loop(dir.path());
     let json = dir.path().join("c.json");
     let out = bench(&[
-        "count", "--tracer", "ftrace", "--probe", "rtest:sem", "--buffer-size-kb", "8192",
-        "--json", json.to_str().unwrap(), "--", prog.to_str().unwrap(), "100000",
+        "count",
+        "--tracer",
+        "ftrace",
+        "--probe",
+        "rtest:sem",
+        "--buffer-size-kb",
+        "8192",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+        "100000",
     ]);
     assert_ok(&out);
     let (hits, sem_hits) = parse_sdt_loop_output(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(hits, 100000);
     assert_eq!(sem_hits, 100000, "the kernel did not raise the semaphore");
     let v = read_json(&json);
-    assert_eq!(v["recorded"].as_u64().unwrap() + v["lost"].as_u64().unwrap(), sem_hits);
+    assert_eq!(
+        v["recorded"].as_u64().unwrap() + v["lost"].as_u64().unwrap(),
+        sem_hits
+    );
     assert_eq!(v["lost"], 0);
     assert_eq!(tracefs_snapshot(), before);
 }
@@ -111,13 +149,22 @@ fn a_probe_that_never_fires_counts_zero_and_untraced_semaphore_stays_down() {
     let prog = sdt_loop(dir.path());
     let json = dir.path().join("c.json");
     let out = bench(&[
-        "count", "-p", "rtest:never", "--json", json.to_str().unwrap(), "--",
-        prog.to_str().unwrap(), "1000",
+        "count",
+        "-p",
+        "rtest:never",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+        "1000",
     ]);
     assert_ok(&out);
     assert_eq!(read_json(&json)["recorded"], 0);
     let (_, sem_hits) = parse_sdt_loop_output(&String::from_utf8_lossy(&out.stdout));
-    assert_eq!(sem_hits, 0, "semaphore raised without a tracer on rtest:sem");
+    assert_eq!(
+        sem_hits, 0,
+        "semaphore raised without a tracer on rtest:sem"
+    );
 }
 
 #[test]
@@ -126,7 +173,16 @@ fn two_runs_at_once_do_not_collide() {
     let prog = sdt_loop(dir.path());
     let spawn = |n: &str, json: &str| {
         Command::new(bin("rtrace-bench"))
-            .args(["count", "-p", "rtest:hit", "--buffer-size-kb", "8192", "--json", json, "--"])
+            .args([
+                "count",
+                "-p",
+                "rtest:hit",
+                "--buffer-size-kb",
+                "8192",
+                "--json",
+                json,
+                "--",
+            ])
             .arg(&prog)
             .arg(n)
             .stdout(Stdio::piped())
@@ -148,8 +204,13 @@ fn two_runs_at_once_do_not_collide() {
 fn start_long_run() -> std::process::Child {
     let before = our_instances();
     let child = Command::new(bin("rtrace-bench"))
-        .args(["usdt", "-t", "ftrace", "-c", "1", "-n", "50000000", "--warmup", "0"])
-        .args(["--out", std::env::temp_dir().join("rtrace-long").to_str().unwrap()])
+        .args([
+            "usdt", "-t", "ftrace", "-c", "1", "-n", "50000000", "--warmup", "0",
+        ])
+        .args([
+            "--out",
+            std::env::temp_dir().join("rtrace-long").to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -167,7 +228,8 @@ fn workload_pids() -> Vec<i32> {
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "workload")
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "workload")
         })
         .collect()
 }
@@ -182,9 +244,17 @@ fn sigint_mid_run_leaves_nothing_behind() {
     )
     .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(tracefs_snapshot(), before);
-    assert!(wait_for(5, || workload_pids().is_empty()), "workload survived");
+    assert!(
+        wait_for(5, || workload_pids().is_empty()),
+        "workload survived"
+    );
 }
 
 #[test]
@@ -224,10 +294,31 @@ fn sigkill_leaves_stale_state_that_the_next_run_removes() {
     let mut child = start_long_run();
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(wait_for(5, || workload_pids().is_empty()), "workload outlived its harness");
-    assert_ne!(tracefs_snapshot(), before, "SIGKILL cannot clean up; state expected");
-    let out = bench(&["usdt", "-t", "ftrace", "-c", "2", "-n", "1000", "--warmup", "0",
-        "--out", std::env::temp_dir().join("rtrace-after-kill").to_str().unwrap()]);
+    assert!(
+        wait_for(5, || workload_pids().is_empty()),
+        "workload outlived its harness"
+    );
+    assert_ne!(
+        tracefs_snapshot(),
+        before,
+        "SIGKILL cannot clean up; state expected"
+    );
+    let out = bench(&[
+        "usdt",
+        "-t",
+        "ftrace",
+        "-c",
+        "2",
+        "-n",
+        "1000",
+        "--warmup",
+        "0",
+        "--out",
+        std::env::temp_dir()
+            .join("rtrace-after-kill")
+            .to_str()
+            .unwrap(),
+    ]);
     assert_ok(&out);
     assert!(String::from_utf8_lossy(&out.stderr).contains("removed stale"));
     assert_eq!(tracefs_snapshot(), before);
@@ -239,10 +330,20 @@ fn stale_cleanup_spares_live_runs() {
     let prog = sdt_loop(dir.path());
     let live = start_long_run();
     let live_instances = our_instances();
-    let out = bench(&["count", "-p", "rtest:hit", "--", prog.to_str().unwrap(), "10"]);
+    let out = bench(&[
+        "count",
+        "-p",
+        "rtest:hit",
+        "--",
+        prog.to_str().unwrap(),
+        "10",
+    ]);
     assert_ok(&out);
     for i in &live_instances {
-        assert!(our_instances().contains(i), "live run's instance {i} was removed");
+        assert!(
+            our_instances().contains(i),
+            "live run's instance {i} was removed"
+        );
     }
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(live.id() as i32),
@@ -275,11 +376,27 @@ fn workload_memory_does_not_grow_with_iterations() {
     let rss = |n: &str| {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("r.json");
-        assert_ok(&bench(&["usdt", "-t", "none", "-n", n, "--warmup", "0",
-            "--json", json.to_str().unwrap(), "--out", dir.path().to_str().unwrap()]));
-        read_json(&json)["runs"][0]["workload_max_rss_kb"].as_f64().unwrap()
+        assert_ok(&bench(&[
+            "usdt",
+            "-t",
+            "none",
+            "-n",
+            n,
+            "--warmup",
+            "0",
+            "--json",
+            json.to_str().unwrap(),
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]));
+        read_json(&json)["runs"][0]["workload_max_rss_kb"]
+            .as_f64()
+            .unwrap()
     };
     let small = rss("100000");
     let large = rss("10000000");
-    assert!(large <= small * 1.10, "RSS grew from {small} KiB to {large} KiB");
+    assert!(
+        large <= small * 1.10,
+        "RSS grew from {small} KiB to {large} KiB"
+    );
 }

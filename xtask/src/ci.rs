@@ -13,6 +13,9 @@ pub struct Options {
     /// Skip the QEMU guest suites.
     #[arg(long)]
     no_vm: bool,
+    /// Seconds a guest may run before it counts as hung (no verdict = failure).
+    #[arg(long, default_value_t = 900)]
+    vm_timeout: u64,
     /// Do not install missing Debian packages.
     #[arg(long)]
     no_install: bool,
@@ -50,7 +53,7 @@ pub fn run(o: Options) -> Result<()> {
         ]))?;
     }
     if !o.no_vm {
-        eprintln!("xtask: guest suites not wired yet");
+        crate::vm::ci_suites(std::time::Duration::from_secs(o.vm_timeout))?;
     }
     eprintln!("xtask: ci passed in {:.0} s", started.elapsed().as_secs_f64());
     Ok(())

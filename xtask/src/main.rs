@@ -4,6 +4,7 @@ mod ci;
 mod exec;
 mod packages;
 mod thesis;
+mod vm;
 
 use clap::{Parser, Subcommand};
 
@@ -20,12 +21,16 @@ enum Command {
     Ci(ci::Options),
     /// The main job: install, build, run the tracer comparison, write a results directory.
     Thesis(thesis::Options),
+    /// Run an rtrace-bench command in a QEMU guest on Debian's PREEMPT_RT or PREEMPT_DYNAMIC
+    /// kernel; copy its results out.
+    Vm(vm::Options),
 }
 
 fn main() {
     let result = match Cli::parse().command {
         Command::Ci(o) => ci::run(o),
         Command::Thesis(o) => thesis::run(o),
+        Command::Vm(o) => vm::run(o),
     };
     if let Err(e) = result {
         eprintln!("xtask: error: {e:#}");

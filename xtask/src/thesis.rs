@@ -1,6 +1,6 @@
-//! `cargo xtask thesis`: the README's main command. Installs what is missing, builds, and runs
-//! the usdt comparison with every tracer available here (quick defaults), writing a results
-//! directory.
+//! `cargo xtask thesis`: the README's main command. Installs what is missing, builds, runs the
+//! usdt comparison and the cyclictest sweep with every tracer available here (quick defaults),
+//! and writes one report directory (`index.html`, `report.md`, `results.csv`, `figures/`).
 
 use crate::exec::{cargo, exec};
 use crate::packages;
@@ -13,6 +13,9 @@ pub struct Options {
     /// Timed iterations per case (the thesis used 10,000,000).
     #[arg(long, default_value_t = 1_000_000)]
     iterations: u64,
+    /// Wake-ups per cyclictest-sweep configuration (the thesis used 10,000,000).
+    #[arg(long, default_value_t = 100_000)]
+    loops: u64,
     /// Results directory (default: results/thesis-<timestamp>).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -40,6 +43,22 @@ pub fn run(o: Options) -> Result<()> {
             .arg("--out")
             .arg(out.join("usdt")),
     )?;
+    exec(
+        Command::new(&bench)
+            .args(["cyclictest-sweep", "--configs", "all"])
+            .args(["--loops", &o.loops.to_string()])
+            .arg("--out")
+            .arg(out.join("cyclictest-sweep")),
+    )?;
+    exec(
+        Command::new(&bench)
+            .arg("report")
+            .arg(out.join("usdt/usdt.json"))
+            .arg(out.join("cyclictest-sweep/cyclictest-sweep.json"))
+            .arg("--out")
+            .arg(&out),
+    )?;
     eprintln!("xtask: results in {}", out.display());
+    eprintln!("xtask: report: {}", out.join("index.html").display());
     Ok(())
 }

@@ -24,6 +24,8 @@ pub enum Command {
     CyclictestSweep(crate::sweep::options::SweepArgs),
     /// Overlay two cyclictest-sweep results (e.g. PREEMPT vs PREEMPT_RT): per-percentile differences.
     Compare(crate::compare::CompareArgs),
+    /// Regenerate a report (HTML, Markdown, CSV, SVG figures) from result files.
+    Report(crate::report::ReportArgs),
     /// Internal: wait for a byte on fd 3, then exec the command (used by `count`).
     #[command(hide = true, name = "__hold-exec")]
     HoldExec(HoldExecArgs),
@@ -67,9 +69,37 @@ pub struct TracerArgs {
     /// Per-CPU trace buffer size in KiB (ftrace buffer_size_kb).
     #[arg(long, value_name = "KIB")]
     pub buffer_size_kb: Option<u64>,
-    /// ftrace recording mode.
-    #[arg(long, value_enum, default_value_t = RecordArg::Overwrite)]
+    /// Recording mode: `stream` keeps every event on disk (the thesis' case 1, "storing all
+    /// logs"); `overwrite` is a flight recorder (ftrace ring buffer, LTTng snapshot session).
+    #[arg(long, value_enum, default_value_t = RecordArg::Stream)]
     pub record: RecordArg,
+    /// LTTng sub-buffer size in bytes (power of two, at least 4096); default: LTTng's.
+    #[arg(long, value_name = "BYTES")]
+    pub lttng_subbuf_size: Option<u64>,
+    /// LTTng sub-buffer count (power of two); default: LTTng's.
+    #[arg(long, value_name = "N")]
+    pub lttng_num_subbuf: Option<u32>,
+    /// LTTng loop event: the structured tracepoint `rtrace:event`, or the thesis'
+    /// `lttng_ust_tracef("%s (%d)", "event", i)`.
+    #[arg(long, value_enum, default_value_t = LttngEventArg::Tracepoint)]
+    pub lttng_event: LttngEventArg,
+    /// eBPF and bpftrace modes (comma separated: each one is measured as its own column):
+    /// `record` sends every event to a file (ring buffer / printf), `aggregate` only counts
+    /// (per-CPU counter and log2 histogram / `count()`).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "record", alias = "ebpf-mode")]
+    pub bpf_mode: Vec<BpfModeArg>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BpfModeArg {
+    Record,
+    Aggregate,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LttngEventArg {
+    Tracepoint,
+    Tracef,
 }
 
 #[derive(Args, Debug)]

@@ -1,11 +1,15 @@
 //! rtrace-bench: parse → typed options → run → export. Errors print as one `Error:` line.
 
 mod cli;
+mod compare;
 mod count;
 mod hold;
 mod options;
 mod probes;
+mod progress;
+mod report;
 mod signals;
+mod sweep;
 mod tracers;
 mod usdt;
 
@@ -32,6 +36,11 @@ fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Usdt(args) => usdt::run(options::UsdtOptions::try_from(args)?),
         cli::Command::Count(args) => count::run(options::CountOptions::try_from(args)?),
         cli::Command::Probes(args) => probes::run(&args),
+        cli::Command::CyclictestSweep(args) => {
+            sweep::run(sweep::options::SweepOptions::try_from(args)?)
+        }
+        cli::Command::Compare(args) => compare::run(&args),
+        cli::Command::Report(args) => report::run(&args),
         cli::Command::HoldExec(args) => hold::run(&args),
     }
 }

@@ -55,6 +55,24 @@ pub struct TracerOptions {
     pub lttng_subbuf_size: Option<u64>,
     pub lttng_num_subbuf: Option<u32>,
     pub lttng_tracef: bool,
+    /// eBPF/bpftrace modes, each a column of its own; never empty.
+    pub bpf_modes: Vec<BpfMode>,
+}
+
+/// Tracer pattern (every event to a file) or aggregator pattern (counts in maps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BpfMode {
+    Record,
+    Aggregate,
+}
+
+impl BpfMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            BpfMode::Record => "record",
+            BpfMode::Aggregate => "aggregate",
+        }
+    }
 }
 
 impl From<TracerArgs> for TracerOptions {
@@ -68,6 +86,21 @@ impl From<TracerArgs> for TracerOptions {
             lttng_subbuf_size: a.lttng_subbuf_size,
             lttng_num_subbuf: a.lttng_num_subbuf,
             lttng_tracef: a.lttng_event == crate::cli::LttngEventArg::Tracef,
+            bpf_modes: {
+                let mut m: Vec<BpfMode> = a
+                    .bpf_mode
+                    .iter()
+                    .map(|m| match m {
+                        crate::cli::BpfModeArg::Record => BpfMode::Record,
+                        crate::cli::BpfModeArg::Aggregate => BpfMode::Aggregate,
+                    })
+                    .collect();
+                m.dedup();
+                if m.is_empty() {
+                    m.push(BpfMode::Record);
+                }
+                m
+            },
         }
     }
 }

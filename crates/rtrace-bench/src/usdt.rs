@@ -16,6 +16,8 @@ const TIMER_SAMPLES: u64 = 100_000;
 /// A tracer ready to run: its backend and the two hooks of its workload flavour.
 struct Column {
     kind: TracerKind,
+    /// Backend mode when a tracer has several (`record`, `aggregate`).
+    variant: Option<&'static str>,
     tracer: Box<dyn Tracer>,
     workload: PathBuf,
     /// Fired every iteration (case 1).
@@ -68,26 +70,27 @@ fn columns(o: &UsdtOptions) -> Result<(Vec<Column>, Vec<String>)> {
     let mut cols = Vec::new();
     let mut notes = Vec::new();
     for kind in kinds {
-        let made = (|| -> Result<Option<Column>> {
-            let Some(tracer) = tracers::build(kind, &o.tracer)? else {
-                return Ok(None);
-            };
-            let workload = workload_bin(&o.workload_dir, kind.instrumentation());
-            require_bin(&workload)?;
-            let (event, idle) = hooks(&workload, kind.instrumentation())?;
-            tracer.check(&event)?;
-            tracer.check(&idle)?;
-            Ok(Some(Column {
-                kind,
-                tracer,
-                workload,
-                event,
-                idle,
-            }))
+        let made = (|| -> Result<Vec<Column>> {
+            let mut made = Vec::new();
+            for v in tracers::variants(kind, &o.tracer)? {
+                let workload = workload_bin(&o.workload_dir, kind.instrumentation());
+                require_bin(&workload)?;
+                let (event, idle) = hooks(&workload, kind.instrumentation())?;
+                v.tracer.check(&event)?;
+                v.tracer.check(&idle)?;
+                made.push(Column {
+                    kind,
+                    variant: v.name,
+                    tracer: v.tracer,
+                    workload,
+                    event,
+                    idle,
+                });
+            }
+            Ok(made)
         })();
         match made {
-            Ok(Some(c)) => cols.push(c),
-            Ok(None) => {}
+            Ok(c) => cols.extend(c),
             Err(e) if skip_unavailable => notes.push(format!("{kind} skipped: {e:#}")),
             Err(e) => return Err(e),
         }
@@ -120,7 +123,11 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
             .map_or(0, |d| d.as_secs()),
         environment: Environment::collect(o.cpus.measured),
         config: UsdtConfig {
-            tracers: cols.iter().map(|c| c.kind).collect(),
+            tracers: {
+                let mut t: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
+                t.dedup();
+                t
+            },
             cases: o.cases.clone(),
             iterations: o.iterations,
             warmup: o.warmup,
@@ -131,6 +138,7 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
             tracer_options: tracer_options_json(&o.tracer),
         },
         runs: Vec::new(),
+        warnings: Vec::new(),
     };
 
     let mut failures = Vec::new();
@@ -143,14 +151,18 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
             plan.push((Some(c), case));
         }
     }
+    let progress = crate::progress::Progress::new(plan.len() as u64);
     for (col, case) in plan {
         let label = format!(
-            "{} case {}",
+            "{}{} case {}",
             col.map_or(TracerKind::None, |c| c.kind),
+            col.and_then(|c| c.variant)
+                .map_or(String::new(), |v| format!(" ({v})")),
             case.number()
         );
-        eprintln!("running {label}: {} ...", case.describe());
+        progress.start(format!("{label}: {}", case.describe()));
         let r = run_case(&o, col, case, &baseline_bin)?;
+        progress.done();
         if let Some(ev) = &r.events {
             let check = match case {
                 Case::Traced => ev.check_exact(),
@@ -164,11 +176,20 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
         if result.environment.tsc_hz.is_none() {
             result.environment.tsc_hz = result.runs.last().map(|r| r.tsc_hz);
         }
+        result.warnings = rtrace_measure::warnings::usdt(&result);
         // Export after every case: a later failure loses nothing.
         write_json(&o, &result)?;
     }
+    progress.finish();
+    let report = crate::report::write_dir(
+        &o.out,
+        &rtrace_report::Report::one(rtrace_report::AnyResult::Usdt(result.clone())),
+    )?;
 
-    print!("{}", rtrace_report::terminal::usdt(&result));
+    print!(
+        "{}",
+        rtrace_report::terminal::usdt(&result, crate::report::paint())
+    );
     for n in &notes {
         println!("note: {n}");
     }
@@ -176,14 +197,21 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
         eprintln!("results: {}", j.display());
     }
     eprintln!("results and trace data: {}", o.out.display());
+    eprintln!("report: {}", report.display());
     if !failures.is_empty() {
         bail!("{}", failures.join("; "));
     }
     Ok(0)
 }
 
-fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
-    serde_json::json!({ "record": t.record })
+pub(crate) fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
+    serde_json::json!({
+        "record": t.record,
+        "lttng_subbuf_size": t.lttng_subbuf_size,
+        "lttng_num_subbuf": t.lttng_num_subbuf,
+        "lttng_event": if t.lttng_tracef { "tracef" } else { "tracepoint" },
+        "bpf_modes": t.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
+    })
 }
 
 fn write_json(o: &UsdtOptions, r: &UsdtResult) -> Result<()> {
@@ -221,8 +249,19 @@ fn run_case(
         timer_samples: TIMER_SAMPLES,
     });
     let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
-    let out_dir = o.out.join(format!("{}-case{}", tracer_kind, case.number()));
-    let (outcome, attachment) = run_workload(bin, &config, |ready| {
+    let out_dir = o.out.join(format!(
+        "{}{}-case{}",
+        tracer_kind,
+        col.and_then(|c| c.variant)
+            .map_or(String::new(), |v| format!("-{v}")),
+        case.number()
+    ));
+    if hook.is_some() {
+        std::fs::create_dir_all(&out_dir)
+            .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    }
+    let env = col.map_or_else(Vec::new, |c| c.tracer.workload_env());
+    let (outcome, attachment) = run_workload(bin, &env, &config, |ready| {
         let (Some(col), Some(hook)) = (col, hook) else {
             return Ok(None::<Box<dyn Attachment>>);
         };
@@ -245,7 +284,7 @@ fn run_case(
     Ok(CaseResult {
         tracer: tracer_kind,
         case,
-        variant: None,
+        variant: col.and_then(|c| c.variant).map(str::to_owned),
         workload: bin.display().to_string(),
         hook: hook.map(Hook::label),
         summary: Summary::of(&hist).context("workload recorded no samples")?,

@@ -1,6 +1,22 @@
-//! Exporters: the only place that formats results. One module per format.
+//! Exporters: the only place that formats results. One [`Exporter`] interface (`export.rs`),
+//! one module per format; `result.rs` loads any result file, `figures/` draws the thesis' figures.
 
+pub mod bootstrap;
+pub mod csv;
+pub mod export;
+pub mod figures;
+pub mod fixtures;
+pub mod format;
+pub mod html;
 pub mod json;
+pub mod markdown;
 pub mod probes;
+pub mod ratios;
+pub mod result;
+pub mod svg;
+pub mod sweep_terminal;
 pub mod table;
 pub mod terminal;
+
+pub use export::{exporters, render, Exporter, Output};
+pub use result::{AnyResult, Report};

@@ -9,7 +9,14 @@ pub fn table(probes: &[RawProbe]) -> String {
         return "no USDT probes (.note.stapsdt is absent or empty)\n".into();
     }
     let mut t = Table::new(
-        &["provider", "name", "address", "file offset", "semaphore", "args"],
+        &[
+            "provider",
+            "name",
+            "address",
+            "file offset",
+            "semaphore",
+            "args",
+        ],
         2,
     );
     for p in probes {

@@ -1,28 +1,56 @@
-//! The terminal report: Table 3.1's layout (min, max, mean, stddev per tracer and case) with
-//! percentiles, the ratio to case 0, and event accounting.
+//! The terminal report: Table 3.1's numbers (min, max, mean, stddev per tracer and case) with
+//! percentiles, the ratio to case 0, event accounting, then the warnings. Colour only when asked
+//! (the CLI asks when stdout is a terminal); `report.txt` is the same text without colour.
 
+use crate::export::{Exporter, Output};
+use crate::format::{baseline_mean, ns, tracer_label};
+use crate::result::{AnyResult, Report};
 use crate::table::Table;
-use rtrace_measure::usdt::{Case, UsdtResult};
+use anstyle::{AnsiColor, Style};
+use anyhow::Result;
+use rtrace_measure::usdt::UsdtResult;
+use rtrace_measure::Warning;
 
-fn ns(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
+/// Styles of the terminal report; all plain without colour.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
+    colour: bool,
+}
+
+impl Paint {
+    pub fn new(colour: bool) -> Paint {
+        Paint { colour }
+    }
+
+    fn with(&self, style: Style, text: &str) -> String {
+        if self.colour {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub fn bold(&self, text: &str) -> String {
+        self.with(Style::new().bold(), text)
+    }
+
+    pub fn warning(&self, text: &str) -> String {
+        self.with(
+            Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
+            text,
+        )
     }
 }
 
-pub fn usdt(r: &UsdtResult) -> String {
+/// The usdt table of `r` (with `r.warnings`).
+pub fn usdt(r: &UsdtResult, paint: Paint) -> String {
     let e = &r.environment;
-    let mut out = format!(
-        "usdt microbenchmark: {} iterations per case on CPU {} — kernel {} ({}), {}\n\n",
+    let mut out = paint.bold(&format!(
+        "usdt microbenchmark: {} iterations per case on CPU {} — kernel {} ({}), {}",
         r.config.iterations, r.config.cpu, e.kernel_release, e.preemption, e.cpu_model
-    );
-    let base = r
-        .runs
-        .iter()
-        .find(|c| c.case == Case::Baseline)
-        .map(|c| c.summary.mean_ns);
+    ));
+    out.push_str("\n\n");
+    let base = baseline_mean(r);
     let mut t = Table::new(
         &[
             "tracer", "case", "min", "max", "mean", "stddev", "p50", "p99", "p99.9", "x case0",
@@ -36,7 +64,7 @@ pub fn usdt(r: &UsdtResult) -> String {
             c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
         };
         t.row(vec![
-            c.tracer.to_string() + c.variant.as_deref().map_or("", |v| v),
+            tracer_label(c.tracer, c.variant.as_deref()),
             c.case.number().to_string(),
             ns(s.min_ns),
             ns(s.max_ns),
@@ -61,5 +89,97 @@ pub fn usdt(r: &UsdtResult) -> String {
             first.tsc_hz / 1e9
         ));
     }
+    if let Ok(rows) = crate::ratios::case1_vs_cheapest(r) {
+        if !rows.is_empty() {
+            out.push_str("\ncase 1 relative to the cheapest tracer (95% bootstrap CI):\n");
+            for row in rows {
+                out.push_str(&format!("  {}\n", row.sentence()));
+            }
+        }
+    }
+    out.push_str(&warnings(&r.warnings, paint));
     out
+}
+
+/// `Warning: ...` lines, hyperfine style; empty without warnings.
+pub fn warnings(list: &[Warning], paint: Paint) -> String {
+    let mut out = String::new();
+    if !list.is_empty() {
+        out.push('\n');
+    }
+    for w in list {
+        out.push_str(&format!("{} {w}\n", paint.warning("Warning:")));
+    }
+    out
+}
+
+/// `report.txt`: the terminal report of every result.
+pub struct Text {
+    pub colour: bool,
+}
+
+impl Exporter for Text {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+
+    fn export(&self, report: &Report) -> Result<Vec<Output>> {
+        let paint = Paint::new(self.colour);
+        let mut out = String::new();
+        for e in &report.entries {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            match &e.result {
+                AnyResult::Usdt(r) => {
+                    let mut r = r.clone();
+                    r.warnings = e.warnings.clone();
+                    out.push_str(&usdt(&r, paint));
+                }
+                AnyResult::Sweep(r) => {
+                    out.push_str(&crate::sweep_terminal::sweep(r));
+                    out.push_str(&warnings(&e.warnings, paint));
+                }
+            }
+        }
+        Ok(vec![Output::new("report.txt", out)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::run_label;
+
+    #[test]
+    fn colour_only_when_asked() {
+        let mut r = crate::fixtures::usdt();
+        r.warnings = rtrace_measure::warnings::usdt(&r);
+        let plain = usdt(&r, Paint::new(false));
+        assert!(!plain.contains('\x1b'));
+        assert!(
+            plain.contains("Warning: ftrace case 1: 5000 of 20000 events"),
+            "{plain}"
+        );
+        assert!(usdt(&r, Paint::new(true)).contains("\x1b["));
+        assert_eq!(run_label(&r.runs[1]), "ftrace case 1");
+    }
+
+    #[test]
+    fn text_file_has_every_result() {
+        let report = Report::new([
+            (None, AnyResult::Usdt(crate::fixtures::usdt())),
+            (
+                None,
+                AnyResult::Sweep(crate::fixtures::sweep("PREEMPT_RT", 1)),
+            ),
+        ]);
+        let out = Text { colour: false }.export(&report).unwrap();
+        let text = String::from_utf8(out[0].bytes.clone()).unwrap();
+        assert!(text.contains("usdt microbenchmark") && text.contains("cyclictest sweep"));
+        assert!(
+            text.contains("Warning: measured in a virtual machine"),
+            "{text}"
+        );
+    }
 }

@@ -1,0 +1,97 @@
+//! `rtrace-bench report RESULT.json... [--out DIR]`: regenerates a report directory (HTML page,
+//! Markdown, CSV, SVG figures, text) from result files. Experiments call [`write_dir`] after
+//! every run so their run directory always holds a report of what was measured so far.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use rtrace_report::terminal::{self, Paint};
+use rtrace_report::{AnyResult, Report};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Result files (`usdt.json`, `cyclictest-sweep.json`); two sweeps from different kernels
+    /// also get the PREEMPT vs PREEMPT_RT overlay (thesis Fig 3.5).
+    #[arg(required = true, value_name = "RESULT.json")]
+    pub results: Vec<PathBuf>,
+    /// Report directory (default: results/report-<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// Reads any result file; errors name the file and the fix.
+pub fn load(path: &Path) -> Result<AnyResult> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {}: check the path", path.display()))?;
+    AnyResult::from_json(&text).with_context(|| format!("{}", path.display()))
+}
+
+/// Writes every file of `report` under `dir`; returns the HTML page's path.
+pub fn write_dir(dir: &Path, report: &Report) -> Result<PathBuf> {
+    for out in rtrace_report::render(report)? {
+        let path = dir.join(&out.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, &out.bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(dir.join("index.html"))
+}
+
+/// Terminal colour: only when stdout is a terminal and NO_COLOR is unset.
+pub fn paint() -> Paint {
+    Paint::new(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+}
+
+pub fn run(args: &ReportArgs) -> Result<i32> {
+    let results = args
+        .results
+        .iter()
+        .map(|p| Ok((Some(p.display().to_string()), load(p)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let report = Report::new(results);
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| crate::options::default_out("report"));
+    let index = write_dir(&dir, &report)?;
+    for e in &report.entries {
+        match &e.result {
+            AnyResult::Usdt(r) => {
+                let r = rtrace_measure::usdt::UsdtResult {
+                    warnings: e.warnings.clone(),
+                    ..r.clone()
+                };
+                print!("{}", terminal::usdt(&r, paint()));
+            }
+            AnyResult::Sweep(r) => {
+                print!("{}", rtrace_report::sweep_terminal::sweep(r));
+                print!("{}", terminal::warnings(&e.warnings, paint()));
+            }
+        }
+    }
+    eprintln!("report: {}", index.display());
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unreadable_files_name_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = format!("{:#}", load(&dir.path().join("missing.json")).unwrap_err());
+        assert!(e.contains("check the path"), "{e}");
+        let junk = dir.path().join("junk.json");
+        std::fs::write(&junk, r#"{"experiment":"count"}"#).unwrap();
+        let e = format!("{:#}", load(&junk).unwrap_err());
+        assert!(
+            e.contains("junk.json") && e.contains("unknown experiment"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,54 @@
+//! The one exporter interface: a format turns a [`Report`] into files. Exporters return bytes;
+//! only the CLI writes them.
+
+use crate::result::Report;
+use anyhow::Result;
+
+/// One file of a report directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Relative to the report directory (`report.md`, `figures/usdt-case1-box.svg`).
+    pub path: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Output {
+    pub fn new(path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Output {
+        Output {
+            path: path.into(),
+            bytes: bytes.into(),
+        }
+    }
+}
+
+/// A report format. Formats with nothing to show for these results return no files.
+pub trait Exporter {
+    /// Short name of the format (`markdown`, `svg`).
+    fn name(&self) -> &'static str;
+    /// Renders every result of `report`.
+    fn export(&self, report: &Report) -> Result<Vec<Output>>;
+}
+
+/// Every format of a report directory: the results, text, Markdown, CSV, figures, HTML.
+pub fn exporters() -> Vec<Box<dyn Exporter>> {
+    vec![
+        Box::new(crate::json::Json),
+        Box::new(crate::terminal::Text { colour: false }),
+        Box::new(crate::markdown::Markdown),
+        Box::new(crate::csv::Csv),
+        Box::new(crate::svg::Svg),
+        Box::new(crate::html::Html),
+    ]
+}
+
+/// Renders `report` in every format.
+pub fn render(report: &Report) -> Result<Vec<Output>> {
+    let mut out = Vec::new();
+    for e in exporters() {
+        out.extend(
+            e.export(report)
+                .map_err(|err| err.context(format!("{} export failed", e.name())))?,
+        );
+    }
+    Ok(out)
+}

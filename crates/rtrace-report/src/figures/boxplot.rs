@@ -1,0 +1,202 @@
+//! Box plots (thesis Figs 3.1, 3.3, 3.4): one box per series, whiskers at 1.5 IQR, p99 as a
+//! ring, and the maximum written above each box so the tail is never hidden.
+
+use super::data::BoxStats;
+use super::style;
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// One box: its label under the axis, colour and statistics (ns).
+pub struct BoxSeries {
+    pub label: String,
+    pub colour: RGBColor,
+    pub stats: BoxStats,
+}
+
+/// Half the width of a box, in category units.
+const HALF_BOX: f64 = 0.28;
+/// Half the width of a whisker cap.
+const HALF_CAP: f64 = 0.12;
+
+/// What the marks mean, written under every box plot.
+pub const KEY: &str =
+    "box: p25–p75 · line: median · whiskers: 1.5 × IQR · ring: p99 (written on top when off the axis) · max on top";
+
+/// Fewer boxes than this still get this many slots of width, so a lone box is not a slab.
+const MIN_SLOTS: usize = 3;
+
+/// An x axis of `n` categories at 0, 1, …, n−1 with ticks only there (boxes sit in between
+/// fractional positions, so the coordinate stays `f64`).
+struct Categories(usize);
+
+impl Ranged for Categories {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        let r = self.range();
+        let f = (value - r.start) / (r.end - r.start);
+        limit.0 + (f * (limit.1 - limit.0) as f64).round() as i32
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _: Hint) -> Vec<f64> {
+        (0..self.0).map(|i| i as f64).collect()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        let pad = 0.5 + MIN_SLOTS.saturating_sub(self.0) as f64 / 2.0;
+        -pad..(self.0.max(1) - 1) as f64 + pad
+    }
+}
+
+/// The y range: the boxes and whiskers with room above for the labels; p99 only when it is
+/// near (a far p99 is written above the box instead of squashing it).
+fn y_range(series: &[BoxSeries], unit_ns: f64) -> (f64, f64) {
+    let lo = series
+        .iter()
+        .map(|s| s.stats.low)
+        .fold(f64::INFINITY, f64::min);
+    let mut hi = series.iter().map(|s| s.stats.high).fold(0.0, f64::max);
+    let span = |lo: f64, hi: f64| (hi - lo).max(hi * MIN_SPAN).max(1.0);
+    for s in series {
+        if s.stats.p99 <= hi + NEAR * span(lo, hi) {
+            hi = hi.max(s.stats.p99);
+        }
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let span = span(lo, hi);
+    let bottom = (lo - BELOW * span).max(0.0);
+    ((bottom / unit_ns), (hi + ABOVE * span) / unit_ns)
+}
+
+/// The smallest y span, as a fraction of the highest whisker: a tight distribution keeps
+/// some context instead of being magnified into noise.
+const MIN_SPAN: f64 = 0.2;
+/// How far above the whiskers p99 may be (in whisker spans) and still set the axis.
+const NEAR: f64 = 1.0;
+/// Room below the lowest whisker and above the highest mark, in spans.
+const BELOW: f64 = 0.1;
+const ABOVE: f64 = 0.45;
+
+/// Draws one box-plot panel on `area`, values shown divided by `unit_ns` (1 ns or 1000 for µs).
+pub fn panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    title: &str,
+    y_desc: &str,
+    series: &[BoxSeries],
+    unit_ns: f64,
+) -> Result<()> {
+    let n = series.len().max(1);
+    let (bottom, top) = y_range(series, unit_ns);
+    let labels: Vec<String> = series.iter().map(|s| s.label.clone()).collect();
+    let x_label = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            labels.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let x_range = Categories(n);
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, style::text(style::PANEL_TITLE_PX))
+        .margin(style::MARGIN_PX)
+        .x_label_area_size(style::X_AXIS_PX)
+        .y_label_area_size(style::Y_AXIS_PX)
+        .build_cartesian_2d(x_range, bottom..top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
+        .y_desc(y_desc)
+        .x_label_formatter(&x_label)
+        .y_label_formatter(&|v| style::tick(*v))
+        .axis_desc_style(style::text(style::AXIS_PX))
+        .label_style(style::text(style::LABEL_PX))
+        .draw()?;
+    for (i, s) in series.iter().enumerate() {
+        let x = i as f64;
+        let b = &s.stats;
+        let v = |ns: f64| ns / unit_ns;
+        let line = s.colour.stroke_width(2);
+        chart.draw_series([
+            PathElement::new(vec![(x, v(b.q3)), (x, v(b.high))], line),
+            PathElement::new(vec![(x, v(b.q1)), (x, v(b.low))], line),
+            PathElement::new(
+                vec![(x - HALF_CAP, v(b.high)), (x + HALF_CAP, v(b.high))],
+                line,
+            ),
+            PathElement::new(
+                vec![(x - HALF_CAP, v(b.low)), (x + HALF_CAP, v(b.low))],
+                line,
+            ),
+        ])?;
+        chart.draw_series([
+            Rectangle::new(
+                [(x - HALF_BOX, v(b.q1)), (x + HALF_BOX, v(b.q3))],
+                s.colour.mix(style::FILL_ALPHA).filled(),
+            ),
+            Rectangle::new([(x - HALF_BOX, v(b.q1)), (x + HALF_BOX, v(b.q3))], line),
+        ])?;
+        chart.draw_series([PathElement::new(
+            vec![(x - HALF_BOX, v(b.median)), (x + HALF_BOX, v(b.median))],
+            style::TEXT.stroke_width(3),
+        )])?;
+        let note = style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top));
+        let far_p99 = if v(b.p99) <= top {
+            chart.draw_series([Circle::new((x, v(b.p99)), 5, s.colour.stroke_width(2))])?;
+            String::new()
+        } else {
+            format!("p99 {} ↑", style::grouped(v(b.p99)))
+        };
+        chart.draw_series([EmptyElement::at((x, top))
+            + Text::new(
+                format!("max {}", style::grouped(v(b.max))),
+                (0, 2),
+                note.clone(),
+            )
+            + Text::new(far_p99, (0, 4 + style::NOTE_PX as i32), note)])?;
+    }
+    Ok(())
+}
+
+/// A whole box-plot figure: title, one panel per group, and the key underneath.
+pub fn figure(
+    size: (u32, u32),
+    title: &str,
+    y_desc: &str,
+    groups: &[(String, Vec<BoxSeries>)],
+    unit_ns: f64,
+) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE)?;
+        let body = root.titled(title, style::text(style::TITLE_PX))?;
+        let (_, h) = body.dim_in_pixel();
+        let (plots, key) = body.split_vertically(h - style::TITLE_PX * 2);
+        let panels = plots.split_evenly((1, groups.len().max(1)));
+        for (i, ((panel_title, series), area)) in groups.iter().zip(&panels).enumerate() {
+            panel(
+                area,
+                panel_title,
+                if i == 0 { y_desc } else { "" },
+                series,
+                unit_ns,
+            )?;
+        }
+        let (w, _) = key.dim_in_pixel();
+        key.draw(&Text::new(
+            KEY,
+            (w as i32 / 2, 0),
+            style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+        root.present()?;
+    }
+    Ok(svg)
+}

@@ -1,0 +1,113 @@
+//! One look for every figure: sizes, fonts, and a colour per tracer that is the same everywhere.
+
+use plotters::style::{FontFamily, RGBColor, TextStyle};
+use rtrace_measure::sweep::{Configuration, Space};
+use rtrace_tracer::TracerKind;
+
+/// Width and height of a one-panel figure (px).
+pub const SIZE: (u32, u32) = (960, 540);
+/// Width and height of a figure with a panel per case.
+pub const WIDE: (u32, u32) = (1300, 520);
+pub const FONT: FontFamily<'static> = FontFamily::SansSerif;
+pub const TITLE_PX: u32 = 24;
+pub const PANEL_TITLE_PX: u32 = 18;
+pub const AXIS_PX: u32 = 17;
+pub const LABEL_PX: u32 = 15;
+pub const NOTE_PX: u32 = 13;
+pub const MARGIN_PX: u32 = 16;
+/// Space for the tick labels and axis description.
+pub const X_AXIS_PX: u32 = 56;
+pub const Y_AXIS_PX: u32 = 84;
+pub const TEXT: RGBColor = RGBColor(0x22, 0x22, 0x22);
+pub const MUTED: RGBColor = RGBColor(0x66, 0x66, 0x66);
+
+/// The colour of a tracer (Tableau 10), the same in every figure.
+pub fn colour(t: TracerKind) -> RGBColor {
+    match t {
+        TracerKind::None => RGBColor(0x7f, 0x7f, 0x7f),
+        TracerKind::Ftrace => RGBColor(0x1f, 0x77, 0xb4),
+        TracerKind::Ebpf => RGBColor(0xff, 0x7f, 0x0e),
+        TracerKind::Lttng => RGBColor(0x2c, 0xa0, 0x2c),
+        TracerKind::Bpftrace => RGBColor(0x94, 0x67, 0xbd),
+    }
+}
+
+/// The colour of a sweep configuration: its tracer's, darker for kernel-space tracing.
+pub fn config_colour(c: Configuration) -> RGBColor {
+    let RGBColor(r, g, b) = colour(c.tracer());
+    if c.space() == Space::Kernel {
+        let dark = |v: u8| (v as f64 * KERNEL_SHADE) as u8;
+        RGBColor(dark(r), dark(g), dark(b))
+    } else {
+        RGBColor(r, g, b)
+    }
+}
+
+/// Brightness of kernel-space configurations relative to their tracer's colour.
+const KERNEL_SHADE: f64 = 0.55;
+
+/// Colours of series that are not tracers (runs of different kernels).
+pub const SERIES: [RGBColor; 6] = [
+    RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+];
+
+pub fn text(px: u32) -> TextStyle<'static> {
+    TextStyle::from((FONT, px)).color(&TEXT)
+}
+
+pub fn muted(px: u32) -> TextStyle<'static> {
+    TextStyle::from((FONT, px)).color(&MUTED)
+}
+
+/// A tick label: whole numbers without decimals, else at most two decimals.
+pub fn tick(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 || v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A large value with thousands separators: `10,313,727`; small ones as [`tick`].
+pub fn grouped(v: f64) -> String {
+    if v.abs() < 10_000.0 {
+        return tick(v);
+    }
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// Opacity of filled boxes and areas.
+pub const FILL_ALPHA: f64 = 0.35;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        assert_eq!(tick(35.0), "35");
+        assert_eq!(tick(2.5), "2.50");
+        assert_eq!(tick(12.25), "12.2");
+        assert_eq!(grouped(10_313_727.0), "10,313,727");
+        assert_eq!(grouped(2195.0), "2195");
+        assert_eq!(grouped(123_456.0), "123,456");
+    }
+}

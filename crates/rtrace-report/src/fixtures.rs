@@ -1,0 +1,184 @@
+//! Synthetic results, deterministic and shaped like real runs: the exporters' unit tests and
+//! other crates' tests use them (nothing here is measured).
+
+use rtrace_measure::sweep::{
+    Accounting, Configuration, Source, SweepConfig, SweepResult, SweepRun,
+};
+use rtrace_measure::usdt::{Case, CaseResult, UsdtConfig, UsdtResult};
+use rtrace_measure::{Environment, Events, Summary};
+use rtrace_protocol::{encode_histogram, new_histogram};
+use rtrace_tracer::TracerKind;
+
+/// `n` samples around `centre` with a long thin tail (deterministic).
+pub fn samples(n: u64, centre: u64, spread: u64) -> Vec<u64> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ centre;
+    (0..n)
+        .map(|i| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = (x >> 33) % (2 * spread + 1);
+            let tail = if i % 997 == 0 { centre * 5 } else { 0 };
+            centre - spread + u + tail
+        })
+        .collect()
+}
+
+fn hist(values: &[u64]) -> (Summary, String) {
+    let mut h = new_histogram();
+    for &v in values {
+        h.record(v).unwrap();
+    }
+    (Summary::of(&h).unwrap(), encode_histogram(&h).unwrap())
+}
+
+pub fn environment(preemption: &str) -> Environment {
+    Environment {
+        kernel_release: "6.1.0-test".into(),
+        kernel_version: format!("#1 SMP {preemption}"),
+        preemption: preemption.into(),
+        cmdline: String::new(),
+        isolated_cpus: String::new(),
+        nohz_full: String::new(),
+        cpu_model: "Test CPU".into(),
+        online_cpus: 2,
+        smt_active: Some(false),
+        governor: None,
+        turbo: None,
+        clocksource: "tsc".into(),
+        tsc_invariant: true,
+        tsc_hz: Some(2e9),
+        virtualized: true,
+        emulated: false,
+    }
+}
+
+fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
+    let (summary, histogram) = hist(&samples(20_000, centre, centre / 10));
+    let (timer_overhead, _) = hist(&samples(100, 10, 1));
+    CaseResult {
+        tracer,
+        case,
+        variant: None,
+        workload: "workload".into(),
+        hook: None,
+        summary,
+        histogram,
+        timer_overhead,
+        events: (tracer != TracerKind::None && case != Case::Instrumented).then(|| {
+            let hits = if case == Case::Traced { 20_000 } else { 0 };
+            Events {
+                hits,
+                recorded: hits - lost,
+                lost,
+            }
+        }),
+        tsc_hz: 2e9,
+        workload_max_rss_kb: 2048,
+        mlocked: true,
+        wall_s: 0.1,
+    }
+}
+
+/// none case 0, ftrace and lttng cases 1-3; ftrace case 1 lost events.
+pub fn usdt() -> UsdtResult {
+    let mut runs = vec![case(TracerKind::None, Case::Baseline, 15, 0)];
+    for (t, c1) in [(TracerKind::Ftrace, 600), (TracerKind::Lttng, 200)] {
+        let lost = if t == TracerKind::Ftrace { 5_000 } else { 0 };
+        runs.push(case(t, Case::Traced, c1, lost));
+        runs.push(case(t, Case::Dormant, 16, 0));
+        runs.push(case(t, Case::Instrumented, 16, 0));
+    }
+    UsdtResult {
+        experiment: "usdt".into(),
+        tool_version: "0.1.0".into(),
+        started_unix: 1_700_000_000,
+        environment: environment("PREEMPT_DYNAMIC (full)"),
+        config: UsdtConfig {
+            tracers: vec![TracerKind::Ftrace, TracerKind::Lttng],
+            cases: Case::ALL.to_vec(),
+            iterations: 20_000,
+            warmup: 100,
+            cpu: 1,
+            harness_cpus: vec![0],
+            priority: None,
+            buffer_size_kb: None,
+            tracer_options: serde_json::json!({"record": "overwrite"}),
+        },
+        runs,
+        warnings: Vec::new(),
+    }
+}
+
+fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun {
+    let (latency, histogram) = hist(&samples(5_000, centre_ns, centre_ns / 3));
+    SweepRun {
+        config,
+        source,
+        tracer: config.tracer(),
+        hook: None,
+        program: "workload".into(),
+        latency,
+        histogram,
+        overflows: 0,
+        loops: 5_000,
+        overruns: Some(0),
+        accounting: config.rule().map(|rule| {
+            Accounting::judge(
+                rule,
+                Events {
+                    hits: 5_000,
+                    recorded: 5_000,
+                    lost: 0,
+                },
+            )
+        }),
+        mlocked: Some(true),
+        pm_qos_zero: Some(true),
+        wall_s: 1.0,
+    }
+}
+
+/// A sweep of none, two user-space and one kernel-space configuration; `slower` scales latency.
+pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
+    let configs = [
+        (Configuration::None, 9_000),
+        (Configuration::UsdtFtrace, 12_000),
+        (Configuration::UsdtLttng, 10_000),
+        (Configuration::KernelFtrace, 9_500),
+    ];
+    let mut runs: Vec<SweepRun> = configs
+        .iter()
+        .map(|&(c, ns)| sweep_run(c, Source::Builtin, ns * slower))
+        .collect();
+    runs.push(sweep_run(
+        Configuration::None,
+        Source::Cyclictest,
+        9_200 * slower,
+    ));
+    SweepResult {
+        experiment: "cyclictest-sweep".into(),
+        tool_version: "0.1.0".into(),
+        started_unix: 1_700_000_000,
+        environment: environment(preemption),
+        config: SweepConfig {
+            configs: configs.iter().map(|c| c.0).collect(),
+            shuffle_seed: None,
+            interval_us: 200,
+            loops: 5_000,
+            cpu: 1,
+            main_cpu: 0,
+            harness_cpus: vec![0],
+            priority: 99,
+            histogram_limit_us: 10_000,
+            buffer_size_kb: None,
+            tracer_options: serde_json::Value::Null,
+            cyclictest: None,
+            cyclictest_version: None,
+        },
+        runs,
+        unavailable: Vec::new(),
+        failed: Vec::new(),
+        warnings: Vec::new(),
+    }
+}

@@ -1,0 +1,168 @@
+//! Number formats and the Table 3.1 layout shared by the text, Markdown and HTML exporters.
+
+use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
+use rtrace_measure::Environment;
+use rtrace_tracer::TracerKind;
+
+/// Whole nanoseconds (Table 3.1's min and max).
+pub fn int(ns: f64) -> String {
+    format!("{ns:.0}")
+}
+
+/// Two decimals (Table 3.1's mean and standard deviation).
+pub fn dec2(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// Nanoseconds as microseconds with two decimals.
+pub fn us(ns: f64) -> String {
+    format!("{:.2}", ns / 1000.0)
+}
+
+/// Compact nanoseconds: whole above 100, else two decimals.
+pub fn ns(v: f64) -> String {
+    if v >= 100.0 {
+        int(v)
+    } else {
+        dec2(v)
+    }
+}
+
+/// `ftrace`, or `ebpf (aggregate)` when the run has a variant.
+pub fn tracer_label(tracer: TracerKind, variant: Option<&str>) -> String {
+    match variant {
+        Some(v) => format!("{tracer} ({v})"),
+        None => tracer.to_string(),
+    }
+}
+
+/// `ftrace case 1`: how warnings and figures name a usdt run.
+pub fn run_label(c: &CaseResult) -> String {
+    format!(
+        "{} case {}",
+        tracer_label(c.tracer, c.variant.as_deref()),
+        c.case.number()
+    )
+}
+
+/// Thesis Table 3.1: one column group per tracer, one row per case.
+pub struct Table31<'a> {
+    /// Column groups in run order, `none` first.
+    pub columns: Vec<(TracerKind, Option<&'a str>)>,
+    pub cases: Vec<Case>,
+    runs: &'a [CaseResult],
+}
+
+impl<'a> Table31<'a> {
+    pub fn of(r: &'a UsdtResult) -> Table31<'a> {
+        let mut columns: Vec<(TracerKind, Option<&str>)> = Vec::new();
+        for c in &r.runs {
+            let key = (c.tracer, c.variant.as_deref());
+            if !columns.contains(&key) {
+                columns.push(key);
+            }
+        }
+        columns.sort_by_key(|(t, _)| *t != TracerKind::None);
+        let mut cases: Vec<Case> = r.runs.iter().map(|c| c.case).collect();
+        cases.sort();
+        cases.dedup();
+        Table31 {
+            columns,
+            cases,
+            runs: &r.runs,
+        }
+    }
+
+    /// The run in column `col` and row `case`.
+    pub fn cell(&self, col: (TracerKind, Option<&str>), case: Case) -> Option<&'a CaseResult> {
+        self.runs
+            .iter()
+            .find(|c| c.case == case && (c.tracer, c.variant.as_deref()) == col)
+    }
+
+    /// The four numbers of a cell (min, max, mean, s), or `-` for an empty cell.
+    pub fn numbers(&self, col: (TracerKind, Option<&str>), case: Case) -> [String; 4] {
+        match self.cell(col, case) {
+            Some(c) => {
+                let s = &c.summary;
+                [
+                    int(s.min_ns),
+                    int(s.max_ns),
+                    dec2(s.mean_ns),
+                    dec2(s.stddev_ns),
+                ]
+            }
+            None => std::array::from_fn(|_| "-".to_owned()),
+        }
+    }
+}
+
+/// The environment as (name, value) rows; `not exposed` where the machine does not say.
+pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "not exposed".into());
+    let yes = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    let or_none = |s: &str| {
+        if s.is_empty() {
+            "none".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    vec![
+        ("kernel", e.kernel_release.clone()),
+        ("preemption", e.preemption.clone()),
+        ("kernel version", e.kernel_version.clone()),
+        ("CPU", e.cpu_model.clone()),
+        ("online CPUs", e.online_cpus.to_string()),
+        ("isolated CPUs", or_none(&e.isolated_cpus)),
+        ("nohz_full", or_none(&e.nohz_full)),
+        ("SMT active", opt(e.smt_active.map(yes))),
+        ("governor", opt(e.governor.clone())),
+        ("turbo", opt(e.turbo.map(yes))),
+        ("clocksource", e.clocksource.clone()),
+        ("invariant TSC", yes(e.tsc_invariant)),
+        (
+            "TSC",
+            opt(e.tsc_hz.map(|hz| format!("{:.3} GHz", hz / 1e9))),
+        ),
+        ("virtualized", yes(e.virtualized)),
+        ("emulated (TCG)", yes(e.emulated)),
+        ("command line", e.cmdline.clone()),
+    ]
+}
+
+/// Mean of case 0, the baseline every ratio is relative to.
+pub fn baseline_mean(r: &UsdtResult) -> Option<f64> {
+    r.runs
+        .iter()
+        .find(|c| c.case == Case::Baseline)
+        .map(|c| c.summary.mean_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_follow_the_thesis() {
+        assert_eq!(int(58_365.4), "58365");
+        assert_eq!(dec2(607.256), "607.26");
+        assert_eq!(ns(15.554), "15.55");
+        assert_eq!(ns(607.6), "608");
+        assert_eq!(us(29_456.0), "29.46");
+        assert_eq!(
+            tracer_label(TracerKind::Ebpf, Some("aggregate")),
+            "ebpf (aggregate)"
+        );
+    }
+
+    #[test]
+    fn table_has_none_first_and_dashes_for_missing_cells() {
+        let r = crate::fixtures::usdt();
+        let t = Table31::of(&r);
+        assert_eq!(t.columns[0].0, TracerKind::None);
+        assert_eq!(t.cases, Case::ALL.to_vec());
+        assert_eq!(t.numbers(t.columns[0], Case::Traced), ["-", "-", "-", "-"]);
+        assert_ne!(t.numbers(t.columns[1], Case::Traced)[0], "-");
+    }
+}

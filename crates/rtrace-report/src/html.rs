@@ -1,0 +1,426 @@
+//! `index.html`: one self-contained page (no external files) with, per result, the warnings
+//! first, Table 3.1 or the sweep table, the figures inline, and the environment.
+
+use crate::export::{Exporter, Output};
+use crate::figures::{self, Figure};
+use crate::format::{baseline_mean, dec2, environment_rows, int, tracer_label, us, Table31};
+use crate::result::{AnyResult, Entry, Report};
+use anyhow::{Context, Result};
+use rtrace_measure::sweep::SweepResult;
+use rtrace_measure::usdt::UsdtResult;
+use rtrace_measure::Warning;
+
+const STYLE: &str = r#"
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
+       max-width: 1320px; margin: 0 auto; padding: 24px 32px 64px; line-height: 1.45; }
+h1 { margin-bottom: 4px; } h2 { margin-top: 48px; border-bottom: 2px solid #ddd; padding-bottom: 4px; }
+h3 { margin-top: 28px; }
+.sub { color: #666; margin-top: 0; }
+nav a { margin-right: 16px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-variant-numeric: tabular-nums; }
+th, td { padding: 4px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; }
+th { background: #f4f4f4; } th.group { text-align: center; border-left: 2px solid #ccc; }
+td.first, th.first { text-align: left; } td.group, th.gstart { border-left: 2px solid #ccc; }
+table.env td { text-align: left; } table.env td:first-child { color: #666; white-space: nowrap; }
+.warnings { background: #fff8e1; border-left: 5px solid #f5a623; padding: 8px 16px; margin: 12px 0; }
+.warnings li { margin: 4px 0; } .warnings code { background: #fff1c4; }
+.kind { font-weight: 600; color: #8a5a00; }
+.ok { background: #eef8ee; border-left: 5px solid #4caf50; padding: 8px 16px; }
+.failed { color: #b00020; font-weight: 600; }
+figure { margin: 16px 0 32px; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #555; margin-top: 4px; max-width: 960px; }
+details pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
+"#;
+
+/// Escapes text for HTML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Turns `backticked` spans of a warning into `<code>`.
+fn code_spans(s: &str) -> String {
+    esc(s)
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{part}</code>")
+            } else {
+                part.to_owned()
+            }
+        })
+        .collect()
+}
+
+fn warnings(list: &[Warning]) -> String {
+    if list.is_empty() {
+        return "<p class=\"ok\">No warnings: the setup matches the thesis'.</p>\n".into();
+    }
+    let mut out = format!(
+        "<div class=\"warnings\"><strong>{} warning{}</strong> — each says what to do:<ul>\n",
+        list.len(),
+        if list.len() == 1 { "" } else { "s" }
+    );
+    for w in list {
+        let kind = serde_json::to_value(w.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let scope = w
+            .scope
+            .as_deref()
+            .map_or(String::new(), |s| format!("<b>{}</b>: ", esc(s)));
+        out.push_str(&format!(
+            "<li><span class=\"kind\">{kind}</span> {scope}{}</li>\n",
+            code_spans(&w.message)
+        ));
+    }
+    out.push_str("</ul></div>\n");
+    out
+}
+
+fn row(cells: &[String], first_left: usize) -> String {
+    let tds: String = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let class = if i < first_left {
+                " class=\"first\""
+            } else {
+                ""
+            };
+            format!("<td{class}>{}</td>", esc(c))
+        })
+        .collect();
+    format!("<tr>{tds}</tr>\n")
+}
+
+fn header(cells: &[&str], first_left: usize) -> String {
+    let ths: String = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let class = if i < first_left {
+                " class=\"first\""
+            } else {
+                ""
+            };
+            format!("<th{class}>{}</th>", esc(c))
+        })
+        .collect();
+    format!("<tr>{ths}</tr>\n")
+}
+
+/// Table 3.1 with a column group of four per tracer.
+fn table31(r: &UsdtResult) -> String {
+    let t = Table31::of(r);
+    let mut out = String::from("<table>\n<tr><th class=\"first\" rowspan=\"2\">Case</th>");
+    for &(tracer, variant) in &t.columns {
+        out.push_str(&format!(
+            "<th class=\"group\" colspan=\"4\">{}</th>",
+            esc(&tracer_label(tracer, variant))
+        ));
+    }
+    out.push_str("</tr>\n<tr>");
+    for _ in &t.columns {
+        out.push_str("<th class=\"gstart\">min</th><th>max</th><th>x̄</th><th>s</th>");
+    }
+    out.push_str("</tr>\n");
+    for &case in &t.cases {
+        out.push_str(&format!(
+            "<tr><td class=\"first\">Case {}</td>",
+            case.number()
+        ));
+        for &col in &t.columns {
+            for (i, n) in t.numbers(col, case).iter().enumerate() {
+                let class = if i == 0 { " class=\"group\"" } else { "" };
+                out.push_str(&format!("<td{class}>{n}</td>"));
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn usdt_details(r: &UsdtResult) -> String {
+    let base = baseline_mean(r);
+    let mut out = String::from("<table>\n");
+    out.push_str(&header(
+        &[
+            "tracer",
+            "case",
+            "count",
+            "p50",
+            "p99",
+            "p99.9",
+            "p99.99",
+            "× case 0",
+            "hits",
+            "recorded",
+            "lost",
+        ],
+        2,
+    ));
+    for c in &r.runs {
+        let s = &c.summary;
+        let ev = |f: fn(&rtrace_measure::Events) -> u64| {
+            c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
+        };
+        out.push_str(&row(
+            &[
+                tracer_label(c.tracer, c.variant.as_deref()),
+                c.case.number().to_string(),
+                s.count.to_string(),
+                int(s.p50_ns),
+                int(s.p99_ns),
+                int(s.p999_ns),
+                int(s.p9999_ns),
+                base.map_or("-".into(), |b| dec2(s.mean_ns / b)),
+                ev(|e| e.hits),
+                ev(|e| e.recorded),
+                ev(|e| e.lost),
+            ],
+            2,
+        ));
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn sweep_table(r: &SweepResult) -> String {
+    let mut out = String::from("<table>\n");
+    out.push_str(&header(
+        &[
+            "configuration",
+            "source",
+            "loops",
+            "min",
+            "mean",
+            "p50",
+            "p99",
+            "p99.9",
+            "p99.99",
+            "max",
+            "overflows",
+            "hits",
+            "recorded",
+            "lost",
+            "accounting",
+        ],
+        2,
+    ));
+    for run in &r.runs {
+        let s = &run.latency;
+        let acc = run.accounting.as_ref();
+        let ev = |f: fn(&rtrace_measure::Events) -> u64| {
+            acc.map_or("-".into(), |a| f(&a.events).to_string())
+        };
+        let mut cells = row(
+            &[
+                run.config.to_string(),
+                run.source.to_string(),
+                run.loops.to_string(),
+                us(s.min_ns),
+                us(s.mean_ns),
+                us(s.p50_ns),
+                us(s.p99_ns),
+                us(s.p999_ns),
+                us(s.p9999_ns),
+                us(s.max_ns),
+                run.overflows.to_string(),
+                ev(|e| e.hits),
+                ev(|e| e.recorded),
+                ev(|e| e.lost),
+                acc.map_or(
+                    "-".into(),
+                    |a| if a.ok { "ok".into() } else { "FAILED".into() },
+                ),
+            ],
+            2,
+        );
+        if acc.is_some_and(|a| !a.ok) {
+            cells = cells.replace("<td>FAILED</td>", "<td class=\"failed\">FAILED</td>");
+        }
+        out.push_str(&cells);
+    }
+    out.push_str("</table>\n");
+    for (title, list) in [
+        ("Not available here", &r.unavailable),
+        ("Failed", &r.failed),
+    ] {
+        if !list.is_empty() {
+            out.push_str(&format!("<p>{title}:</p><ul>\n"));
+            for k in list {
+                let src = k.source.map_or(String::new(), |s| format!(" ({s})"));
+                out.push_str(&format!(
+                    "<li><code>{}</code>{src}: {}</li>\n",
+                    k.config,
+                    code_spans(&k.reason)
+                ));
+            }
+            out.push_str("</ul>\n");
+        }
+    }
+    out
+}
+
+fn figure(f: &Figure, report: &Report) -> Result<String> {
+    let svg = f
+        .render(report)
+        .with_context(|| format!("cannot draw {}", f.file))?;
+    Ok(format!(
+        "<figure id=\"{}\">\n{svg}\n<figcaption><b>{}.</b> {} <a href=\"{}\">SVG</a></figcaption>\n</figure>\n",
+        esc(&f.file),
+        esc(&f.title),
+        esc(&f.caption),
+        esc(&f.path())
+    ))
+}
+
+fn environment(e: &Entry) -> String {
+    let mut out = String::from("<table class=\"env\">\n");
+    for (k, v) in environment_rows(e.result.environment()) {
+        out.push_str(&format!("<tr><td>{k}</td><td>{}</td></tr>\n", esc(&v)));
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
+    let mut out = format!("<section id=\"{}\">\n", esc(&e.id));
+    let file = e
+        .file
+        .as_deref()
+        .map_or(String::new(), |f| format!(" — <code>{}</code>", esc(f)));
+    let config = match &e.result {
+        AnyResult::Usdt(r) => {
+            out.push_str(&format!(
+                "<h2>Per-probe duration (<code>{}</code>){file}</h2>\n",
+                esc(&e.id)
+            ));
+            out.push_str(&format!(
+                "<p class=\"sub\">{} iterations per case (after {} warm-up) on CPU {}; {}; {}. Durations in ns.</p>\n",
+                r.config.iterations, r.config.warmup, r.config.cpu, esc(&e.kernel()), esc(&r.environment.cpu_model)
+            ));
+            out.push_str(&warnings(&e.warnings));
+            out.push_str("<h3>Table 3.1: routine duration (ns)</h3>\n");
+            out.push_str(&table31(r));
+            out.push_str("<h3>Percentiles (ns) and event accounting</h3>\n");
+            out.push_str(&usdt_details(r));
+            serde_json::to_string_pretty(&r.config)?
+        }
+        AnyResult::Sweep(r) => {
+            out.push_str(&format!(
+                "<h2>Wake-up latency (<code>{}</code>){file}</h2>\n",
+                esc(&e.id)
+            ));
+            out.push_str(&format!(
+                "<p class=\"sub\">{} loops every {} µs on CPU {} (SCHED_FIFO {}); {}; {}. Latencies in µs.</p>\n",
+                r.config.loops, r.config.interval_us, r.config.cpu, r.config.priority, esc(&e.kernel()), esc(&r.environment.cpu_model)
+            ));
+            out.push_str(&warnings(&e.warnings));
+            out.push_str("<h3>Latency per configuration (µs) and event accounting</h3>\n");
+            out.push_str(&sweep_table(r));
+            serde_json::to_string_pretty(&r.config)?
+        }
+    };
+    let (title, rows) = crate::ratios::of_entry(&e.result)?;
+    if !rows.is_empty() {
+        out.push_str(&format!(
+            "<h3>{title}</h3>\n<p>Ratio (95% bootstrap confidence interval):</p>\n<ul>\n"
+        ));
+        for r in rows {
+            out.push_str(&format!("<li>{}</li>\n", esc(&r.sentence())));
+        }
+        out.push_str("</ul>\n");
+    }
+    let mine: Vec<&Figure> = figures
+        .iter()
+        .filter(|f| f.entries == [e.id.clone()])
+        .collect();
+    if !mine.is_empty() {
+        out.push_str("<h3>Figures</h3>\n");
+        for f in mine {
+            out.push_str(&figure(f, report)?);
+        }
+    }
+    out.push_str("<h3>Environment</h3>\n");
+    out.push_str(&environment(e));
+    out.push_str(&format!(
+        "<details><summary>Configuration</summary><pre>{}</pre></details>\n</section>\n",
+        esc(&config)
+    ));
+    Ok(out)
+}
+
+/// The HTML page.
+pub struct Html;
+
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
+    fn export(&self, report: &Report) -> Result<Vec<Output>> {
+        let figures = figures::plan(report);
+        let total: usize = report.entries.iter().map(|e| e.warnings.len()).sum();
+        let mut body = String::new();
+        let mut nav = String::new();
+        for e in &report.entries {
+            nav.push_str(&format!("<a href=\"#{0}\">{0}</a>", esc(&e.id)));
+            body.push_str(&section(e, &figures, report)?);
+        }
+        let shared: Vec<&Figure> = figures.iter().filter(|f| f.entries.len() > 1).collect();
+        if !shared.is_empty() {
+            nav.push_str("<a href=\"#across\">across results</a>");
+            body.push_str("<section id=\"across\"><h2>Across results</h2>\n");
+            for f in shared {
+                body.push_str(&figure(f, report)?);
+            }
+            body.push_str("</section>\n");
+        }
+        let page = format!(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {} result{}, {total} warning{}. Tables: <a href=\"report.md\">Markdown</a>, <a href=\"results.csv\">CSV</a>.</p>\n<nav>{nav}</nav>\n{body}</body>\n</html>\n",
+            report.entries.len(),
+            if report.entries.len() == 1 { "" } else { "s" },
+            if total == 1 { "" } else { "s" },
+        );
+        Ok(vec![Output::new("index.html", page)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn page_is_self_contained_and_has_everything() {
+        let report = Report::new([
+            (None, AnyResult::Usdt(fixtures::usdt())),
+            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT", 2))),
+            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT_RT", 1))),
+        ]);
+        let page = String::from_utf8(Html.export(&report).unwrap().remove(0).bytes).unwrap();
+        assert_eq!(page.matches("<svg").count(), figures::plan(&report).len());
+        for needle in [
+            "Table 3.1",
+            "<th class=\"group\" colspan=\"4\">ftrace</th>",
+            "events-lost",
+            "Across results",
+            "PREEMPT_RT",
+        ] {
+            assert!(page.contains(needle), "missing {needle}");
+        }
+        assert!(!page.contains("src=\"http"), "no external resources");
+    }
+
+    #[test]
+    fn warnings_escape_and_mark_code() {
+        assert_eq!(code_spans("run `a<b` now"), "run <code>a&lt;b</code> now");
+    }
+}

@@ -1,0 +1,346 @@
+//! `report.md`: Table 3.1 in the thesis' layout (two tracers per table, min / max / x̄ / s per
+//! case), the percentiles and event accounting, the sweep's latencies, figures, warnings and the
+//! environment.
+
+use crate::export::{Exporter, Output};
+use crate::figures;
+use crate::format::{baseline_mean, dec2, int, tracer_label, us, Table31};
+use crate::result::{Entry, Report};
+use anyhow::Result;
+use rtrace_measure::sweep::SweepResult;
+use rtrace_measure::usdt::UsdtResult;
+use rtrace_measure::{Environment, Warning};
+
+/// Tracers per Table 3.1 block, as in the thesis.
+const TRACERS_PER_TABLE: usize = 2;
+
+/// Escapes what would break a table cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// A table with the first column left-aligned and the numbers right-aligned.
+fn table(header: &[String], rows: &[Vec<String>]) -> String {
+    aligned(header, rows, 1)
+}
+
+/// A table whose first `left` columns are left-aligned, the rest right-aligned.
+fn aligned(header: &[String], rows: &[Vec<String>], left: usize) -> String {
+    let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+    let mut out = line(header);
+    let rule: Vec<String> = header
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            if i < left {
+                "---".into()
+            } else {
+                "---:".into()
+            }
+        })
+        .collect();
+    out.push_str(&line(&rule));
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+/// Table 3.1: per-call duration in ns, tracers in blocks of two.
+pub fn table31(r: &UsdtResult) -> String {
+    let t = Table31::of(r);
+    let mut out = String::new();
+    for block in t.columns.chunks(TRACERS_PER_TABLE) {
+        let mut header = vec!["Case".to_owned()];
+        for &(tracer, variant) in block {
+            let name = tracer_label(tracer, variant);
+            header.extend(["min", "max", "x̄", "s"].map(|s| format!("{name} {s}")));
+        }
+        let rows: Vec<Vec<String>> = t
+            .cases
+            .iter()
+            .map(|&case| {
+                let mut row = vec![format!("Case {}", case.number())];
+                for &col in block {
+                    row.extend(t.numbers(col, case));
+                }
+                row
+            })
+            .collect();
+        out.push_str(&table(&header, &rows));
+        out.push('\n');
+    }
+    out
+}
+
+fn usdt_details(r: &UsdtResult) -> String {
+    let base = baseline_mean(r);
+    let header: Vec<String> = [
+        "tracer",
+        "case",
+        "count",
+        "p50",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "× case 0",
+        "hits",
+        "recorded",
+        "lost",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = r
+        .runs
+        .iter()
+        .map(|c| {
+            let s = &c.summary;
+            let ev = |f: fn(&rtrace_measure::Events) -> u64| {
+                c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
+            };
+            vec![
+                tracer_label(c.tracer, c.variant.as_deref()),
+                c.case.number().to_string(),
+                s.count.to_string(),
+                int(s.p50_ns),
+                int(s.p99_ns),
+                int(s.p999_ns),
+                int(s.p9999_ns),
+                base.map_or("-".into(), |b| dec2(s.mean_ns / b)),
+                ev(|e| e.hits),
+                ev(|e| e.recorded),
+                ev(|e| e.lost),
+            ]
+        })
+        .collect();
+    table(&header, &rows)
+}
+
+fn sweep_table(r: &SweepResult) -> String {
+    let header: Vec<String> = [
+        "configuration",
+        "source",
+        "loops",
+        "min",
+        "mean",
+        "p50",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "max",
+        "overflows",
+        "hits",
+        "recorded",
+        "lost",
+        "accounting",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = r
+        .runs
+        .iter()
+        .map(|run| {
+            let s = &run.latency;
+            let acc = run.accounting.as_ref();
+            let ev = |f: fn(&rtrace_measure::Events) -> u64| {
+                acc.map_or("-".into(), |a| f(&a.events).to_string())
+            };
+            vec![
+                run.config.to_string(),
+                run.source.to_string(),
+                run.loops.to_string(),
+                us(s.min_ns),
+                us(s.mean_ns),
+                us(s.p50_ns),
+                us(s.p99_ns),
+                us(s.p999_ns),
+                us(s.p9999_ns),
+                us(s.max_ns),
+                run.overflows.to_string(),
+                ev(|e| e.hits),
+                ev(|e| e.recorded),
+                ev(|e| e.lost),
+                acc.map_or("-".into(), |a| if a.ok { "ok" } else { "FAILED" }.into()),
+            ]
+        })
+        .collect();
+    let mut out = aligned(&header, &rows, 2);
+    for (title, list) in [
+        ("Not available here", &r.unavailable),
+        ("Failed", &r.failed),
+    ] {
+        if !list.is_empty() {
+            out.push_str(&format!("\n{title}:\n\n"));
+            for k in list {
+                let src = k.source.map_or(String::new(), |s| format!(" ({s})"));
+                out.push_str(&format!("- `{}`{src}: {}\n", k.config, k.reason));
+            }
+        }
+    }
+    out
+}
+
+/// The result's ratios as sentences with their bootstrap interval; nothing without pairs.
+fn ratio_list(result: &crate::AnyResult) -> String {
+    let Ok((title, rows)) = crate::ratios::of_entry(result) else {
+        return String::new();
+    };
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n### {title}\n\nRatio (95% bootstrap confidence interval):\n\n");
+    for r in rows {
+        out.push_str(&format!("- {}\n", r.sentence()));
+    }
+    out
+}
+
+/// `- **kind** scope: message` per warning, or a line saying there are none.
+pub fn warnings(list: &[Warning]) -> String {
+    if list.is_empty() {
+        return "No warnings.\n".into();
+    }
+    let mut out = String::new();
+    for w in list {
+        let kind = serde_json::to_value(w.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        out.push_str(&format!("- **{kind}** {w}\n"));
+    }
+    out
+}
+
+/// The environment as a two-column table.
+pub fn environment(e: &Environment) -> String {
+    let rows: Vec<Vec<String>> = crate::format::environment_rows(e)
+        .into_iter()
+        .map(|(k, v)| vec![k.to_owned(), cell(&v)])
+        .collect();
+    aligned(&["setting".into(), "value".into()], &rows, 2)
+}
+
+fn entry(e: &Entry, figures: &[figures::Figure]) -> String {
+    let mut out = String::new();
+    let source = e
+        .file
+        .as_ref()
+        .map_or(String::new(), |f| format!(" (`{f}`)"));
+    match &e.result {
+        crate::result::AnyResult::Usdt(r) => {
+            out.push_str(&format!(
+                "## `{}`: per-probe duration{source}\n\n{} iterations per case (after {} warm-up) on CPU {}; kernel {}.\n\n",
+                e.id, r.config.iterations, r.config.warmup, r.config.cpu, e.kernel()
+            ));
+            out.push_str("### Table 3.1: routine duration in ns\n\n");
+            out.push_str(&table31(r));
+            out.push_str("### Percentiles (ns) and event accounting\n\n");
+            out.push_str(&usdt_details(r));
+        }
+        crate::result::AnyResult::Sweep(r) => {
+            out.push_str(&format!(
+                "## `{}`: wake-up latency in µs{source}\n\n{} loops every {} µs on CPU {} (SCHED_FIFO {}); kernel {}.\n\n",
+                e.id, r.config.loops, r.config.interval_us, r.config.cpu, r.config.priority, e.kernel()
+            ));
+            out.push_str(&sweep_table(r));
+        }
+    }
+    out.push_str(&ratio_list(&e.result));
+    let mine: Vec<&figures::Figure> = figures
+        .iter()
+        .filter(|f| f.entries == [e.id.clone()])
+        .collect();
+    if !mine.is_empty() {
+        out.push_str("\n### Figures\n\n");
+        for f in mine {
+            out.push_str(&format!("![{}]({})\n\n", f.title, f.path()));
+        }
+    }
+    out.push_str("\n### Warnings\n\n");
+    out.push_str(&warnings(&e.warnings));
+    out.push_str("\n### Environment\n\n");
+    out.push_str(&environment(e.result.environment()));
+    out
+}
+
+/// The Markdown report.
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+
+    fn export(&self, report: &Report) -> Result<Vec<Output>> {
+        let figures = figures::plan(report);
+        let mut out = String::from("# rtrace-bench report\n\n");
+        for e in &report.entries {
+            out.push_str(&entry(e, &figures));
+            out.push('\n');
+        }
+        let shared: Vec<&figures::Figure> =
+            figures.iter().filter(|f| f.entries.len() > 1).collect();
+        if !shared.is_empty() {
+            out.push_str("## Across results\n\n");
+            for f in shared {
+                out.push_str(&format!("![{}]({})\n\n", f.title, f.path()));
+            }
+        }
+        Ok(vec![Output::new("report.md", out)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::AnyResult;
+
+    #[test]
+    fn table31_has_thesis_layout_and_the_result_numbers() {
+        let r = crate::fixtures::usdt();
+        let md = table31(&r);
+        let first = md.lines().next().unwrap();
+        assert_eq!(
+            first,
+            "| Case | none min | none max | none x̄ | none s | ftrace min | ftrace max | ftrace x̄ | ftrace s |"
+        );
+        let c1 = r
+            .runs
+            .iter()
+            .find(|c| c.tracer.name() == "ftrace" && c.case.number() == 1)
+            .unwrap();
+        let row = md.lines().find(|l| l.starts_with("| Case 1 |")).unwrap();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[2..6], ["-", "-", "-", "-"]);
+        assert_eq!(cells[6], int(c1.summary.min_ns));
+        assert_eq!(cells[8], dec2(c1.summary.mean_ns));
+        assert!(md.contains("| Case | lttng min |"), "second block: {md}");
+    }
+
+    #[test]
+    fn report_has_every_section() {
+        let report = Report::new([
+            (
+                Some("a/usdt.json".into()),
+                AnyResult::Usdt(crate::fixtures::usdt()),
+            ),
+            (None, AnyResult::Sweep(crate::fixtures::sweep("PREEMPT", 1))),
+            (
+                None,
+                AnyResult::Sweep(crate::fixtures::sweep("PREEMPT_RT", 1)),
+            ),
+        ]);
+        let md = String::from_utf8(Markdown.export(&report).unwrap()[0].bytes.clone()).unwrap();
+        for needle in [
+            "## `usdt`: per-probe duration (`a/usdt.json`)",
+            "## `cyclictest-sweep-2`: wake-up latency",
+            "| usdt-ftrace | builtin |",
+            "- **events-lost** ftrace case 1:",
+            "![",
+            "## Across results",
+            "| preemption | PREEMPT_RT |",
+        ] {
+            assert!(md.contains(needle), "missing {needle:?} in\n{md}");
+        }
+    }
+}

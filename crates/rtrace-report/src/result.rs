@@ -1,0 +1,178 @@
+//! What the exporters read: any result file, told apart by its `experiment` field, with the
+//! warnings computed from it.
+
+use anyhow::{bail, Context, Result};
+use rtrace_measure::sweep::SweepResult;
+use rtrace_measure::usdt::UsdtResult;
+use rtrace_measure::{warnings, Environment, Warning};
+
+/// `experiment` of a usdt result file.
+pub const USDT: &str = "usdt";
+/// `experiment` of a cyclictest-sweep result file.
+pub const SWEEP: &str = "cyclictest-sweep";
+
+/// A result of any experiment.
+#[derive(Debug, Clone)]
+pub enum AnyResult {
+    Usdt(UsdtResult),
+    Sweep(SweepResult),
+}
+
+impl AnyResult {
+    /// Parses a result file; errors name the fix.
+    pub fn from_json(text: &str) -> Result<AnyResult> {
+        let v: serde_json::Value = serde_json::from_str(text)
+            .context("not JSON: give a result file (usdt.json, cyclictest-sweep.json)")?;
+        let stale =
+            "does not match this rtrace-bench's result format: regenerate it with this version";
+        match v.get("experiment").and_then(|e| e.as_str()) {
+            Some(USDT) => Ok(AnyResult::Usdt(serde_json::from_value(v).context(stale)?)),
+            Some(SWEEP) => Ok(AnyResult::Sweep(serde_json::from_value(v).context(stale)?)),
+            Some(other) => {
+                bail!("unknown experiment `{other}`: reports cover `{USDT}` and `{SWEEP}` results")
+            }
+            None => bail!("no `experiment` field: not an rtrace-bench result file"),
+        }
+    }
+
+    pub fn experiment(&self) -> &'static str {
+        match self {
+            AnyResult::Usdt(_) => USDT,
+            AnyResult::Sweep(_) => SWEEP,
+        }
+    }
+
+    pub fn environment(&self) -> &Environment {
+        match self {
+            AnyResult::Usdt(r) => &r.environment,
+            AnyResult::Sweep(r) => &r.environment,
+        }
+    }
+
+    pub fn started_unix(&self) -> u64 {
+        match self {
+            AnyResult::Usdt(r) => r.started_unix,
+            AnyResult::Sweep(r) => r.started_unix,
+        }
+    }
+
+    /// The warnings of this result, computed from the model (old files have none stored).
+    pub fn warnings(&self) -> Vec<Warning> {
+        match self {
+            AnyResult::Usdt(r) => warnings::usdt(r),
+            AnyResult::Sweep(r) => warnings::sweep(r),
+        }
+    }
+}
+
+/// One result of a report.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Unique in the report, usable in file names: `usdt`, `cyclictest-sweep`, `cyclictest-sweep-2`.
+    pub id: String,
+    /// The file it was read from, if any.
+    pub file: Option<String>,
+    pub result: AnyResult,
+    pub warnings: Vec<Warning>,
+}
+
+impl Entry {
+    /// Names the kernel it ran on: `PREEMPT_RT, 6.1.0-rt-amd64`.
+    pub fn kernel(&self) -> String {
+        let e = self.result.environment();
+        format!("{}, {}", e.preemption, e.kernel_release)
+    }
+}
+
+/// Everything one report shows.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub entries: Vec<Entry>,
+}
+
+impl Report {
+    /// Gives every result a unique id and computes its warnings.
+    pub fn new(results: impl IntoIterator<Item = (Option<String>, AnyResult)>) -> Report {
+        let mut entries: Vec<Entry> = Vec::new();
+        for (file, result) in results {
+            let stem = result.experiment();
+            let n = entries
+                .iter()
+                .filter(|e| e.result.experiment() == stem)
+                .count();
+            let id = if n == 0 {
+                stem.to_owned()
+            } else {
+                format!("{stem}-{}", n + 1)
+            };
+            entries.push(Entry {
+                id,
+                file,
+                warnings: result.warnings(),
+                result,
+            });
+        }
+        Report { entries }
+    }
+
+    /// A report of one result.
+    pub fn one(result: AnyResult) -> Report {
+        Report::new([(None, result)])
+    }
+
+    pub fn usdt(&self) -> impl Iterator<Item = (&Entry, &UsdtResult)> {
+        self.entries.iter().filter_map(|e| match &e.result {
+            AnyResult::Usdt(r) => Some((e, r)),
+            AnyResult::Sweep(_) => None,
+        })
+    }
+
+    pub fn sweeps(&self) -> impl Iterator<Item = (&Entry, &SweepResult)> {
+        self.entries.iter().filter_map(|e| match &e.result {
+            AnyResult::Sweep(r) => Some((e, r)),
+            AnyResult::Usdt(_) => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_sweep_warnings_are_grouped() {
+        use rtrace_measure::warnings::WarningKind;
+        let mut s = crate::fixtures::sweep("PREEMPT_RT", 1);
+        s.runs[0].overruns = Some(3);
+        s.runs[2].overruns = Some(5);
+        let r = Report::new([
+            (None, AnyResult::Sweep(s.clone())),
+            (None, AnyResult::Usdt(crate::fixtures::usdt())),
+            (None, AnyResult::Sweep(s)),
+        ]);
+        let ids: Vec<&str> = r.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["cyclictest-sweep", "usdt", "cyclictest-sweep-2"]);
+        let overruns: Vec<_> = r.entries[0]
+            .warnings
+            .iter()
+            .filter(|w| w.kind == WarningKind::Overruns)
+            .collect();
+        assert_eq!(overruns.len(), 1, "one warning names every run");
+        assert!(
+            overruns[0]
+                .message
+                .contains("none/builtin 3, usdt-lttng/builtin 5"),
+            "{}",
+            overruns[0]
+        );
+    }
+
+    #[test]
+    fn bad_files_name_the_fix() {
+        let e = |t: &str| format!("{:#}", AnyResult::from_json(t).unwrap_err());
+        assert!(e("nope").contains("not JSON"));
+        assert!(e(r#"{"a":1}"#).contains("not an rtrace-bench result"));
+        assert!(e(r#"{"experiment":"count"}"#).contains("unknown experiment `count`"));
+        assert!(e(r#"{"experiment":"usdt"}"#).contains("regenerate it"));
+    }
+}
