@@ -2,17 +2,18 @@
 /*
  * rtrace-bench's BPF programs, embedded into the binary as a libbpf skeleton.
  *
- * Two hooks, each in two modes; the loader autoloads exactly one of the four programs:
- *   usdt_record / tp_record       one struct rtrace_event per hit into the ring buffer `events`,
- *                                 submitted without wakeup (user space polls); reservation
- *                                 failures are counted in the per-CPU map `lost`.
- *   usdt_aggregate / tp_aggregate per-CPU counter + log2 histogram of the argument in `aggs`;
- *                                 no per-event output.
- * USDT programs are attached per process by libbpf (the kernel filters the pid, semaphores are
- * handled through the uprobe ref_ctr_offset). The tracepoint programs filter the thread group
- * id themselves, from the rodata constant `target_tgid` (0 = every process).
+ * Four hooks (USDT, function entry, function return, the nanosleep tracepoint), each in two
+ * modes; the loader autoloads exactly one of the eight programs:
+ *   *_record     one struct rtrace_event per hit into the ring buffer `events`, submitted
+ *                without wakeup (user space polls); reservation failures are counted in the
+ *                per-CPU map `lost`.
+ *   *_aggregate  per-CPU counter + log2 histogram of the argument in `aggs`; no per-event output.
+ * USDT (usdt_*), uprobe (up_*: first argument) and uretprobe (uret_*: return value) programs are
+ * attached per process by libbpf (the kernel filters the pid, USDT semaphores are handled through
+ * the uprobe ref_ctr_offset). The tracepoint programs (tp_*) filter the thread group id
+ * themselves, from the rodata constant `target_tgid` (0 = every process).
  *
- * Without vmlinux.h: USDT programs only need pt_regs from the uapi headers and the syscall
+ * Without vmlinux.h: USDT and uprobe programs only need pt_regs from the uapi headers and the syscall
  * exit tracepoint's record layout is a stable ABI (see struct sys_exit_args).
  */
 #include <stdbool.h>
@@ -183,6 +184,37 @@ SEC("usdt")
 int usdt_aggregate(struct pt_regs *ctx)
 {
 	aggregate(usdt_arg0(ctx));
+	return 0;
+}
+
+/* Function entry (uprobe) and return (uretprobe): the same work as the USDT programs, with the
+ * first argument or the return value read straight from the registers. Names stay under the
+ * kernel's 15 visible characters. */
+SEC("uprobe")
+int up_record(struct pt_regs *ctx)
+{
+	record(PT_REGS_PARM1(ctx), bpf_get_current_pid_tgid() >> 32);
+	return 0;
+}
+
+SEC("uprobe")
+int up_aggregate(struct pt_regs *ctx)
+{
+	aggregate(PT_REGS_PARM1(ctx));
+	return 0;
+}
+
+SEC("uretprobe")
+int uret_record(struct pt_regs *ctx)
+{
+	record(PT_REGS_RC(ctx), bpf_get_current_pid_tgid() >> 32);
+	return 0;
+}
+
+SEC("uretprobe")
+int uret_aggregate(struct pt_regs *ctx)
+{
+	aggregate(PT_REGS_RC(ctx));
 	return 0;
 }
 

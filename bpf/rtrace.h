@@ -15,7 +15,8 @@
 struct rtrace_event {
 	/* bpf_ktime_get_ns() at the hit (CLOCK_MONOTONIC, ns). */
 	__u64 ts_ns;
-	/* The probe's first argument (USDT) or the syscall's return value (tracepoint). */
+	/* The probe's first argument (USDT, uprobe), the function's return value (uretprobe) or
+	 * the syscall's return value (tracepoint). */
 	__s64 arg;
 	/* CPU the hit ran on. */
 	__u32 cpu;

@@ -14,7 +14,8 @@ pub struct Cli {
 pub enum Command {
     /// Per-probe microbenchmark (thesis §3.3, Table 3.1): cases 0-3 per tracer.
     Usdt(UsdtArgs),
-    /// Run any command with one USDT probe traced; report hits recorded and lost.
+    /// Run any command with one USDT probe, uprobe or uretprobe traced; report hits recorded and
+    /// lost.
     Count(CountArgs),
     /// List the USDT probes of an ELF binary or shared library.
     Probes(ProbesArgs),
@@ -53,6 +54,16 @@ pub enum CaseArg {
     #[value(name = "3")]
     C3,
     All,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookArg {
+    /// The USDT probe `rtrace:event` (LTTng-UST's tracepoint for lttng): static instrumentation.
+    Usdt,
+    /// A uprobe on the entry of the exported marker function the loop calls.
+    Uprobe,
+    /// A uretprobe on the return of that function.
+    Uretprobe,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +127,11 @@ pub struct UsdtArgs {
     /// Cases to run (comma separated): 0 baseline, 1 traced, 2 dormant tracer, 3 instrumented only.
     #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
     pub case: Vec<CaseArg>,
+    /// Hooks the tracers attach to (comma separated; each is its own set of rows): static USDT,
+    /// or dynamic uprobe / uretprobe on a function the loop calls (every case's body is then
+    /// that call; the barrier baseline is kept so the plain call cost shows).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "usdt")]
+    pub hook: Vec<HookArg>,
     /// Timed iterations per case (the thesis used 10,000,000).
     #[arg(long, short = 'n', default_value_t = 1_000_000)]
     pub iterations: u64,
@@ -146,10 +162,12 @@ pub struct CountArgs {
     /// Tracer to count with.
     #[arg(long, short, value_enum, default_value_t = TracerArg::Ftrace)]
     pub tracer: TracerArg,
-    /// The probe, as PROVIDER:NAME.
+    /// The probe: PROVIDER:NAME (USDT), uprobe:FUNCTION (function entry) or
+    /// uretprobe:FUNCTION (function return).
     #[arg(long, short)]
     pub probe: String,
-    /// ELF file holding the probe (default: the command itself), e.g. a shared library.
+    /// ELF file holding the probe or function (default: the command itself), e.g. a shared
+    /// library such as /lib/x86_64-linux-gnu/libc.so.6.
     #[arg(long, value_name = "PATH")]
     pub binary: Option<PathBuf>,
     #[command(flatten)]

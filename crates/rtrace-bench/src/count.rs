@@ -1,6 +1,7 @@
-//! `rtrace-bench count`: run any command with one USDT probe traced; report recorded/lost.
+//! `rtrace-bench count`: run any command with one USDT probe, uprobe or uretprobe traced; report
+//! recorded/lost.
 
-use crate::options::CountOptions;
+use crate::options::{CountOptions, CountProbe};
 use crate::{signals, tracers};
 use anyhow::{bail, Context, Result};
 use rtrace_tracer::{Hook, Target};
@@ -15,7 +16,7 @@ struct CountResult {
     tracer: String,
     probe: String,
     binary: String,
-    /// Probe sites traced.
+    /// Probe sites traced (1 for a function).
     sites: usize,
     recorded: u64,
     lost: u64,
@@ -45,10 +46,17 @@ pub fn run(o: CountOptions) -> Result<i32> {
                 o.binary.as_deref().unwrap_or(&cmd_path).display()
             )
         })?;
-    let sites = rtrace_sdt::find(&binary, &o.provider, &o.name)?;
-    let hook = Hook::Usdt {
-        binary: binary.clone(),
-        sites: sites.clone(),
+    let (hook, sites) = match &o.probe {
+        CountProbe::Usdt { provider, name } => {
+            let sites = rtrace_sdt::find(&binary, provider, name)?;
+            let n = sites.len();
+            let hook = Hook::Usdt {
+                binary: binary.clone(),
+                sites,
+            };
+            (hook, n)
+        }
+        CountProbe::Function { name, ret } => (Hook::uprobe(&binary, name, *ret)?, 1),
     };
     let Some(tracer) = tracers::build(o.tracer, &o.tracer_opts)? else {
         bail!("`count` needs a tracer: pass --tracer ftrace|ebpf|bpftrace");
@@ -91,9 +99,9 @@ pub fn run(o: CountOptions) -> Result<i32> {
     let stats = attachment.finish()?;
     let r = CountResult {
         tracer: o.tracer.to_string(),
-        probe: format!("{}:{}", o.provider, o.name),
+        probe: o.probe.to_string(),
         binary: binary.display().to_string(),
-        sites: sites.len(),
+        sites,
         recorded: stats.recorded,
         lost: stats.lost,
         exit_code: status.code(),

@@ -1,8 +1,8 @@
 //! Typed, validated options. Every rejection is one line that names the fix; nothing on the
 //! machine has been touched when it happens.
 
-use crate::cli::{CaseArg, CountArgs, RecordArg, TracerArg, TracerArgs, UsdtArgs};
-use rtrace_measure::usdt::Case;
+use crate::cli::{CaseArg, CountArgs, HookArg, RecordArg, TracerArg, TracerArgs, UsdtArgs};
+use rtrace_measure::usdt::{Case, HookKind};
 use rtrace_tracer::{RecordMode, TracerKind};
 use std::path::PathBuf;
 
@@ -16,7 +16,7 @@ pub enum OptionsError {
     Priority(i32),
     #[error("--iterations must be at least 1")]
     Iterations,
-    #[error("--probe `{0}` is not PROVIDER:NAME (e.g. --probe rtrace:event)")]
+    #[error("--probe `{0}` is not PROVIDER:NAME, uprobe:FUNCTION or uretprobe:FUNCTION (e.g. --probe rtrace:event, --probe uprobe:getpid)")]
     ProbeSyntax(String),
     #[error("--tracer all is for `usdt`; `count` takes one tracer")]
     CountAll,
@@ -116,6 +116,8 @@ pub enum TracerChoice {
 pub struct UsdtOptions {
     pub tracers: TracerChoice,
     pub cases: Vec<Case>,
+    /// Hook kinds, each its own set of rows, in `HookKind::ALL` order; never empty.
+    pub hooks: Vec<HookKind>,
     pub iterations: u64,
     pub warmup: u64,
     pub cpus: Cpus,
@@ -126,8 +128,12 @@ pub struct UsdtOptions {
     pub workload_dir: PathBuf,
 }
 
-fn online_cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+/// CPUs online (not only those of our affinity mask: the harness pins itself).
+pub fn online_cpus() -> usize {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+        .ok()
+        .flatten()
+        .map_or(1, |n| n as usize)
 }
 
 fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
@@ -157,6 +163,23 @@ fn parse_cases(args: &[CaseArg]) -> Vec<Case> {
     cases.sort();
     cases.dedup();
     cases
+}
+
+fn parse_hooks(args: &[HookArg]) -> Vec<HookKind> {
+    let mut hooks: Vec<HookKind> = args
+        .iter()
+        .map(|h| match h {
+            HookArg::Usdt => HookKind::Usdt,
+            HookArg::Uprobe => HookKind::Uprobe,
+            HookArg::Uretprobe => HookKind::Uretprobe,
+        })
+        .collect();
+    hooks.sort();
+    hooks.dedup();
+    if hooks.is_empty() {
+        hooks.push(HookKind::Usdt);
+    }
+    hooks
 }
 
 fn check_priority(p: Option<i32>) -> Result<Option<i32>, OptionsError> {
@@ -203,6 +226,7 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
         Ok(UsdtOptions {
             tracers,
             cases: parse_cases(&a.case),
+            hooks: parse_hooks(&a.hook),
             iterations: a.iterations,
             warmup: a.warmup,
             cpus: Cpus::choose(a.cpu, online_cpus())?,
@@ -218,14 +242,54 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
 #[derive(Debug, Clone)]
 pub struct CountOptions {
     pub tracer: TracerKind,
-    pub provider: String,
-    pub name: String,
+    pub probe: CountProbe,
     pub binary: Option<PathBuf>,
     pub tracer_opts: TracerOptions,
     pub json: Option<PathBuf>,
     pub out: Option<PathBuf>,
     pub command: Vec<String>,
     pub cpus: Cpus,
+}
+
+/// What `count` traces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CountProbe {
+    /// A USDT probe `PROVIDER:NAME`.
+    Usdt { provider: String, name: String },
+    /// The entry (`uprobe:NAME`) or return (`uretprobe:NAME`, `ret`) of a function.
+    Function { name: String, ret: bool },
+}
+
+impl std::fmt::Display for CountProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CountProbe::Usdt { provider, name } => write!(f, "{provider}:{name}"),
+            CountProbe::Function { name, ret: false } => write!(f, "uprobe:{name}"),
+            CountProbe::Function { name, ret: true } => write!(f, "uretprobe:{name}"),
+        }
+    }
+}
+
+/// `uprobe:FUNCTION`, `uretprobe:FUNCTION` (these prefixes win over a USDT provider of the same
+/// name), else a USDT `PROVIDER:NAME`; all names C identifiers.
+pub fn parse_count_probe(s: &str) -> Result<CountProbe, OptionsError> {
+    let (kind, name) = s
+        .split_once(':')
+        .ok_or_else(|| OptionsError::ProbeSyntax(s.to_owned()))?;
+    let ret = match kind {
+        "uprobe" => false,
+        "uretprobe" => true,
+        _ => {
+            let (provider, name) = parse_probe(s)?;
+            return Ok(CountProbe::Usdt { provider, name });
+        }
+    };
+    rtrace_tracer::validate_name("function", name)
+        .map_err(|_| OptionsError::ProbeSyntax(s.to_owned()))?;
+    Ok(CountProbe::Function {
+        name: name.to_owned(),
+        ret,
+    })
 }
 
 /// Splits `PROVIDER:NAME`, both C identifiers.
@@ -242,12 +306,11 @@ impl TryFrom<CountArgs> for CountOptions {
 
     fn try_from(a: CountArgs) -> Result<Self, OptionsError> {
         let tracer = tracer_kind(a.tracer).ok_or(OptionsError::CountAll)?;
-        let (provider, name) = parse_probe(&a.probe)?;
+        let probe = parse_count_probe(&a.probe)?;
         let online = online_cpus();
         Ok(CountOptions {
             tracer,
-            provider,
-            name,
+            probe,
             binary: a.binary,
             tracer_opts: a.tracer_args.into(),
             json: a.json,
@@ -329,6 +392,39 @@ mod tests {
         assert_eq!(usdt(&["-n", "0"]).unwrap_err(), OptionsError::Iterations);
         let mut v = vec!["rtrace-bench", "usdt", "--tracer", "dtrace"];
         assert!(Cli::try_parse_from(v.drain(..)).is_err(), "unknown tracer");
+    }
+
+    #[test]
+    fn hooks_are_ordered_and_default_to_usdt() {
+        assert_eq!(usdt(&[]).unwrap().hooks, vec![HookKind::Usdt]);
+        let o = usdt(&["--hook", "uretprobe,usdt,uprobe,uretprobe"]).unwrap();
+        assert_eq!(o.hooks, HookKind::ALL.to_vec());
+        let mut v = vec!["rtrace-bench", "usdt", "--hook", "kprobe"];
+        assert!(Cli::try_parse_from(v.drain(..)).is_err(), "unknown hook");
+    }
+
+    #[test]
+    fn count_probe_syntax() {
+        assert_eq!(
+            parse_count_probe("uprobe:getpid").unwrap(),
+            CountProbe::Function {
+                name: "getpid".into(),
+                ret: false
+            }
+        );
+        let r = parse_count_probe("uretprobe:rtrace_marker_hit").unwrap();
+        assert_eq!(r.to_string(), "uretprobe:rtrace_marker_hit");
+        assert_eq!(
+            parse_count_probe("rtest:hit").unwrap(),
+            CountProbe::Usdt {
+                provider: "rtest".into(),
+                name: "hit".into()
+            }
+        );
+        for bad in ["uprobe:", "uprobe:a b", "uretprobe:x/y", "getpid"] {
+            let e = parse_count_probe(bad).unwrap_err().to_string();
+            assert!(e.contains("uprobe:FUNCTION"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! `rtrace-bench usdt`: the thesis' per-probe microbenchmark (§3.3) for each tracer.
+//! `rtrace-bench usdt`: the thesis' per-probe microbenchmark (§3.3) for each tracer, on the
+//! static USDT probe and, with `--hook`, on dynamic uprobe/uretprobe hooks of a marker function
+//! (each hook kind its own set of rows).
 
 use crate::options::{TracerChoice, TracerOptions, UsdtOptions};
 use crate::{signals, tracers};
 use anyhow::{bail, Context, Result};
-use rtrace_measure::usdt::{Case, CaseResult, UsdtConfig, UsdtResult};
+use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
 use rtrace_protocol::{decode_histogram, Body, MicroConfig, WorkloadConfig};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer, TracerKind};
@@ -16,8 +18,10 @@ const TIMER_SAMPLES: u64 = 100_000;
 /// A tracer ready to run: its backend and the two hooks of its workload flavour.
 struct Column {
     kind: TracerKind,
-    /// Backend mode when a tracer has several (`record`, `aggregate`).
-    variant: Option<&'static str>,
+    hook_kind: HookKind,
+    /// Backend mode when a tracer has several (`record`, `aggregate`), then the dynamic hook
+    /// kind (`HookKind::variant`).
+    variant: Option<String>,
     tracer: Box<dyn Tracer>,
     workload: PathBuf,
     /// Fired every iteration (case 1).
@@ -44,8 +48,16 @@ fn require_bin(bin: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The `rtrace:event` / `rtrace:idle` hooks of a workload binary.
-fn hooks(bin: &Path, instrumentation: Instrumentation) -> Result<(Hook, Hook)> {
+/// The `rtrace:event` / `rtrace:idle` hooks of a workload binary, or for uprobe kinds the entry
+/// or return of its marker functions `rtrace_marker_hit` / `rtrace_marker_idle`.
+fn hooks(bin: &Path, instrumentation: Instrumentation, kind: HookKind) -> Result<(Hook, Hook)> {
+    if kind.is_dynamic() {
+        let ret = kind == HookKind::Uretprobe;
+        return Ok((
+            Hook::uprobe(bin, rtrace_protocol::MARKER_HIT, ret)?,
+            Hook::uprobe(bin, rtrace_protocol::MARKER_IDLE, ret)?,
+        ));
+    }
     let hook = |name: &str| -> Result<Hook> {
         Ok(match instrumentation {
             Instrumentation::Usdt => Hook::Usdt {
@@ -69,30 +81,52 @@ fn columns(o: &UsdtOptions) -> Result<(Vec<Column>, Vec<String>)> {
     };
     let mut cols = Vec::new();
     let mut notes = Vec::new();
-    for kind in kinds {
-        let made = (|| -> Result<Vec<Column>> {
-            let mut made = Vec::new();
-            for v in tracers::variants(kind, &o.tracer)? {
-                let workload = workload_bin(&o.workload_dir, kind.instrumentation());
-                require_bin(&workload)?;
-                let (event, idle) = hooks(&workload, kind.instrumentation())?;
-                v.tracer.check(&event)?;
-                v.tracer.check(&idle)?;
-                made.push(Column {
-                    kind,
-                    variant: v.name,
-                    tracer: v.tracer,
-                    workload,
-                    event,
-                    idle,
-                });
+    for &hook_kind in &o.hooks {
+        for &kind in &kinds {
+            if hook_kind.is_dynamic() && kind == TracerKind::Lttng {
+                notes.push(format!(
+                    "{kind} skipped for {hook_kind}: LTTng has no uprobe/uretprobe hook (use ftrace, ebpf or bpftrace)"
+                ));
+                continue;
             }
-            Ok(made)
-        })();
-        match made {
-            Ok(c) => cols.extend(c),
-            Err(e) if skip_unavailable => notes.push(format!("{kind} skipped: {e:#}")),
-            Err(e) => return Err(e),
+            // Dynamic hooks need no static instrumentation: the USDT build carries the markers.
+            let instrumentation = if hook_kind.is_dynamic() {
+                Instrumentation::Usdt
+            } else {
+                kind.instrumentation()
+            };
+            let made = (|| -> Result<Vec<Column>> {
+                let mut made = Vec::new();
+                for v in tracers::variants(kind, &o.tracer)? {
+                    let workload = workload_bin(&o.workload_dir, instrumentation);
+                    require_bin(&workload)?;
+                    let (event, idle) = hooks(&workload, instrumentation, hook_kind)?;
+                    v.tracer.check(&event)?;
+                    v.tracer.check(&idle)?;
+                    made.push(Column {
+                        kind,
+                        hook_kind,
+                        variant: hook_kind.variant(v.name),
+                        tracer: v.tracer,
+                        workload,
+                        event,
+                        idle,
+                    });
+                }
+                Ok(made)
+            })();
+            match made {
+                Ok(c) => cols.extend(c),
+                Err(e) if skip_unavailable => {
+                    let of = if o.hooks.len() > 1 {
+                        format!(" for {hook_kind}")
+                    } else {
+                        String::new()
+                    };
+                    notes.push(format!("{kind} skipped{of}: {e:#}"))
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
     Ok((cols, notes))
@@ -107,7 +141,12 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
     }
     signals::install();
     signals::pin_harness(&o.cpus.harness)?;
+    let mut cleaned = Vec::new();
     for c in &cols {
+        if cleaned.contains(&c.kind) {
+            continue;
+        }
+        cleaned.push(c.kind);
         for removed in c.tracer.remove_stale()? {
             eprintln!("note: removed stale {removed} left by a killed run");
         }
@@ -136,32 +175,45 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
             priority: o.priority,
             buffer_size_kb: o.tracer.buffer_size_kb,
             tracer_options: tracer_options_json(&o.tracer),
+            hooks: o.hooks.clone(),
         },
         runs: Vec::new(),
         warnings: Vec::new(),
     };
 
     let mut failures = Vec::new();
-    let mut plan: Vec<(Option<&Column>, Case)> = Vec::new();
+    // The barrier baseline first (every "x case0" ratio is relative to it), then each hook
+    // kind's rows; uprobe kinds have their own case 0: the marker call, nothing attached.
+    let mut plan: Vec<(Option<&Column>, Case, HookKind)> = Vec::new();
     if o.cases.contains(&Case::Baseline) {
-        plan.push((None, Case::Baseline));
+        plan.push((None, Case::Baseline, HookKind::Usdt));
     }
-    for c in &cols {
-        for &case in o.cases.iter().filter(|&&c| c != Case::Baseline) {
-            plan.push((Some(c), case));
+    for &hook_kind in &o.hooks {
+        if hook_kind.is_dynamic() && o.cases.contains(&Case::Baseline) {
+            plan.push((None, Case::Baseline, hook_kind));
+        }
+        for c in cols.iter().filter(|c| c.hook_kind == hook_kind) {
+            for &case in o.cases.iter().filter(|&&c| c != Case::Baseline) {
+                plan.push((Some(c), case, hook_kind));
+            }
         }
     }
     let progress = crate::progress::Progress::new(plan.len() as u64);
-    for (col, case) in plan {
+    for (col, case, hook_kind) in plan {
+        let variant = match col {
+            Some(c) => c.variant.clone(),
+            None => hook_kind.variant(None),
+        };
         let label = format!(
             "{}{} case {}",
             col.map_or(TracerKind::None, |c| c.kind),
-            col.and_then(|c| c.variant)
+            variant
+                .as_deref()
                 .map_or(String::new(), |v| format!(" ({v})")),
             case.number()
         );
         progress.start(format!("{label}: {}", case.describe()));
-        let r = run_case(&o, col, case, &baseline_bin)?;
+        let r = run_case(&o, col, case, hook_kind, &baseline_bin)?;
         progress.done();
         if let Some(ev) = &r.events {
             let check = match case {
@@ -227,6 +279,7 @@ fn run_case(
     o: &UsdtOptions,
     col: Option<&Column>,
     case: Case,
+    hook_kind: HookKind,
     baseline_bin: &Path,
 ) -> Result<CaseResult> {
     let started = Instant::now();
@@ -237,6 +290,8 @@ fn run_case(
         (Some(c), Case::Instrumented) => (c.workload.as_path(), None),
     };
     let body = match case {
+        // Dynamic hooks: the same call in every case; only what is attached differs.
+        _ if hook_kind.is_dynamic() => Body::Call,
         Case::Baseline | Case::Dormant => Body::Barrier,
         Case::Traced | Case::Instrumented => Body::Event,
     };
@@ -249,11 +304,16 @@ fn run_case(
         timer_samples: TIMER_SAMPLES,
     });
     let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
+    let variant = match col {
+        Some(c) => c.variant.clone(),
+        None => hook_kind.variant(None),
+    };
     let out_dir = o.out.join(format!(
         "{}{}-case{}",
         tracer_kind,
-        col.and_then(|c| c.variant)
-            .map_or(String::new(), |v| format!("-{v}")),
+        variant
+            .as_deref()
+            .map_or(String::new(), |v| format!("-{}", v.replace(", ", "-"))),
         case.number()
     ));
     if hook.is_some() {
@@ -284,9 +344,10 @@ fn run_case(
     Ok(CaseResult {
         tracer: tracer_kind,
         case,
-        variant: col.and_then(|c| c.variant).map(str::to_owned),
+        variant,
         workload: bin.display().to_string(),
         hook: hook.map(Hook::label),
+        hook_kind,
         summary: Summary::of(&hist).context("workload recorded no samples")?,
         histogram: outcome.done.histogram,
         timer_overhead: Summary::of(&timer).context("workload recorded no timer samples")?,

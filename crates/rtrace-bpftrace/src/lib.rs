@@ -83,7 +83,7 @@ impl Tracer for BpftraceTracer {
         );
         rtrace_tracer::require_root("bpftrace")?;
         script::program(hook, self.mode, script::PidFilter::None)?;
-        if let Hook::Usdt { binary, .. } = hook {
+        if let Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. } = hook {
             ensure!(
                 binary.is_file(),
                 "cannot read {}: check the path of the binary",
@@ -126,7 +126,9 @@ impl Tracer for BpftraceTracer {
 fn explain_attach(e: anyhow::Error, hook: &Hook, pid: Option<u32>) -> anyhow::Error {
     let msg = format!("{e:#}");
     match (hook, pid) {
-        (Hook::Usdt { binary, .. }, Some(pid)) if msg.contains("No probes to attach") => {
+        (Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. }, Some(pid))
+            if msg.contains("No probes to attach") =>
+        {
             anyhow::anyhow!(
                 "{msg}: with -p, bpftrace finds USDT probes in the memory maps of process {pid}; start tracing once it runs {} (after exec)",
                 binary.display()

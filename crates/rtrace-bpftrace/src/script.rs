@@ -46,6 +46,20 @@ pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
         Hook::LttngUst { provider, event } => bail!(
             "{provider}:{event} is an LTTng-UST tracepoint, invisible to bpftrace: use the lttng tracer, or a USDT build of the workload"
         ),
+        Hook::Uprobe {
+            binary,
+            function,
+            ret,
+            ..
+        } => {
+            validate_name("function", function)?;
+            let bin = plain_path(binary)?;
+            Ok(if *ret {
+                (format!("uretprobe:{bin}:{function}"), "retval")
+            } else {
+                (format!("uprobe:{bin}:{function}"), "arg0")
+            })
+        }
     }
 }
 
@@ -78,12 +92,14 @@ pub enum PidFilter {
 }
 
 impl PidFilter {
-    /// `-p` for USDT counts; a predicate for printed events (see [`PidFilter::DashP`]) and for
+    /// `-p` for USDT and uprobe counts; a predicate for printed events (see [`PidFilter::DashP`]) and for
     /// kernel tracepoints (`-p` does not filter them).
     pub fn choose(hook: &Hook, mode: BpftraceMode, pid: Option<u32>) -> PidFilter {
         match (hook, mode, pid) {
             (_, _, None) => PidFilter::None,
-            (Hook::Usdt { .. }, BpftraceMode::Aggregate, Some(p)) => PidFilter::DashP(p),
+            (Hook::Usdt { .. } | Hook::Uprobe { .. }, BpftraceMode::Aggregate, Some(p)) => {
+                PidFilter::DashP(p)
+            }
             (_, _, Some(p)) => PidFilter::Predicate(p),
         }
     }
@@ -254,6 +270,33 @@ mod tests {
             event: "e".into(),
         };
         assert!(program(&lttng, BpftraceMode::Aggregate, PidFilter::None).is_err());
+    }
+
+    #[test]
+    fn uprobe_scripts() {
+        let h = |ret| Hook::Uprobe {
+            binary: "/b/w".into(),
+            function: "rtrace_marker_hit".into(),
+            offset: 0x10,
+            ret,
+        };
+        assert_eq!(
+            program(&h(false), BpftraceMode::Aggregate, PidFilter::DashP(3)).unwrap(),
+            "uprobe:/b/w:rtrace_marker_hit { @c = count(); }"
+        );
+        assert_eq!(
+            program(&h(true), BpftraceMode::Record, PidFilter::Predicate(3)).unwrap(),
+            r#"uretprobe:/b/w:rtrace_marker_hit /pid == 3/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, retval); }"#
+        );
+        let a = args(&h(true), BpftraceMode::Aggregate, Some(3), None).unwrap();
+        assert_eq!(&strs(&a)[..2], ["-p", "3"]);
+        let bad = Hook::Uprobe {
+            binary: "/b/w".into(),
+            function: "f } END { x".into(),
+            offset: 0x10,
+            ret: false,
+        };
+        assert!(program(&bad, BpftraceMode::Aggregate, PidFilter::None).is_err());
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! at run time.
 //!
 //! Hooks: USDT probes (`SEC("usdt")`, attached by libbpf per binary and optionally per pid,
-//! semaphores included) and `syscalls:sys_exit_clock_nanosleep` (filtered to the target's tgid
+//! semaphores included), function entries and returns (`SEC("uprobe")` / `SEC("uretprobe")`,
+//! attached by file offset, optionally per pid) and `syscalls:sys_exit_clock_nanosleep` (filtered to the target's tgid
 //! through rodata). Modes ([`EbpfMode`]):
 //! - `record`: one `{ts, cpu, pid, arg}` event per hit into a BPF ring buffer, submitted without
 //!   wakeup and drained every [`session::POLL_INTERVAL`] by a consumer thread pinned to
@@ -70,7 +71,7 @@ impl Tracer for EbpfTracer {
     fn check(&self, hook: &Hook) -> Result<()> {
         rtrace_tracer::require_root("eBPF tracing")?;
         let probe = plan::Probe::from_hook(hook)?;
-        if let plan::Probe::Usdt { binary, .. } = &probe {
+        if let Some(binary) = probe.binary() {
             let meta = std::fs::metadata(binary).with_context(|| {
                 format!(
                     "cannot read {}: check the path of the binary",

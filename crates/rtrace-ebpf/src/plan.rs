@@ -26,6 +26,14 @@ pub enum Probe {
         provider: String,
         name: String,
     },
+    /// The entry (uprobe) or return (`ret`, uretprobe) of the function at file offset `offset`
+    /// of `binary`.
+    Uprobe {
+        binary: PathBuf,
+        function: String,
+        offset: u64,
+        ret: bool,
+    },
     /// `syscalls:sys_exit_clock_nanosleep`.
     NanosleepExit,
 }
@@ -71,6 +79,33 @@ impl Probe {
             Hook::LttngUst { provider, event } => bail!(
                 "{provider}:{event} is an LTTng-UST tracepoint, invisible to eBPF: use the lttng tracer, or a USDT build of the workload"
             ),
+            Hook::Uprobe {
+                binary,
+                function,
+                offset,
+                ret,
+            } => {
+                ensure!(
+                    *offset > 0,
+                    "function {function} of {} has no file offset: pick a function listed by `rtrace-bench probes {} --symbols PATTERN`",
+                    binary.display(),
+                    binary.display()
+                );
+                Ok(Probe::Uprobe {
+                    binary: binary.clone(),
+                    function: function.clone(),
+                    offset: *offset,
+                    ret: *ret,
+                })
+            }
+        }
+    }
+
+    /// The binary libbpf attaches to, if the probe is in user space.
+    pub fn binary(&self) -> Option<&std::path::Path> {
+        match self {
+            Probe::Usdt { binary, .. } | Probe::Uprobe { binary, .. } => Some(binary),
+            Probe::NanosleepExit => None,
         }
     }
 
@@ -79,6 +114,10 @@ impl Probe {
         match (self, mode) {
             (Probe::Usdt { .. }, EbpfMode::Record) => "usdt_record",
             (Probe::Usdt { .. }, EbpfMode::Aggregate) => "usdt_aggregate",
+            (Probe::Uprobe { ret: false, .. }, EbpfMode::Record) => "up_record",
+            (Probe::Uprobe { ret: false, .. }, EbpfMode::Aggregate) => "up_aggregate",
+            (Probe::Uprobe { ret: true, .. }, EbpfMode::Record) => "uret_record",
+            (Probe::Uprobe { ret: true, .. }, EbpfMode::Aggregate) => "uret_aggregate",
             (Probe::NanosleepExit, EbpfMode::Record) => "tp_record",
             (Probe::NanosleepExit, EbpfMode::Aggregate) => "tp_aggregate",
         }
@@ -192,6 +231,31 @@ mod tests {
             event: "e".into(),
         };
         assert!(format!("{:#}", Probe::from_hook(&lttng).unwrap_err()).contains("lttng"));
+    }
+
+    #[test]
+    fn uprobe_hooks_pick_the_entry_or_return_program() {
+        let hook = |ret| Hook::Uprobe {
+            binary: "/bin/x".into(),
+            function: "f".into(),
+            offset: 0x1a0,
+            ret,
+        };
+        let p = Probe::from_hook(&hook(false)).unwrap();
+        assert_eq!(p.program(EbpfMode::Record), "up_record");
+        assert_eq!(p.program(EbpfMode::Aggregate), "up_aggregate");
+        assert_eq!(p.binary(), Some(std::path::Path::new("/bin/x")));
+        let r = Probe::from_hook(&hook(true)).unwrap();
+        assert_eq!(r.program(EbpfMode::Record), "uret_record");
+        assert_eq!(r.program(EbpfMode::Aggregate), "uret_aggregate");
+        let zero = Hook::Uprobe {
+            binary: "/bin/x".into(),
+            function: "f".into(),
+            offset: 0,
+            ret: false,
+        };
+        let e = format!("{:#}", Probe::from_hook(&zero).unwrap_err());
+        assert!(e.contains("--symbols"), "{e}");
     }
 
     #[test]

@@ -212,7 +212,7 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
     rodata.target_tgid = match plan.probe {
         // USDT: the kernel filters the pid at attach; the tracepoint filters in BPF.
         Probe::NanosleepExit => plan.pid.unwrap_or(0),
-        Probe::Usdt { .. } => 0,
+        Probe::Usdt { .. } | Probe::Uprobe { .. } => 0,
     };
     let ring = match plan.mode {
         EbpfMode::Record => plan.ring_bytes,
@@ -228,6 +228,10 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         ("usdt_aggregate", &mut open.progs.usdt_aggregate),
         ("tp_record", &mut open.progs.tp_record),
         ("tp_aggregate", &mut open.progs.tp_aggregate),
+        ("up_record", &mut open.progs.up_record),
+        ("up_aggregate", &mut open.progs.up_aggregate),
+        ("uret_record", &mut open.progs.uret_record),
+        ("uret_aggregate", &mut open.progs.uret_aggregate),
     ] {
         prog.set_autoload(name == wanted);
     }
@@ -262,6 +266,35 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
                     )
                 } else {
                     explain(e, &format!("attaching to USDT {provider}:{name} in {}", binary.display()))
+                }
+            })
+        }
+        (
+            Probe::Uprobe {
+                binary,
+                function,
+                offset,
+                ret,
+            },
+            mode,
+        ) => {
+            let prog = match (ret, mode) {
+                (false, EbpfMode::Record) => &skel.progs.up_record,
+                (false, EbpfMode::Aggregate) => &skel.progs.up_aggregate,
+                (true, EbpfMode::Record) => &skel.progs.uret_record,
+                (true, EbpfMode::Aggregate) => &skel.progs.uret_aggregate,
+            };
+            let kind = if *ret { "uretprobe" } else { "uprobe" };
+            let offset = usize::try_from(*offset).context("function offset out of range")?;
+            prog.attach_uprobe(*ret, pid, binary, offset).map_err(|e| {
+                if e.kind() == ErrorKind::NotFound {
+                    anyhow!(
+                        "cannot attach a {kind} to {function} in {}: check the function with `rtrace-bench probes {} --symbols {function}` and that the pid is alive",
+                        binary.display(),
+                        binary.display()
+                    )
+                } else {
+                    explain(e, &format!("attaching a {kind} to {function} in {}", binary.display()))
                 }
             })
         }

@@ -3,7 +3,8 @@
 //! Per attachment: a private instance `rtrace_<pid>_<seq>` (own buffer, own enable switches,
 //! `set_event_pid` filter), and for USDT hooks one uprobe event per probe site in a run-unique
 //! group of the same name, appended to the global `uprobe_events` with O_APPEND and removed with
-//! `-:GROUP/EVENT`. Kernel tracepoints (e.g. `syscalls:sys_exit_clock_nanosleep`) are only
+//! `-:GROUP/EVENT`; uprobe/uretprobe hooks get one `p:`/`r:` event on the function's file offset,
+//! the same way. Kernel tracepoints (e.g. `syscalls:sys_exit_clock_nanosleep`) are only
 //! enabled in the instance. Accounting comes from the instance's `per_cpu/cpuN/stats`.
 
 mod instance;
@@ -15,7 +16,7 @@ mod uprobe;
 
 pub use stats::{account, CpuStats};
 pub use tracefs::Tracefs;
-pub use uprobe::{definitions, UprobeDef};
+pub use uprobe::{definitions, function_definition, UprobeDef};
 
 use anyhow::{bail, Context, Result};
 use instance::Instance;
@@ -57,6 +58,21 @@ impl Tracer for FtraceTracer {
             }
             Hook::LttngUst { .. } => {
                 bail!("ftrace cannot trace LTTng-UST tracepoints: use --tracer lttng")
+            }
+            Hook::Uprobe {
+                binary,
+                function,
+                offset,
+                ret,
+            } => {
+                if !binary.is_file() {
+                    bail!(
+                        "cannot read {}: check the path of the binary",
+                        binary.display()
+                    );
+                }
+                uprobe::function_definition("check", binary, function, *offset, *ret)?;
+                Ok(())
             }
         }
     }
@@ -104,6 +120,17 @@ impl Tracer for FtraceTracer {
                 out
             }
             Hook::KernelTracepoint { category, name } => vec![(category.clone(), name.clone())],
+            Hook::Uprobe {
+                binary,
+                function,
+                offset,
+                ret,
+            } => {
+                let def = uprobe::function_definition(&tag, binary, function, *offset, *ret)?;
+                fs.append_event("uprobe_events", &def.line)?;
+                a.uprobes.push(format!("{}/{}", def.group, def.event));
+                vec![(def.group, def.event)]
+            }
             Hook::LttngUst { .. } => unreachable!("rejected by check"),
         };
         let inst = a.instance.as_ref().expect("created above");

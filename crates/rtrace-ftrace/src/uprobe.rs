@@ -16,10 +16,7 @@ pub struct UprobeDef {
 /// One event per probe site (a probe inlined in several places has several sites), named
 /// `NAME` or `NAME_<k>`, all in `group`.
 pub fn definitions(group: &str, binary: &Path, sites: &[Probe]) -> Result<Vec<UprobeDef>> {
-    let path = binary.to_str().context("binary path is not UTF-8")?;
-    if path.chars().any(char::is_whitespace) {
-        bail!("binary path `{path}` contains whitespace, which tracefs cannot parse: move or link the binary to a path without spaces");
-    }
+    let path = plain_path(binary)?;
     sites
         .iter()
         .enumerate()
@@ -45,6 +42,54 @@ pub fn definitions(group: &str, binary: &Path, sites: &[Probe]) -> Result<Vec<Up
             })
         })
         .collect()
+}
+
+/// The event of a uprobe (`p:`) or uretprobe (`r:`) on the function at file offset `offset`,
+/// named after the function (characters outside `[A-Za-z0-9_]` become `_`). It fetches the first
+/// argument (`%di`) on entry and the return value on return: one 8-byte field, as USDT events.
+pub fn function_definition(
+    group: &str,
+    binary: &Path,
+    function: &str,
+    offset: u64,
+    ret: bool,
+) -> Result<UprobeDef> {
+    let path = plain_path(binary)?;
+    let event = event_name(function);
+    rtrace_tracer::validate_name("uprobe event", &event)?;
+    let line = if ret {
+        format!("r:{group}/{event} {path}:0x{offset:x} arg1=$retval:s64")
+    } else {
+        format!("p:{group}/{event} {path}:0x{offset:x} arg1=%di:s64")
+    };
+    Ok(UprobeDef {
+        group: group.to_owned(),
+        event,
+        line,
+    })
+}
+
+/// A tracefs event name for `function`: `[A-Za-z0-9_]`, not starting with a digit, at most 64
+/// characters.
+fn event_name(function: &str) -> String {
+    let mut e: String = function
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if !e.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        e.insert(0, '_');
+    }
+    e.truncate(64);
+    e
+}
+
+/// `binary` as tracefs takes it: UTF-8 without whitespace.
+fn plain_path(binary: &Path) -> Result<&str> {
+    let path = binary.to_str().context("binary path is not UTF-8")?;
+    if path.chars().any(char::is_whitespace) {
+        bail!("binary path `{path}` contains whitespace, which tracefs cannot parse: move or link the binary to a path without spaces");
+    }
+    Ok(path)
 }
 
 #[cfg(test)]
@@ -88,6 +133,19 @@ mod tests {
         .unwrap();
         assert_eq!(defs[0].line, "p:g/ev_0 /bin/x:0x10(0x4010) arg1=%dx:s64");
         assert_eq!(defs[1].event, "ev_1");
+    }
+
+    #[test]
+    fn function_entry_and_return_events() {
+        let p = function_definition("g", Path::new("/bin/x"), "rtrace_marker_hit", 0x1a0, false)
+            .unwrap();
+        assert_eq!(p.event, "rtrace_marker_hit");
+        assert_eq!(p.line, "p:g/rtrace_marker_hit /bin/x:0x1a0 arg1=%di:s64");
+        let r = function_definition("g", Path::new("/bin/x"), "foo.isra.0", 0x10, true).unwrap();
+        assert_eq!(r.line, "r:g/foo_isra_0 /bin/x:0x10 arg1=$retval:s64");
+        assert_eq!(event_name("9lives"), "_9lives");
+        assert_eq!(event_name(&"a".repeat(100)).len(), 64);
+        assert!(function_definition("g", Path::new("/bin/x y"), "f", 1, false).is_err());
     }
 
     #[test]

@@ -205,6 +205,9 @@ impl Tracer for LttngTracer {
             Hook::Usdt { .. } => bail!(
                 "LTTng traces LTTng-UST tracepoints, not USDT probes: use the workload-lttng binary (or --tracer ftrace|ebpf|bpftrace for USDT)"
             ),
+            Hook::Uprobe { .. } => bail!(
+                "LTTng has no uprobe/uretprobe hook: use --tracer ftrace|ebpf|bpftrace for dynamic instrumentation"
+            ),
         }
     }
 

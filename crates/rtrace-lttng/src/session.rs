@@ -78,6 +78,7 @@ impl LttngSession {
                 What::Syscall { name, exit }
             }
             Hook::Usdt { .. } => bail!("LTTng cannot trace USDT probes"),
+            Hook::Uprobe { .. } => bail!("LTTng has no uprobe/uretprobe hook"),
         };
         let name = rtrace_tracer::run_tag();
         let out = target.out_dir.join("lttng").join(&name);

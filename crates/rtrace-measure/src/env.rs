@@ -73,7 +73,11 @@ impl Environment {
             isolated_cpus: read("/sys/devices/system/cpu/isolated").unwrap_or_default(),
             nohz_full: read("/sys/devices/system/cpu/nohz_full").unwrap_or_default(),
             cpu_model: cpu_model.clone(),
-            online_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            // Not available_parallelism(): that counts only the CPUs of our (pinned) mask.
+            online_cpus: nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+                .ok()
+                .flatten()
+                .map_or(1, |n| n as usize),
             smt_active: read("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
             governor: read(format!("{cpufreq}/scaling_governor")),
             turbo: turbo(),

@@ -56,6 +56,160 @@ impl TryFrom<u8> for Case {
     }
 }
 
+/// What the tracers of a set of rows attach to (`--hook`): static or dynamic user-space
+/// instrumentation (thesis Table 4.1).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum HookKind {
+    /// The USDT probe `rtrace:event` (for lttng, the LTTng-UST tracepoint): static
+    /// instrumentation; the loop body of cases 0 and 2 is a compiler barrier.
+    #[default]
+    Usdt,
+    /// A uprobe on the entry of the marker function called every iteration; the body of every
+    /// case is that call.
+    Uprobe,
+    /// A uretprobe on the marker function's return; bodies as for [`HookKind::Uprobe`].
+    Uretprobe,
+}
+
+impl HookKind {
+    pub const ALL: [HookKind; 3] = [HookKind::Usdt, HookKind::Uprobe, HookKind::Uretprobe];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HookKind::Usdt => "usdt",
+            HookKind::Uprobe => "uprobe",
+            HookKind::Uretprobe => "uretprobe",
+        }
+    }
+
+    /// uprobe or uretprobe: the loop calls a function instead of firing a probe.
+    pub fn is_dynamic(self) -> bool {
+        self != HookKind::Usdt
+    }
+
+    /// A run's `variant`: the backend mode, then the dynamic hook kind (`record`, `uprobe`,
+    /// `record, uretprobe`); USDT runs keep the bare mode, as in files of older versions.
+    pub fn variant(self, mode: Option<&str>) -> Option<String> {
+        match (mode, self.is_dynamic()) {
+            (m, false) => m.map(str::to_owned),
+            (None, true) => Some(self.name().to_owned()),
+            (Some(m), true) => Some(format!("{m}, {}", self.name())),
+        }
+    }
+
+    /// The backend mode inside a `variant` made by [`HookKind::variant`].
+    pub fn mode_of(self, variant: Option<&str>) -> Option<&str> {
+        let v = variant?;
+        if !self.is_dynamic() {
+            return Some(v);
+        }
+        if v == self.name() {
+            return None;
+        }
+        Some(v.strip_suffix(&format!(", {}", self.name())).unwrap_or(v))
+    }
+}
+
+impl std::fmt::Display for HookKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Per-hit cost of each tracer under each hook kind: mean of case 1 minus mean of case 0 with
+/// the same loop body (the barrier for USDT, the marker call for uprobe/uretprobe).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookCosts {
+    /// The plain marker call: case 0 with the call minus case 0 with the barrier (ns).
+    pub call_ns: Option<f64>,
+    /// One row per tracer and backend mode, in run order.
+    pub rows: Vec<HookCostRow>,
+}
+
+/// One tracer (and mode) under each hook kind; `None` where that hook was not measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookCostRow {
+    pub tracer: TracerKind,
+    /// Backend mode (`record`, `aggregate`), if the tracer has several.
+    pub mode: Option<String>,
+    pub usdt_ns: Option<f64>,
+    pub uprobe_ns: Option<f64>,
+    pub uretprobe_ns: Option<f64>,
+}
+
+impl HookCostRow {
+    /// uretprobe / uprobe per-hit cost (the literature has it above 1).
+    pub fn ret_ratio(&self) -> Option<f64> {
+        match (self.uprobe_ns, self.uretprobe_ns) {
+            (Some(u), Some(r)) if u > 0.0 => Some(r / u),
+            _ => None,
+        }
+    }
+
+    pub fn cost(&self, hook: HookKind) -> Option<f64> {
+        match hook {
+            HookKind::Usdt => self.usdt_ns,
+            HookKind::Uprobe => self.uprobe_ns,
+            HookKind::Uretprobe => self.uretprobe_ns,
+        }
+    }
+}
+
+impl HookCosts {
+    /// The costs in `r`; empty rows when it has no dynamic hook runs (only USDT rows: the usual
+    /// table already says everything).
+    pub fn of(r: &UsdtResult) -> HookCosts {
+        let baseline = |hook: HookKind| {
+            let find = |h: HookKind| {
+                r.runs
+                    .iter()
+                    .find(|c| c.tracer == TracerKind::None && c.case == Case::Baseline && c.hook_kind == h)
+                    .map(|c| c.summary.mean_ns)
+            };
+            match hook {
+                HookKind::Usdt => find(HookKind::Usdt),
+                HookKind::Uprobe => find(HookKind::Uprobe).or_else(|| find(HookKind::Uretprobe)),
+                HookKind::Uretprobe => find(HookKind::Uretprobe).or_else(|| find(HookKind::Uprobe)),
+            }
+        };
+        let call_ns = match (baseline(HookKind::Uprobe), baseline(HookKind::Usdt)) {
+            (Some(call), Some(barrier)) => Some(call - barrier),
+            _ => None,
+        };
+        let mut rows: Vec<HookCostRow> = Vec::new();
+        if r.runs.iter().all(|c| !c.hook_kind.is_dynamic()) {
+            return HookCosts { call_ns, rows };
+        }
+        for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
+            let mode = c.hook_kind.mode_of(c.variant.as_deref()).map(str::to_owned);
+            let cost = baseline(c.hook_kind).map(|b| c.summary.mean_ns - b);
+            let i = match rows.iter().position(|x| x.tracer == c.tracer && x.mode == mode) {
+                Some(i) => i,
+                None => {
+                    rows.push(HookCostRow {
+                        tracer: c.tracer,
+                        mode,
+                        usdt_ns: None,
+                        uprobe_ns: None,
+                        uretprobe_ns: None,
+                    });
+                    rows.len() - 1
+                }
+            };
+            let slot = match c.hook_kind {
+                HookKind::Usdt => &mut rows[i].usdt_ns,
+                HookKind::Uprobe => &mut rows[i].uprobe_ns,
+                HookKind::Uretprobe => &mut rows[i].uretprobe_ns,
+            };
+            *slot = cost;
+        }
+        HookCosts { call_ns, rows }
+    }
+}
+
 /// The whole result file of `rtrace-bench usdt`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UsdtResult {
@@ -91,6 +245,13 @@ pub struct UsdtConfig {
     pub buffer_size_kb: Option<u64>,
     /// Backend options as given (`record`, `ebpf_mode`, ...).
     pub tracer_options: serde_json::Value,
+    /// Hook kinds measured (`--hook`), each its own set of rows; files of older versions: usdt.
+    #[serde(default = "default_hooks")]
+    pub hooks: Vec<HookKind>,
+}
+
+fn default_hooks() -> Vec<HookKind> {
+    vec![HookKind::Usdt]
 }
 
 /// One (tracer, case) measurement.
@@ -103,8 +264,12 @@ pub struct CaseResult {
     pub variant: Option<String>,
     /// Workload binary run.
     pub workload: String,
-    /// What the tracer was attached to (`rtrace:event`), if anything.
+    /// What the tracer was attached to (`rtrace:event`, `uprobe:rtrace_marker_hit`), if anything.
     pub hook: Option<String>,
+    /// The set of rows this run belongs to (`--hook`): static USDT, or uprobe/uretprobe on the
+    /// marker function. Files of older versions are `usdt`.
+    #[serde(default)]
+    pub hook_kind: HookKind,
     /// Per-call duration summary (ns).
     pub summary: Summary,
     /// Per-call durations (ns): hdrhistogram V2+deflate, base64; reload with
@@ -120,4 +285,35 @@ pub struct CaseResult {
     pub mlocked: bool,
     /// Wall time of the case including attach/detach (s).
     pub wall_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_carry_the_mode_and_the_dynamic_hook() {
+        assert_eq!(HookKind::Usdt.variant(Some("record")).as_deref(), Some("record"));
+        assert_eq!(HookKind::Usdt.variant(None), None);
+        assert_eq!(HookKind::Uprobe.variant(None).as_deref(), Some("uprobe"));
+        let v = HookKind::Uretprobe.variant(Some("record"));
+        assert_eq!(v.as_deref(), Some("record, uretprobe"));
+        for h in HookKind::ALL {
+            for m in [None, Some("record"), Some("aggregate")] {
+                assert_eq!(h.mode_of(h.variant(m).as_deref()), m, "{h} {m:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn hook_kind_defaults_to_usdt_in_old_files() {
+        #[derive(Deserialize)]
+        struct Old {
+            #[serde(default)]
+            hook_kind: HookKind,
+        }
+        let old: Old = serde_json::from_str("{}").unwrap();
+        assert_eq!(old.hook_kind, HookKind::Usdt);
+        assert_eq!(serde_json::to_string(&HookKind::Uretprobe).unwrap(), "\"uretprobe\"");
+    }
 }

@@ -236,6 +236,11 @@ fn entry(e: &Entry, figures: &[figures::Figure]) -> String {
             out.push_str(&table31(r));
             out.push_str("### Percentiles (ns) and event accounting\n\n");
             out.push_str(&usdt_details(r));
+            let reference = crate::reference::lines(r, "- ");
+            if !reference.is_empty() {
+                out.push_str("\n### Reference comparisons (same run)\n\n");
+                out.push_str(&reference);
+            }
         }
         crate::result::AnyResult::Sweep(r) => {
             out.push_str(&format!(

@@ -97,6 +97,12 @@ pub fn usdt(r: &UsdtResult, paint: Paint) -> String {
             }
         }
     }
+    let reference = crate::reference::lines(r, "  ");
+    if !reference.is_empty() {
+        out.push_str("\nreference comparisons (same run):\n");
+        out.push_str(&reference);
+    }
+    out.push_str(&crate::hooks::text(r));
     out.push_str(&warnings(&r.warnings, paint));
     out
 }

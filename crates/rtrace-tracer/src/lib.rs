@@ -86,6 +86,15 @@ pub enum Hook {
     LttngUst { provider: String, event: String },
     /// A kernel tracepoint such as `syscalls:sys_exit_clock_nanosleep`.
     KernelTracepoint { category: String, name: String },
+    /// Dynamic instrumentation: the entry (`ret: false`, uprobe) or the return (`ret: true`,
+    /// uretprobe) of `function` in `binary`, whose first instruction is at file offset `offset`
+    /// (as found by `rtrace_sdt::function`; see [`Hook::uprobe`]).
+    Uprobe {
+        binary: PathBuf,
+        function: String,
+        offset: u64,
+        ret: bool,
+    },
 }
 
 impl Hook {
@@ -98,7 +107,22 @@ impl Hook {
                 .unwrap_or_default(),
             Hook::LttngUst { provider, event } => format!("{provider}:{event}"),
             Hook::KernelTracepoint { category, name } => format!("{category}:{name}"),
+            Hook::Uprobe { function, ret, .. } => {
+                format!("{}:{function}", if *ret { "uretprobe" } else { "uprobe" })
+            }
         }
+    }
+
+    /// A uprobe (`ret: false`) or uretprobe (`ret: true`) on the function `name` of `binary`,
+    /// resolved to its file offset; the error names `rtrace-bench probes BIN --symbols`.
+    pub fn uprobe(binary: &std::path::Path, name: &str, ret: bool) -> Result<Hook, rtrace_sdt::SdtError> {
+        let f = rtrace_sdt::function(binary, name)?;
+        Ok(Hook::Uprobe {
+            binary: binary.to_owned(),
+            function: f.name,
+            offset: f.offset,
+            ret,
+        })
     }
 }
 

@@ -120,7 +120,10 @@ pub fn build(c: &Contents, dir: &Path) -> Result<PathBuf> {
             eprintln!("xtask: note: {} is not built; the guest lacks it", src.display());
             continue;
         }
-        copier.program(&src, &Path::new(GUEST_BIN).join(name))?;
+        let dest = Path::new(GUEST_BIN).join(name);
+        copier.program(&src, &dest)?;
+        // Release builds carry line tables (a third of the initramfs); notes and symbols stay.
+        strip_debug(&root.join(dest.strip_prefix("/").expect("absolute")))?;
     }
     for &(path, package, required) in HOST {
         let src = Path::new(path);
@@ -163,6 +166,18 @@ pub fn build(c: &Contents, dir: &Path) -> Result<PathBuf> {
     w.tree(&root)?;
     w.finish()?;
     Ok(cpio_path)
+}
+
+fn strip_debug(path: &Path) -> Result<()> {
+    let status = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(path)
+        .status()
+        .context("cannot run objcopy (binutils)")?;
+    if !status.success() {
+        bail!("objcopy --strip-debug {} failed: {status}", path.display());
+    }
+    Ok(())
 }
 
 fn write(root: &Path, path: &str, text: &str, mode: u32) -> Result<()> {

@@ -21,8 +21,16 @@ pub fn prepare(kernel: &Unpacked, cache: &Path) -> Result<PathBuf> {
     }
     let debs = kernel::download(&cache.join("debs"), &["lttng-modules-dkms".to_owned()])?;
     let src_root = cache.join("lttng-modules/source");
-    if !src_root.join("usr/src").exists() {
-        kernel::unpack(&debs[0], &src_root)?;
+    {
+        let _shared = kernel::shared();
+        let stamp = src_root.join(".unpacked");
+        if !stamp.exists() {
+            if src_root.exists() {
+                std::fs::remove_dir_all(&src_root)?;
+            }
+            kernel::unpack(&debs[0], &src_root)?;
+            std::fs::write(&stamp, "")?;
+        }
     }
     let source = std::fs::read_dir(src_root.join("usr/src"))?
         .filter_map(|e| e.ok().map(|e| e.path()))

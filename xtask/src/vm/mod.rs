@@ -130,11 +130,23 @@ fn run_guests(
 ) -> Result<()> {
     let started = Instant::now();
     let target = target_dir()?;
-    // Downloads and module builds first: a broken cache fails before any guest boots.
-    let guests: Vec<Guest> = kernels
-        .iter()
-        .map(|&k| Guest::prepare(k, &target))
-        .collect::<Result<_>>()?;
+    // Downloads and module builds first: a broken cache fails before any guest boots. One
+    // thread per kernel: one unpacks (xz, one core) while the other builds.
+    let guests: Vec<Guest> = std::thread::scope(|s| {
+        let target = &target;
+        let threads: Vec<_> = kernels
+            .iter()
+            .map(|&k| s.spawn(move || Guest::prepare(k, target)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("prepare panicked"))
+            .collect::<Result<_>>()
+    })?;
+    eprintln!(
+        "xtask: guest kernels ready in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     let mut reports = Vec::new();
     for g in &guests {
         reports.push(g.run(&plan(g.kernel), &dest(g.kernel), judge, timeout)?);
@@ -201,6 +213,7 @@ impl Guest {
                 env.push((name.to_owned(), v));
             }
         }
+        let staged = Instant::now();
         let initrd = initramfs::build(
             &initramfs::Contents {
                 kernel: &self.unpacked,
@@ -211,13 +224,19 @@ impl Guest {
             },
             &self.work,
         )?;
+        eprintln!(
+            "xtask: initramfs for {} ({} MB) in {:.1} s",
+            self.kernel.label(),
+            std::fs::metadata(&initrd)?.len() >> 20,
+            staged.elapsed().as_secs_f64()
+        );
         std::fs::create_dir_all(dest)?;
         let dest = &dest
             .canonicalize()
             .with_context(|| format!("cannot resolve {}", dest.display()))?;
         let outcome = qemu::boot(&qemu::Boot {
             label: self.kernel.label(),
-            vmlinuz: &self.unpacked.vmlinuz,
+            kernel: &self.unpacked.boot_image,
             initrd: &initrd,
             cmdline: format!("console=ttyS0 quiet panic=-1 {}", self.kernel.cmdline())
                 .trim()
@@ -284,7 +303,9 @@ impl Report {
         let preemption = self
             .said("init: kernel ")
             .and_then(|l| l.split_once(" preemption "))
-            .map_or("unknown (no init line)", |(_, p)| p);
+            .map_or("unknown (no init line)", |(_, p)| {
+                p.split_once(" (up ").map_or(p, |(p, _)| p)
+            });
         let verdict = match &self.outcome.verdict {
             qemu::Verdict::Success | qemu::Verdict::Failure => self
                 .said("init: success")

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 pub struct Boot<'a> {
     /// Prefix of console lines, e.g. `rt`.
     pub label: &'a str,
-    pub vmlinuz: &'a Path,
+    /// bzImage or PVH-capable ELF vmlinux.
+    pub kernel: &'a Path,
     pub initrd: &'a Path,
     pub cmdline: String,
     /// Shared with the guest as 9p mount tag `results`.
@@ -57,7 +58,7 @@ pub fn boot(b: &Boot) -> Result<Outcome> {
     cmd.args(["-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "2"])
         .args(["-nodefaults", "-display", "none", "-no-reboot"])
         .arg("-kernel")
-        .arg(b.vmlinuz)
+        .arg(b.kernel)
         .arg("-initrd")
         .arg(b.initrd)
         .arg("-append")

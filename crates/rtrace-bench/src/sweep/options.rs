@@ -127,17 +127,6 @@ pub struct SweepOptions {
     pub workload_dir: PathBuf,
 }
 
-/// CPUs online (not the affinity mask we may have inherited).
-fn online_cpus() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if n > 0 {
-        n as usize
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
-}
-
 /// The configurations asked for, deduplicated, in the canonical order.
 fn configurations(args: &[ConfigArg]) -> Vec<Configuration> {
     let mut out: Vec<Configuration> = Configuration::ALL
@@ -248,7 +237,7 @@ impl TryFrom<SweepArgs> for SweepOptions {
     type Error = SweepOptionsError;
 
     fn try_from(a: SweepArgs) -> Result<Self, SweepOptionsError> {
-        SweepOptions::from_args(a, online_cpus())
+        SweepOptions::from_args(a, crate::options::online_cpus())
     }
 }
 

@@ -5,27 +5,19 @@ pub mod boxplot;
 pub mod data;
 pub mod lines;
 pub mod style;
+mod sweep;
+mod usdt;
 
-use crate::format::tracer_label;
 use crate::result::{Entry, Report};
 use anyhow::{Context, Result};
 use boxplot::BoxSeries;
-use data::{bins, nice_width, BoxStats};
+use data::BoxStats;
 use hdrhistogram::Histogram;
-use lines::Series;
 use rtrace_measure::sweep::{Configuration, Source, Space, SweepResult, SweepRun};
-use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
+use rtrace_measure::usdt::Case;
+use sweep::{common_config, latency_histograms, sweep_runs};
+use usdt::{cases, polygon, runs_of, short, usdt_boxes};
 
-/// Bins of the frequency polygon, at most.
-const POLYGON_BINS: u64 = 120;
-/// Bins of the latency histograms, at most.
-const HISTOGRAM_BINS: u64 = 200;
-/// The latency histograms' x axis ends at this quantile of the widest run.
-const HISTOGRAM_TOP_QUANTILE: f64 = 0.9999;
-/// The finest latency bin: cyclictest's resolution (ns).
-const MIN_LATENCY_BIN_NS: u64 = 1_000;
-/// The polygon's x axis ends at this quantile of the widest run.
-const POLYGON_TOP_QUANTILE: f64 = 0.99;
 const NS: f64 = 1.0;
 const US: f64 = 1_000.0;
 
@@ -178,163 +170,6 @@ fn decode(h: &str) -> Result<Histogram<u64>> {
 
 fn box_stats(h: &str) -> Result<BoxStats> {
     BoxStats::of(&decode(h)?).context("empty histogram")
-}
-
-fn short(c: Case) -> &'static str {
-    match c {
-        Case::Baseline => "baseline",
-        Case::Traced => "traced",
-        Case::Dormant => "dormant tracer",
-        Case::Instrumented => "instrumented only",
-    }
-}
-
-fn cases(r: &UsdtResult) -> Vec<Case> {
-    let mut c: Vec<Case> = r.runs.iter().map(|c| c.case).collect();
-    c.sort();
-    c.dedup();
-    c
-}
-
-fn runs_of(r: &UsdtResult, case: Case) -> Vec<&CaseResult> {
-    r.runs.iter().filter(|c| c.case == case).collect()
-}
-
-fn usdt_boxes(r: &UsdtResult, case: Case) -> Result<Vec<BoxSeries>> {
-    runs_of(r, case)
-        .into_iter()
-        .map(|c| {
-            Ok(BoxSeries {
-                label: tracer_label(c.tracer, c.variant.as_deref()),
-                colour: style::colour(c.tracer),
-                stats: box_stats(&c.histogram)?,
-            })
-        })
-        .collect()
-}
-
-/// The built-in loop's runs of Fig 3.3 (`Space::User`: none and user-space tracing) or Fig 3.4
-/// (`Space::Kernel`: none, LTTng user space as the reference, kernel-space tracing).
-fn sweep_runs(r: &SweepResult, space: Space) -> Vec<&SweepRun> {
-    r.runs
-        .iter()
-        .filter(|run| run.source == Source::Builtin)
-        .filter(|run| match (space, run.config.space()) {
-            (_, Space::None) => true,
-            (Space::User, s) => s == Space::User,
-            (_, s) => s == Space::Kernel || run.config == Configuration::UsdtLttng,
-        })
-        .collect()
-}
-
-fn polygon(title: &str, r: &UsdtResult) -> Result<String> {
-    let hists = runs_of(r, Case::Traced)
-        .into_iter()
-        .map(|c| Ok((c, decode(&c.histogram)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let lo = hists.iter().map(|(_, h)| h.min()).min().unwrap_or(0);
-    let hi = hists
-        .iter()
-        .map(|(_, h)| h.value_at_quantile(POLYGON_TOP_QUANTILE))
-        .max()
-        .unwrap_or(1);
-    let width = nice_width(hi.saturating_sub(lo), POLYGON_BINS);
-    let start = lo / width * width;
-    let n = ((hi - start) / width + 1) as usize;
-    let series = hists
-        .iter()
-        .map(|(c, h)| Series {
-            label: tracer_label(c.tracer, c.variant.as_deref()),
-            colour: style::colour(c.tracer),
-            points: bins(h, start, width, n)
-                .into_iter()
-                .map(|(x, k)| {
-                    (
-                        (x as f64 + width as f64 / 2.0),
-                        100.0 * k as f64 / h.len() as f64,
-                    )
-                })
-                .collect(),
-        })
-        .collect::<Vec<_>>();
-    lines::polygon(
-        title,
-        "duration per call (ns)",
-        &format!("share of calls per {width} ns bin (%)"),
-        &format!("x axis up to the largest p99 ({hi} ns): the rarer long calls are in the tables and the case-1 box plot"),
-        &series,
-    )
-}
-
-/// Overlaid latency histograms, counts on a log axis, in µs, up to the largest p99.99.
-fn latency_histograms(
-    title: &str,
-    series: Vec<(String, &str)>,
-    colours: Vec<plotters::style::RGBColor>,
-) -> Result<String> {
-    let hists = series
-        .into_iter()
-        .map(|(label, h)| Ok((label, decode(h)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let hi = hists
-        .iter()
-        .map(|(_, h)| h.value_at_quantile(HISTOGRAM_TOP_QUANTILE))
-        .max()
-        .unwrap_or(1);
-    let width = nice_width(hi, HISTOGRAM_BINS).max(MIN_LATENCY_BIN_NS);
-    let n = (hi / width + 1) as usize;
-    let beyond: Vec<String> = hists
-        .iter()
-        .map(|(label, h)| {
-            (
-                label,
-                h.count_between(n as u64 * width, h.max().max(n as u64 * width)),
-            )
-        })
-        .filter(|(_, k)| *k > 0)
-        .map(|(label, k)| format!("{label} {k}"))
-        .collect();
-    let note = if beyond.is_empty() {
-        "every sample is shown".to_owned()
-    } else {
-        format!(
-            "x axis up to the largest p99.99; wake-ups beyond it: {} (see the max in the tables)",
-            beyond.join(", ")
-        )
-    };
-    let series: Vec<Series> = hists
-        .iter()
-        .zip(colours)
-        .map(|((label, h), colour)| Series {
-            label: label.clone(),
-            colour,
-            points: bins(h, 0, width, n)
-                .into_iter()
-                .map(|(x, k)| (x as f64 / US, k as f64))
-                .collect(),
-        })
-        .collect();
-    lines::log_steps(
-        title,
-        "wake-up latency (µs)",
-        &format!(
-            "wake-ups per {} µs bin (log scale)",
-            style::tick(width as f64 / US)
-        ),
-        &note,
-        width as f64 / US,
-        &series,
-    )
-}
-
-/// The configuration Fig 3.5 compares across sweeps: LTTng user space as in the thesis, else
-/// no tracer, else the first one every sweep measured.
-fn common_config(sweeps: &[&SweepResult]) -> Option<Configuration> {
-    let everywhere = |c: Configuration| sweeps.iter().all(|r| r.run(c, Source::Builtin).is_some());
-    [Configuration::UsdtLttng, Configuration::None]
-        .into_iter()
-        .chain(Configuration::ALL)
-        .find(|&c| everywhere(c))
 }
 
 /// The figures these results allow, in report order.

@@ -1,0 +1,103 @@
+//! Static and dynamic user-space hooks side by side (`usdt --hook usdt,uprobe,uretprobe`): each
+//! tracer's per-hit cost on the USDT probe, a uprobe and a uretprobe, the uretprobe / uprobe
+//! ratio, and the plain cost of the marker call the dynamic hooks attach to.
+
+use crate::format::{ns, tracer_label};
+use crate::table::Table;
+use rtrace_measure::usdt::{HookCosts, HookKind, UsdtResult};
+
+/// The per-hit cost table; empty when `r` has no uprobe/uretprobe rows.
+pub fn text(r: &UsdtResult) -> String {
+    let costs = HookCosts::of(r);
+    if costs.rows.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(
+        &["tracer", "usdt", "uprobe", "uretprobe", "uretprobe/uprobe"],
+        1,
+    );
+    for row in &costs.rows {
+        let cell = |h: HookKind| row.cost(h).map_or("-".into(), ns);
+        t.row(vec![
+            tracer_label(row.tracer, row.mode.as_deref()),
+            cell(HookKind::Usdt),
+            cell(HookKind::Uprobe),
+            cell(HookKind::Uretprobe),
+            row.ret_ratio().map_or("-".into(), |x| format!("{x:.2}")),
+        ]);
+    }
+    let mut out = String::from(
+        "\nper-hit cost by hook in ns (case 1 minus case 0 with the same loop body: the barrier for usdt, the marker call for uprobe/uretprobe)\n",
+    );
+    out.push_str(&t.render());
+    if let Some(call) = costs.call_ns {
+        out.push_str(&format!(
+            "plain marker call, nothing attached: {} ns above the barrier baseline\n",
+            ns(call)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrace_measure::usdt::Case;
+    use rtrace_tracer::TracerKind;
+
+    /// The fixture's runs again as uprobe and uretprobe rows (ftrace case 1 twice and 2.5 times
+    /// as expensive), plus the call baselines.
+    fn with_dynamic_rows() -> UsdtResult {
+        let mut r = crate::fixtures::usdt();
+        let usdt_runs = r.runs.clone();
+        for (kind, factor) in [(HookKind::Uprobe, 2.0), (HookKind::Uretprobe, 2.5)] {
+            for c in &usdt_runs {
+                if c.tracer == TracerKind::Lttng {
+                    continue;
+                }
+                let mut d = c.clone();
+                d.hook_kind = kind;
+                d.variant = kind.variant(None);
+                if c.case == Case::Traced {
+                    d.summary.mean_ns = 20.0 + (c.summary.mean_ns - 15.0) * factor;
+                } else {
+                    d.summary.mean_ns = 20.0;
+                }
+                r.runs.push(d);
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn usdt_only_results_add_nothing() {
+        assert_eq!(text(&crate::fixtures::usdt()), "");
+    }
+
+    #[test]
+    fn costs_ratio_and_call_are_shown() {
+        let r = with_dynamic_rows();
+        let base = r.runs[0].summary.mean_ns;
+        let usdt1 = r
+            .runs
+            .iter()
+            .find(|c| c.tracer == TracerKind::Ftrace && c.case == Case::Traced)
+            .unwrap()
+            .summary
+            .mean_ns;
+        let costs = HookCosts::of(&r);
+        assert_eq!(costs.call_ns, Some(20.0 - base));
+        let ftrace = &costs.rows[0];
+        assert_eq!(ftrace.tracer, TracerKind::Ftrace);
+        assert_eq!(ftrace.mode, None);
+        assert_eq!(ftrace.usdt_ns, Some(usdt1 - base));
+        assert!((ftrace.ret_ratio().unwrap() - 1.25).abs() < 1e-9);
+        let text = text(&r);
+        assert!(text.contains("uretprobe/uprobe"), "{text}");
+        assert!(text.contains("1.25"), "{text}");
+        assert!(text.contains("plain marker call"), "{text}");
+        // lttng has no dynamic rows: a dash, not a number.
+        let lttng = text.lines().find(|l| l.starts_with("lttng")).unwrap();
+        assert!(lttng.contains('-'), "{lttng}");
+    }
+}
