@@ -54,14 +54,17 @@ fn bpf_ids() -> (BTreeSet<u64>, BTreeSet<u64>) {
     (ids("link"), ids("prog"))
 }
 
-fn run<'a>(v: &'a serde_json::Value, tracer: &str, variant: Option<&str>, case: u64) -> &'a serde_json::Value {
+fn run<'a>(
+    v: &'a serde_json::Value,
+    tracer: &str,
+    variant: Option<&str>,
+    case: u64,
+) -> &'a serde_json::Value {
     v["runs"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| {
-            r["tracer"] == tracer && r["case"] == case && r["variant"].as_str() == variant
-        })
+        .find(|r| r["tracer"] == tracer && r["case"] == case && r["variant"].as_str() == variant)
         .unwrap_or_else(|| panic!("no {tracer} ({variant:?}) case {case} in result"))
 }
 
@@ -89,7 +92,10 @@ fn usdt_command_uprobe_and_uretprobe_rows_account_exactly() {
     ]);
     assert_ok(&out);
     let v = read_json(&json);
-    assert_eq!(v["config"]["hooks"], serde_json::json!(["uprobe", "uretprobe"]));
+    assert_eq!(
+        v["config"]["hooks"],
+        serde_json::json!(["uprobe", "uretprobe"])
+    );
     // The barrier baseline stays, next to each hook kind's call baseline.
     let barrier = run(&v, "none", None, 0);
     assert_eq!(barrier["hook_kind"], "usdt");
@@ -97,7 +103,11 @@ fn usdt_command_uprobe_and_uretprobe_rows_account_exactly() {
         let call = run(&v, "none", Some(kind), 0);
         assert_eq!(call["hook_kind"], kind);
         assert!(call["events"].is_null() && call["hook"].is_null());
-        for (tracer, mode) in [("ftrace", None), ("ebpf", Some("record")), ("ebpf", Some("aggregate"))] {
+        for (tracer, mode) in [
+            ("ftrace", None),
+            ("ebpf", Some("record")),
+            ("ebpf", Some("aggregate")),
+        ] {
             let variant = match mode {
                 Some(m) => format!("{m}, {kind}"),
                 None => kind.to_owned(),
@@ -106,7 +116,11 @@ fn usdt_command_uprobe_and_uretprobe_rows_account_exactly() {
             assert_eq!(c1["hook_kind"], kind);
             assert_eq!(c1["hook"], format!("{kind}:rtrace_marker_hit"));
             let ev = &c1["events"];
-            assert_eq!(ev["hits"], N + 1000, "{tracer} {variant}: warm-up calls count too");
+            assert_eq!(
+                ev["hits"],
+                N + 1000,
+                "{tracer} {variant}: warm-up calls count too"
+            );
             assert_eq!(
                 ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap(),
                 N + 1000,
@@ -115,6 +129,10 @@ fn usdt_command_uprobe_and_uretprobe_rows_account_exactly() {
             assert_eq!(ev["lost"], 0, "{tracer} {variant}: {ev}");
             let c2 = run(&v, tracer, Some(&variant), 2);
             assert_eq!(c2["hook"], format!("{kind}:rtrace_marker_idle"));
+            assert_eq!(
+                c2["events"]["hits"], 0,
+                "{tracer} {variant}: the idle marker never runs"
+            );
             assert_eq!(c2["events"]["recorded"], 0, "{tracer} {variant}");
             assert_eq!(c2["events"]["lost"], 0);
             assert!(run(&v, tracer, Some(&variant), 3)["events"].is_null());
@@ -125,7 +143,11 @@ fn usdt_command_uprobe_and_uretprobe_rows_account_exactly() {
     assert!(stdout.contains("ebpf (record, uprobe)"), "{stdout}");
     assert!(stdout.contains("uretprobe/uprobe"), "{stdout}");
     assert!(stdout.contains("plain marker call"), "{stdout}");
-    assert_eq!((tracefs_snapshot(), bpf_ids()), before, "tracing state changed");
+    assert_eq!(
+        (tracefs_snapshot(), bpf_ids()),
+        before,
+        "tracing state changed"
+    );
 }
 
 #[test]
@@ -159,7 +181,11 @@ fn lttng_is_skipped_for_uprobe_hooks_with_a_note() {
 }
 
 /// `count` on the foreign program: exact counts of `work` entries and returns.
-fn count_function(tracer: &str, mode: &str, probe: &str) -> (serde_json::Value, PathBuf, tempfile::TempDir) {
+fn count_function(
+    tracer: &str,
+    mode: &str,
+    probe: &str,
+) -> (serde_json::Value, PathBuf, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let prog = funcs(dir.path());
     let json = dir.path().join("c.json");
@@ -192,7 +218,11 @@ fn count_function(tracer: &str, mode: &str, probe: &str) -> (serde_json::Value, 
 #[test]
 fn count_uprobe_and_uretprobe_on_a_foreign_c_binary() {
     let before = (tracefs_snapshot(), bpf_ids());
-    let mut tracers = vec![("ftrace", "record"), ("ebpf", "record"), ("ebpf", "aggregate")];
+    let mut tracers = vec![
+        ("ftrace", "record"),
+        ("ebpf", "record"),
+        ("ebpf", "aggregate"),
+    ];
     if have_bpftrace() {
         tracers.extend([("bpftrace", "record"), ("bpftrace", "aggregate")]);
     } else {
@@ -220,7 +250,11 @@ fn count_uprobe_and_uretprobe_on_a_foreign_c_binary() {
             }
         }
     }
-    assert_eq!((tracefs_snapshot(), bpf_ids()), before, "tracing state changed");
+    assert_eq!(
+        (tracefs_snapshot(), bpf_ids()),
+        before,
+        "tracing state changed"
+    );
 }
 
 #[test]
@@ -264,7 +298,11 @@ fn count_a_libc_function_called_by_a_foreign_program() {
             assert!(v["binary"].as_str().unwrap().ends_with("libc.so.6"));
         }
     }
-    assert_eq!((tracefs_snapshot(), bpf_ids()), before, "tracing state changed");
+    assert_eq!(
+        (tracefs_snapshot(), bpf_ids()),
+        before,
+        "tracing state changed"
+    );
 }
 
 #[test]
@@ -288,4 +326,68 @@ fn unknown_function_fails_with_one_line_naming_the_listing() {
     let out = bench(&["count", "--probe", "uprobe:a-b", "--", "/bin/true"]);
     assert_rejected(&out, "uprobe:FUNCTION");
     assert_eq!(tracefs_snapshot(), before);
+}
+
+/// A long `usdt --hook uretprobe` run under ftrace, once its uretprobe event exists.
+fn start_long_uretprobe_run() -> std::process::Child {
+    let child = Command::new(bin("rtrace-bench"))
+        .args([
+            "usdt",
+            "-t",
+            "ftrace",
+            "--hook",
+            "uretprobe",
+            "-c",
+            "1",
+            "-n",
+            "50000000",
+            "--warmup",
+            "0",
+            "--out",
+        ])
+        .arg(std::env::temp_dir().join("rtrace-long-uretprobe"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_for(20, || tracefs_snapshot().contains("r:rtrace_")),
+        "the run never created its uretprobe event"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child
+}
+
+#[test]
+fn interrupted_and_killed_uretprobe_runs_leave_nothing_behind() {
+    let before = tracefs_snapshot();
+    let child = start_long_uretprobe_run();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(tracefs_snapshot(), before, "SIGINT left state behind");
+
+    let mut child = start_long_uretprobe_run();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_ne!(tracefs_snapshot(), before, "SIGKILL cannot clean up");
+    // The workload dies with its harness; then the next run removes the dead run's event.
+    let gone = wait_for(5, || {
+        let out = bench(&[
+            "count",
+            "--probe",
+            "uretprobe:getpid",
+            "--binary",
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "--",
+            "/bin/true",
+        ]);
+        assert_ok(&out);
+        tracefs_snapshot() == before
+    });
+    assert!(gone, "the killed run's uretprobe event was not removed");
 }

@@ -17,7 +17,8 @@ pub enum Command {
     /// Run any command with one USDT probe, uprobe or uretprobe traced; report hits recorded and
     /// lost.
     Count(CountArgs),
-    /// List the USDT probes of an ELF binary or shared library.
+    /// List the USDT probes of an ELF binary or shared library (or, with --symbols, its
+    /// functions: uprobe/uretprobe targets).
     Probes(ProbesArgs),
     /// Wake-up latency under each tracer, cyclictest's method (thesis §3.4, Figs 3.3-3.4), with
     /// rt-tests' cyclictest as cross-check.

@@ -119,12 +119,42 @@ impl std::fmt::Display for HookKind {
     }
 }
 
-/// Per-hit cost of each tracer under each hook kind: mean of case 1 minus mean of case 0 with
-/// the same loop body (the barrier for USDT, the marker call for uprobe/uretprobe).
+/// Per-hit cost: a case-1 statistic minus the same statistic of case 0 with the same loop body
+/// (the barrier for USDT, the marker call for uprobe/uretprobe), in ns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HitCost {
+    /// By mean (the thesis' statistic).
+    pub mean_ns: f64,
+    /// By median: robust against the rare long samples a busy machine adds.
+    pub p50_ns: f64,
+    /// By minimum: the least perturbed sample (Gregg's and Piotrowski's "fastest run").
+    pub min_ns: f64,
+}
+
+impl HitCost {
+    fn between(traced: &Summary, base: &Summary) -> HitCost {
+        HitCost {
+            mean_ns: traced.mean_ns - base.mean_ns,
+            p50_ns: traced.p50_ns - base.p50_ns,
+            min_ns: traced.min_ns - base.min_ns,
+        }
+    }
+
+    /// `self / other` statistic by statistic; `None` unless all of `other`'s are positive.
+    pub fn ratio(&self, other: &HitCost) -> Option<HitCost> {
+        (other.mean_ns > 0.0 && other.p50_ns > 0.0 && other.min_ns > 0.0).then(|| HitCost {
+            mean_ns: self.mean_ns / other.mean_ns,
+            p50_ns: self.p50_ns / other.p50_ns,
+            min_ns: self.min_ns / other.min_ns,
+        })
+    }
+}
+
+/// Each tracer's per-hit cost under each hook kind, and the plain marker call's cost.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookCosts {
-    /// The plain marker call: case 0 with the call minus case 0 with the barrier (ns).
-    pub call_ns: Option<f64>,
+    /// The marker call with nothing attached: case 0 with the call minus case 0 with the barrier.
+    pub call: Option<HitCost>,
     /// One row per tracer and backend mode, in run order.
     pub rows: Vec<HookCostRow>,
 }
@@ -135,78 +165,79 @@ pub struct HookCostRow {
     pub tracer: TracerKind,
     /// Backend mode (`record`, `aggregate`), if the tracer has several.
     pub mode: Option<String>,
-    pub usdt_ns: Option<f64>,
-    pub uprobe_ns: Option<f64>,
-    pub uretprobe_ns: Option<f64>,
+    pub usdt: Option<HitCost>,
+    pub uprobe: Option<HitCost>,
+    pub uretprobe: Option<HitCost>,
 }
 
 impl HookCostRow {
     /// uretprobe / uprobe per-hit cost (the literature has it above 1).
-    pub fn ret_ratio(&self) -> Option<f64> {
-        match (self.uprobe_ns, self.uretprobe_ns) {
-            (Some(u), Some(r)) if u > 0.0 => Some(r / u),
-            _ => None,
-        }
+    pub fn ret_ratio(&self) -> Option<HitCost> {
+        self.uretprobe?.ratio(&self.uprobe?)
     }
 
-    pub fn cost(&self, hook: HookKind) -> Option<f64> {
+    pub fn cost(&self, hook: HookKind) -> Option<HitCost> {
         match hook {
-            HookKind::Usdt => self.usdt_ns,
-            HookKind::Uprobe => self.uprobe_ns,
-            HookKind::Uretprobe => self.uretprobe_ns,
+            HookKind::Usdt => self.usdt,
+            HookKind::Uprobe => self.uprobe,
+            HookKind::Uretprobe => self.uretprobe,
         }
     }
 }
 
 impl HookCosts {
-    /// The costs in `r`; empty rows when it has no dynamic hook runs (only USDT rows: the usual
-    /// table already says everything).
+    /// The costs in `r`; no rows when it has no uprobe/uretprobe runs (the usual table already
+    /// says everything).
     pub fn of(r: &UsdtResult) -> HookCosts {
-        let baseline = |hook: HookKind| {
-            let find = |h: HookKind| {
-                r.runs
-                    .iter()
-                    .find(|c| c.tracer == TracerKind::None && c.case == Case::Baseline && c.hook_kind == h)
-                    .map(|c| c.summary.mean_ns)
-            };
-            match hook {
-                HookKind::Usdt => find(HookKind::Usdt),
-                HookKind::Uprobe => find(HookKind::Uprobe).or_else(|| find(HookKind::Uretprobe)),
-                HookKind::Uretprobe => find(HookKind::Uretprobe).or_else(|| find(HookKind::Uprobe)),
-            }
+        let find = |h: HookKind| {
+            r.runs
+                .iter()
+                .find(|c| {
+                    c.tracer == TracerKind::None && c.case == Case::Baseline && c.hook_kind == h
+                })
+                .map(|c| &c.summary)
         };
-        let call_ns = match (baseline(HookKind::Uprobe), baseline(HookKind::Usdt)) {
-            (Some(call), Some(barrier)) => Some(call - barrier),
+        // uprobe and uretprobe rows have the same case 0 (the call): either one serves both.
+        let baseline = |hook: HookKind| match hook {
+            HookKind::Usdt => find(HookKind::Usdt),
+            HookKind::Uprobe => find(HookKind::Uprobe).or_else(|| find(HookKind::Uretprobe)),
+            HookKind::Uretprobe => find(HookKind::Uretprobe).or_else(|| find(HookKind::Uprobe)),
+        };
+        let call = match (baseline(HookKind::Uprobe), baseline(HookKind::Usdt)) {
+            (Some(call), Some(barrier)) => Some(HitCost::between(call, barrier)),
             _ => None,
         };
         let mut rows: Vec<HookCostRow> = Vec::new();
         if r.runs.iter().all(|c| !c.hook_kind.is_dynamic()) {
-            return HookCosts { call_ns, rows };
+            return HookCosts { call, rows };
         }
         for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
             let mode = c.hook_kind.mode_of(c.variant.as_deref()).map(str::to_owned);
-            let cost = baseline(c.hook_kind).map(|b| c.summary.mean_ns - b);
-            let i = match rows.iter().position(|x| x.tracer == c.tracer && x.mode == mode) {
+            let cost = baseline(c.hook_kind).map(|b| HitCost::between(&c.summary, b));
+            let i = match rows
+                .iter()
+                .position(|x| x.tracer == c.tracer && x.mode == mode)
+            {
                 Some(i) => i,
                 None => {
                     rows.push(HookCostRow {
                         tracer: c.tracer,
                         mode,
-                        usdt_ns: None,
-                        uprobe_ns: None,
-                        uretprobe_ns: None,
+                        usdt: None,
+                        uprobe: None,
+                        uretprobe: None,
                     });
                     rows.len() - 1
                 }
             };
             let slot = match c.hook_kind {
-                HookKind::Usdt => &mut rows[i].usdt_ns,
-                HookKind::Uprobe => &mut rows[i].uprobe_ns,
-                HookKind::Uretprobe => &mut rows[i].uretprobe_ns,
+                HookKind::Usdt => &mut rows[i].usdt,
+                HookKind::Uprobe => &mut rows[i].uprobe,
+                HookKind::Uretprobe => &mut rows[i].uretprobe,
             };
             *slot = cost;
         }
-        HookCosts { call_ns, rows }
+        HookCosts { call, rows }
     }
 }
 
@@ -293,7 +324,10 @@ mod tests {
 
     #[test]
     fn variants_carry_the_mode_and_the_dynamic_hook() {
-        assert_eq!(HookKind::Usdt.variant(Some("record")).as_deref(), Some("record"));
+        assert_eq!(
+            HookKind::Usdt.variant(Some("record")).as_deref(),
+            Some("record")
+        );
         assert_eq!(HookKind::Usdt.variant(None), None);
         assert_eq!(HookKind::Uprobe.variant(None).as_deref(), Some("uprobe"));
         let v = HookKind::Uretprobe.variant(Some("record"));
@@ -314,6 +348,9 @@ mod tests {
         }
         let old: Old = serde_json::from_str("{}").unwrap();
         assert_eq!(old.hook_kind, HookKind::Usdt);
-        assert_eq!(serde_json::to_string(&HookKind::Uretprobe).unwrap(), "\"uretprobe\"");
+        assert_eq!(
+            serde_json::to_string(&HookKind::Uretprobe).unwrap(),
+            "\"uretprobe\""
+        );
     }
 }

@@ -13,27 +13,39 @@ pub fn text(r: &UsdtResult) -> String {
         return String::new();
     }
     let mut t = Table::new(
-        &["tracer", "usdt", "uprobe", "uretprobe", "uretprobe/uprobe"],
+        &[
+            "tracer",
+            "usdt",
+            "uprobe",
+            "uretprobe",
+            "uretprobe/uprobe",
+            "by p50",
+            "by min",
+        ],
         1,
     );
     for row in &costs.rows {
-        let cell = |h: HookKind| row.cost(h).map_or("-".into(), ns);
+        let cell = |h: HookKind| row.cost(h).map_or("-".into(), |c| ns(c.mean_ns));
+        let ratio = row.ret_ratio();
         t.row(vec![
             tracer_label(row.tracer, row.mode.as_deref()),
             cell(HookKind::Usdt),
             cell(HookKind::Uprobe),
             cell(HookKind::Uretprobe),
-            row.ret_ratio().map_or("-".into(), |x| format!("{x:.2}")),
+            ratio.map_or("-".into(), |x| format!("{:.2}", x.mean_ns)),
+            ratio.map_or("-".into(), |x| format!("{:.2}", x.p50_ns)),
+            ratio.map_or("-".into(), |x| format!("{:.2}", x.min_ns)),
         ]);
     }
     let mut out = String::from(
-        "\nper-hit cost by hook in ns (case 1 minus case 0 with the same loop body: the barrier for usdt, the marker call for uprobe/uretprobe)\n",
+        "\nper-hit cost by hook in ns: case-1 mean minus case-0 mean with the same loop body (the barrier for usdt, the marker call for uprobe/uretprobe)\n",
     );
     out.push_str(&t.render());
-    if let Some(call) = costs.call_ns {
+    if let Some(call) = costs.call {
         out.push_str(&format!(
-            "plain marker call, nothing attached: {} ns above the barrier baseline\n",
-            ns(call)
+            "plain marker call, nothing attached: {} ns above the barrier baseline by mean, {} ns by p50\n",
+            ns(call.mean_ns),
+            ns(call.p50_ns)
         ));
     }
     out
@@ -60,8 +72,12 @@ mod tests {
                 d.variant = kind.variant(None);
                 if c.case == Case::Traced {
                     d.summary.mean_ns = 20.0 + (c.summary.mean_ns - 15.0) * factor;
+                    d.summary.p50_ns = 20.0 + 100.0 * factor;
+                    d.summary.min_ns = 20.0 + 80.0 * factor;
                 } else {
                     d.summary.mean_ns = 20.0;
+                    d.summary.p50_ns = 20.0;
+                    d.summary.min_ns = 10.0;
                 }
                 r.runs.push(d);
             }
@@ -86,12 +102,15 @@ mod tests {
             .summary
             .mean_ns;
         let costs = HookCosts::of(&r);
-        assert_eq!(costs.call_ns, Some(20.0 - base));
+        assert_eq!(costs.call.unwrap().mean_ns, 20.0 - base);
         let ftrace = &costs.rows[0];
         assert_eq!(ftrace.tracer, TracerKind::Ftrace);
         assert_eq!(ftrace.mode, None);
-        assert_eq!(ftrace.usdt_ns, Some(usdt1 - base));
-        assert!((ftrace.ret_ratio().unwrap() - 1.25).abs() < 1e-9);
+        assert_eq!(ftrace.usdt.unwrap().mean_ns, usdt1 - base);
+        let ratio = ftrace.ret_ratio().unwrap();
+        assert!((ratio.mean_ns - 1.25).abs() < 1e-9);
+        assert!((ratio.p50_ns - 1.25).abs() < 1e-9);
+        assert!(ratio.min_ns > 1.0);
         let text = text(&r);
         assert!(text.contains("uretprobe/uprobe"), "{text}");
         assert!(text.contains("1.25"), "{text}");

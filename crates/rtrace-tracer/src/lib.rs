@@ -115,7 +115,11 @@ impl Hook {
 
     /// A uprobe (`ret: false`) or uretprobe (`ret: true`) on the function `name` of `binary`,
     /// resolved to its file offset; the error names `rtrace-bench probes BIN --symbols`.
-    pub fn uprobe(binary: &std::path::Path, name: &str, ret: bool) -> Result<Hook, rtrace_sdt::SdtError> {
+    pub fn uprobe(
+        binary: &std::path::Path,
+        name: &str,
+        ret: bool,
+    ) -> Result<Hook, rtrace_sdt::SdtError> {
         let f = rtrace_sdt::function(binary, name)?;
         Ok(Hook::Uprobe {
             binary: binary.to_owned(),
