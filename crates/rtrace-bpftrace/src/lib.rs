@@ -44,6 +44,9 @@ pub enum BpftraceMode {
     Aggregate,
 }
 
+/// Per-CPU perf buffer when `Target::buffer_size_kb` is not given (KiB).
+pub const DEFAULT_BUFFER_KB: u64 = 8 << 10;
+
 /// The bpftrace tracer backend.
 #[derive(Debug, Clone)]
 pub struct BpftraceTracer {
@@ -105,13 +108,14 @@ impl Tracer for BpftraceTracer {
             BpftraceMode::Aggregate => None,
         };
         let args = script::args(&target.hook, self.mode, target.pid, events.as_deref())?;
-        let mut env = Vec::new();
-        if let Some(kb) = target.buffer_size_kb {
-            env.push((
-                "BPFTRACE_PERF_RB_PAGES",
-                script::perf_rb_pages(kb)?.to_string(),
-            ));
-        }
+        // bpftrace's own default (64 pages per CPU) overflows within milliseconds at our hit
+        // rates, and bpftrace 0.17 then under-reports its losses; without an explicit size, give
+        // it as much buffer as the eBPF backend's default ring (16 MiB, shared by all CPUs).
+        let kb = target.buffer_size_kb.unwrap_or(DEFAULT_BUFFER_KB);
+        let env = vec![(
+            "BPFTRACE_PERF_RB_PAGES",
+            script::perf_rb_pages(kb)?.to_string(),
+        )];
         let bpftrace = child::Bpftrace::start(&self.program, &args, &env, &target.consumer_cpus)
             .map_err(|e| explain_attach(e, &target.hook, target.pid))?;
         Ok(Box::new(BpftraceAttachment {
