@@ -36,29 +36,57 @@ pub fn run(o: Options) -> Result<()> {
         PathBuf::from(format!("results/thesis-{now}"))
     });
     let bench = crate::exec::target_dir()?.join("release/rtrace-bench");
-    exec(
+    // Every step runs even if an earlier one failed (e.g. a tracer's event accounting did not
+    // add up): its results are still written, and the failure is reported at the end.
+    let mut failed = Vec::new();
+    let mut step = |name: &str, cmd: &mut Command| {
+        if let Err(e) = exec(cmd) {
+            failed.push(format!("{name}: {e:#}"));
+        }
+    };
+    step(
+        "usdt",
         Command::new(&bench)
             .args(["usdt", "--tracer", "all", "--priority", "99"])
+            .args(["--bpf-mode", "record,aggregate"])
+            .args(["--hook", "usdt,uprobe,uretprobe"])
             .args(["--iterations", &o.iterations.to_string()])
             .arg("--out")
             .arg(out.join("usdt")),
-    )?;
-    exec(
+    );
+    step(
+        "cyclictest-sweep",
         Command::new(&bench)
             .args(["cyclictest-sweep", "--configs", "all"])
             .args(["--loops", &o.loops.to_string()])
             .arg("--out")
             .arg(out.join("cyclictest-sweep")),
-    )?;
-    exec(
-        Command::new(&bench)
-            .arg("report")
-            .arg(out.join("usdt/usdt.json"))
-            .arg(out.join("cyclictest-sweep/cyclictest-sweep.json"))
-            .arg("--out")
-            .arg(&out),
-    )?;
+    );
+    let results: Vec<PathBuf> = [
+        out.join("usdt/usdt.json"),
+        out.join("cyclictest-sweep/cyclictest-sweep.json"),
+    ]
+    .into_iter()
+    .filter(|p| p.exists())
+    .collect();
+    if !results.is_empty() {
+        step(
+            "report",
+            Command::new(&bench)
+                .arg("report")
+                .args(&results)
+                .arg("--out")
+                .arg(&out),
+        );
+    }
     eprintln!("xtask: results in {}", out.display());
     eprintln!("xtask: report: {}", out.join("index.html").display());
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} step(s) reported failures (their results and warnings are in the report):\n  {}",
+            failed.len(),
+            failed.join("\n  ")
+        );
+    }
     Ok(())
 }
