@@ -10,9 +10,19 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("all.json");
     let out = bench(&[
-        "usdt", "--tracer", "ftrace,ebpf,lttng,bpftrace", "--bpf-mode", "record,aggregate",
-        "-n", "20000", "--warmup", "1000", "--json", json.to_str().unwrap(),
-        "--out", dir.path().to_str().unwrap(),
+        "usdt",
+        "--tracer",
+        "ftrace,ebpf,lttng,bpftrace",
+        "--bpf-mode",
+        "record,aggregate",
+        "-n",
+        "20000",
+        "--warmup",
+        "1000",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
     ]);
     assert_ok(&out);
     let v = read_json(&json);
@@ -25,17 +35,31 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
         assert_eq!(ev["hits"], 21000, "{r}");
         let sum = ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap();
         assert_eq!(sum, 21000, "{} {}: {ev}", r["tracer"], r["variant"]);
-        assert!(ev["recorded"].as_u64().unwrap() > 0, "{} recorded nothing", r["tracer"]);
+        assert!(
+            ev["recorded"].as_u64().unwrap() > 0,
+            "{} recorded nothing",
+            r["tracer"]
+        );
     }
     for r in runs.iter().filter(|r| r["case"] == 2) {
-        assert_eq!(r["events"]["recorded"], 0, "{} {}", r["tracer"], r["variant"]);
+        assert_eq!(
+            r["events"]["recorded"], 0,
+            "{} {}",
+            r["tracer"], r["variant"]
+        );
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("ebpf (aggregate) ÷ bpftrace (aggregate)"), "{stdout}");
+    assert!(
+        stdout.contains("ebpf (aggregate) ÷ bpftrace (aggregate)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("lttng ÷ ftrace"), "{stdout}");
     assert!(dir.path().join("index.html").exists());
     assert_eq!(tracefs_snapshot(), before);
-    let sessions = std::process::Command::new("lttng").arg("list").output().unwrap();
+    let sessions = std::process::Command::new("lttng")
+        .arg("list")
+        .output()
+        .unwrap();
     assert!(
         !String::from_utf8_lossy(&sessions.stdout).contains("rtrace_"),
         "an LTTng session of ours survived"

@@ -55,6 +55,9 @@ pub fn run(o: Options) -> Result<()> {
     if !o.no_vm {
         crate::vm::ci_suites(std::time::Duration::from_secs(o.vm_timeout))?;
     }
-    eprintln!("xtask: ci passed in {:.0} s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "xtask: ci passed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -33,7 +33,10 @@ pub fn target_dir() -> Result<std::path::PathBuf> {
         .output()
         .context("cannot run cargo metadata")?;
     if !out.status.success() {
-        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let meta: serde_json::Value =
         serde_json::from_slice(&out.stdout).context("cargo metadata printed invalid JSON")?;

@@ -18,6 +18,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Install what is missing, then fmt, clippy, unit tests, root integration tests, guest suites.
+    ///
+    /// The guest suites run xtask/guest/plan in QEMU on Debian's PREEMPT_RT and PREEMPT_DYNAMIC
+    /// kernels. RTRACE_GUEST_FAIL=1 in the environment makes a guest check fail on purpose.
     Ci(ci::Options),
     /// The main job: install, build, run the tracer comparison, write a results directory.
     Thesis(thesis::Options),

@@ -22,6 +22,11 @@ pub const PACKAGES: &[&str] = &[
     "qemu-system-x86",
     "busybox-static",
     "cpio",
+    // QEMU guests: LTTng modules built for the guest kernels (make), their depmod index (kmod),
+    // the kernel decompressed for a PVH boot (xz-utils).
+    "make",
+    "kmod",
+    "xz-utils",
 ];
 
 fn installed(pkg: &str) -> bool {

@@ -98,7 +98,13 @@ pub struct TracerArgs {
     /// eBPF and bpftrace modes (comma separated: each one is measured as its own column):
     /// `record` sends every event to a file (ring buffer / printf), `aggregate` only counts
     /// (per-CPU counter and log2 histogram / `count()`).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "record", alias = "ebpf-mode")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "record",
+        alias = "ebpf-mode"
+    )]
     pub bpf_mode: Vec<BpfModeArg>,
 }
 

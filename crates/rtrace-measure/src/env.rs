@@ -86,10 +86,28 @@ impl Environment {
             tsc_invariant: flags.contains(&"constant_tsc") && flags.contains(&"nonstop_tsc"),
             tsc_hz: None,
             virtualized: flags.contains(&"hypervisor"),
-            emulated: cpu_model.contains("QEMU") && !Path::new("/dev/kvm").exists()
-                || flags.contains(&"hypervisor") && cpu_model.contains("QEMU TCG"),
+            emulated: flags.contains(&"hypervisor") && hypervisor_vendor() == "TCGTCGTCGTCG",
         }
     }
+}
+
+/// The hypervisor's CPUID vendor (leaf 0x40000000): `KVMKVMKVM`, `TCGTCGTCGTCG` (QEMU
+/// emulation), ...; empty where there is none.
+fn hypervisor_vendor() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // CPUID leaf 0x40000000 is reserved for hypervisors (reads as data on bare metal).
+        let r = core::arch::x86_64::__cpuid(0x4000_0000);
+        let bytes: Vec<u8> = [r.ebx, r.ecx, r.edx]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        String::from_utf8_lossy(&bytes)
+            .trim_end_matches('\0')
+            .to_owned()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    String::new()
 }
 
 fn turbo() -> Option<bool> {
@@ -154,6 +172,14 @@ mod tests {
     fn dynamic_mode_is_the_parenthesised_one() {
         assert_eq!(dynamic_mode("none voluntary (full) lazy"), Some("full"));
         assert_eq!(dynamic_mode("none voluntary full"), None);
+    }
+
+    #[test]
+    fn this_kvm_host_is_not_emulated() {
+        let e = Environment::collect(0);
+        if e.virtualized && hypervisor_vendor().starts_with("KVM") {
+            assert!(!e.emulated);
+        }
     }
 
     #[test]

@@ -64,10 +64,7 @@ pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
     }
     let lttng = (TracerKind::Lttng, None);
     let ftrace = (TracerKind::Ftrace, None);
-    if let (Some(a), Some(b)) = (
-        find(r, lttng, Case::Traced),
-        find(r, ftrace, Case::Traced),
-    ) {
+    if let (Some(a), Some(b)) = (find(r, lttng, Case::Traced), find(r, ftrace, Case::Traced)) {
         out.push(CostRatio {
             measure: "case-1 mean",
             numerator: label(lttng),
@@ -125,7 +122,10 @@ mod tests {
 
     #[test]
     fn lttng_against_ftrace_uses_case1_means() {
-        let r = result(&[(TracerKind::Lttng, None, 200.0), (TracerKind::Ftrace, None, 1000.0)]);
+        let r = result(&[
+            (TracerKind::Lttng, None, 200.0),
+            (TracerKind::Ftrace, None, 1000.0),
+        ]);
         let ratios = reference_ratios(&r);
         assert_eq!(ratios.len(), 1);
         assert_eq!(ratios[0].ratio, 0.2);

@@ -131,7 +131,12 @@ int main(int argc, char **argv) { long s = 0; for (long i = 0; i < argc; i++) s 
     #[test]
     fn shared_library_exports_resolve() {
         let dir = tempfile::tempdir().unwrap();
-        let lib = gcc(dir.path(), "libm.so", &[("l.c", SRC)], &["-O2", "-shared", "-fPIC"]);
+        let lib = gcc(
+            dir.path(),
+            "libm.so",
+            &[("l.c", SRC)],
+            &["-O2", "-shared", "-fPIC"],
+        );
         assert_eq!(functions(&lib, "marker_hit").unwrap().len(), 1);
     }
 

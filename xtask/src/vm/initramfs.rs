@@ -18,7 +18,7 @@ const INIT: &str = include_str!("../../guest/init");
 pub struct Contents<'a> {
     pub kernel: &'a Unpacked,
     /// `.ko` files for `/lib/modules/<release>/extra` (LTTng).
-    pub modules: Option<&'a Path>,
+    pub lttng_modules: &'a Path,
     /// Directory of rtrace-bench and the workloads (the cargo release directory).
     pub bin_dir: &'a Path,
     /// `/etc/rtrace/plan`: the checks init runs.
@@ -57,7 +57,10 @@ const DLOPENED: &[(&str, &str)] = &[
     // The tracepoint provider of an LTTng-UST application dlopens liblttng-ust-tracepoint.
     ("/usr/lib/x86_64-linux-gnu", "liblttng-ust-tracepoint.so"),
     ("/usr/lib/x86_64-linux-gnu", "liblttng-ust.so"),
-    ("/usr/lib/x86_64-linux-gnu/babeltrace2/plugins", "babeltrace-plugin-"),
+    (
+        "/usr/lib/x86_64-linux-gnu/babeltrace2/plugins",
+        "babeltrace-plugin-",
+    ),
 ];
 
 /// Plain files lttng-sessiond needs.
@@ -103,7 +106,12 @@ pub fn build(c: &Contents, dir: &Path) -> Result<PathBuf> {
         .map(|(k, v)| format!("{k}={}\n", super::shell_quote(v)))
         .collect();
     write(&root, "etc/rtrace/env", &env, 0o644)?;
-    write(&root, "etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0o644)?;
+    write(
+        &root,
+        "etc/passwd",
+        "root:x:0:0:root:/root:/bin/sh\n",
+        0o644,
+    )?;
     write(&root, "etc/group", "root:x:0:\ntracing:x:999:\n", 0o644)?;
     write(&root, "etc/hostname", "rtrace-guest\n", 0o644)?;
 
@@ -117,7 +125,10 @@ pub fn build(c: &Contents, dir: &Path) -> Result<PathBuf> {
                     src.display()
                 );
             }
-            eprintln!("xtask: note: {} is not built; the guest lacks it", src.display());
+            eprintln!(
+                "xtask: note: {} is not built; the guest lacks it",
+                src.display()
+            );
             continue;
         }
         let dest = Path::new(GUEST_BIN).join(name);
@@ -131,7 +142,9 @@ pub fn build(c: &Contents, dir: &Path) -> Result<PathBuf> {
             if required {
                 bail!("{path} is missing: apt-get install {package}");
             }
-            eprintln!("xtask: note: {path} is missing (apt-get install {package}); the guest lacks it");
+            eprintln!(
+                "xtask: note: {path} is missing (apt-get install {package}); the guest lacks it"
+            );
             continue;
         }
         copier.program(src, src)?;
@@ -206,11 +219,9 @@ fn modules(c: &Contents, root: &Path) -> Result<()> {
         std::fs::copy(c.kernel.modules.join("kernel").join(m), &to)
             .with_context(|| format!("kernel module {m} is missing"))?;
     }
-    if let Some(ko) = c.modules {
-        for e in std::fs::read_dir(ko)? {
-            let e = e?;
-            std::fs::copy(e.path(), dest.join("extra").join(e.file_name()))?;
-        }
+    for e in std::fs::read_dir(c.lttng_modules)? {
+        let e = e?;
+        std::fs::copy(e.path(), dest.join("extra").join(e.file_name()))?;
     }
     let depmod = ["/usr/sbin/depmod", "/sbin/depmod"]
         .into_iter()

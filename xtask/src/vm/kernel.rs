@@ -143,7 +143,11 @@ pub fn unpack(deb: &Path, dir: &Path) -> Result<()> {
 /// Unpacks only the members of `deb` matching the tar `patterns` into `dir`.
 fn unpack_some(deb: &Path, dir: &Path, patterns: &[&str]) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    eprintln!("xtask: unpacking {} from {}", patterns.join(" "), deb.display());
+    eprintln!(
+        "xtask: unpacking {} from {}",
+        patterns.join(" "),
+        deb.display()
+    );
     let mut dpkg = Command::new("dpkg-deb")
         .arg("--fsys-tarfile")
         .arg(deb)
@@ -159,7 +163,10 @@ fn unpack_some(deb: &Path, dir: &Path, patterns: &[&str]) -> Result<()> {
         .context("cannot run tar")?;
     let dpkg_status = dpkg.wait()?;
     if !status.success() || !dpkg_status.success() {
-        bail!("cannot unpack {}: dpkg-deb {dpkg_status}, tar {status}", deb.display());
+        bail!(
+            "cannot unpack {}: dpkg-deb {dpkg_status}, tar {status}",
+            deb.display()
+        );
     }
     Ok(())
 }
@@ -203,7 +210,11 @@ pub fn prepare(kernel: Kernel, cache: &Path) -> Result<Unpacked> {
         "./boot/vmlinuz-*".to_owned(),
         "./lib/modules/*/modules.*".to_owned(),
     ];
-    patterns.extend(MODULES.iter().map(|m| format!("./lib/modules/*/kernel/{m}")));
+    patterns.extend(
+        MODULES
+            .iter()
+            .map(|m| format!("./lib/modules/*/kernel/{m}")),
+    );
     let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
     unpack_some(&debs[0], &dir.join("image"), &patterns)?;
     let hdr_root = dir.join("headers");

@@ -17,7 +17,9 @@ pub fn prepare(kernel: &Unpacked, cache: &Path) -> Result<PathBuf> {
         return Ok(ko);
     }
     if Command::new("gcc-12").arg("--version").output().is_err() {
-        bail!("building LTTng modules for Debian's 6.1 kernels needs gcc-12: apt-get install gcc-12");
+        bail!(
+            "building LTTng modules for Debian's 6.1 kernels needs gcc-12: apt-get install gcc-12"
+        );
     }
     let debs = kernel::download(&cache.join("debs"), &["lttng-modules-dkms".to_owned()])?;
     let src_root = cache.join("lttng-modules/source");
@@ -34,7 +36,10 @@ pub fn prepare(kernel: &Unpacked, cache: &Path) -> Result<PathBuf> {
     }
     let source = std::fs::read_dir(src_root.join("usr/src"))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("lttng-modules-")))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("lttng-modules-"))
+        })
         .context("lttng-modules-dkms holds no usr/src/lttng-modules-*")?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir)?;
@@ -118,7 +123,8 @@ fn find_ko(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-const PROTO: &str = "\tTP_PROTO(struct hrtimer *hrtimer, enum hrtimer_mode mode),\n\n\tTP_ARGS(hrtimer, mode),\n";
+const PROTO: &str =
+    "\tTP_PROTO(struct hrtimer *hrtimer, enum hrtimer_mode mode),\n\n\tTP_ARGS(hrtimer, mode),\n";
 const PROTO_ARMED: &str = "\tTP_PROTO(struct hrtimer *hrtimer, enum hrtimer_mode mode, bool was_armed),\n\n\tTP_ARGS(hrtimer, mode, was_armed),\n";
 const LAST_FIELD: &str = "\t\tctf_integer(enum hrtimer_mode, mode, mode)\n\t)\n)\n#else";
 const LAST_FIELD_ARMED: &str = "\t\tctf_integer(enum hrtimer_mode, mode, mode)\n\t\tctf_integer(bool, was_armed, was_armed)\n\t)\n)\n#else";

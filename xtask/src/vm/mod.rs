@@ -5,8 +5,8 @@
 //! Pipeline per kernel: resolve and download the kernel packages (`kernel.rs`), build the LTTng
 //! modules against its headers (`lttng_modules.rs`), stage a newc initramfs with our init, the
 //! plan and the binaries (`initramfs.rs`, `cpio.rs`), boot it under TCG (`qemu.rs`), read the
-//! verdict, check the result files the guest wrote to the shared directory (`results.rs`). Downloads and builds are
-//! cached in `<target dir>/vm-cache`.
+//! verdict, check the result files the guest wrote to the shared 9p directory (`results.rs`).
+//! Downloads and builds are cached in `<target dir>/vm-cache`. More: xtask/guest/README.md.
 
 mod cpio;
 mod initramfs;
@@ -217,7 +217,7 @@ impl Guest {
         let initrd = initramfs::build(
             &initramfs::Contents {
                 kernel: &self.unpacked,
-                modules: Some(&self.lttng_modules),
+                lttng_modules: &self.lttng_modules,
                 bin_dir: &self.bin_dir,
                 plan,
                 env: &env,
@@ -351,12 +351,19 @@ fn command_plan(args: &[String], kernel: Kernel) -> String {
     let mut args = args.to_vec();
     let sub = args.first().cloned().unwrap_or_default();
     let writes_json = ["usdt", "count", "cyclictest-sweep"].contains(&sub.as_str());
-    if writes_json && !args.iter().any(|a| a == "--json" || a.starts_with("--json=")) {
+    if writes_json
+        && !args
+            .iter()
+            .any(|a| a == "--json" || a.starts_with("--json="))
+    {
         // `count` takes the command after `--`: options go before it.
         let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
         args.splice(
             at..at,
-            ["--json".to_owned(), format!("{sub}-{}.json", kernel.label())],
+            [
+                "--json".to_owned(),
+                format!("{sub}-{}.json", kernel.label()),
+            ],
         );
     }
     let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
@@ -390,7 +397,9 @@ mod tests {
         ));
         let args: Vec<String> = ["usdt", "--json", "r.json"].map(String::from).to_vec();
         assert!(command_plan(&args, Kernel::Preempt).contains("usdt --json r.json\n"));
-        let args: Vec<String> = ["probes", "/opt/rtrace/workload"].map(String::from).to_vec();
+        let args: Vec<String> = ["probes", "/opt/rtrace/workload"]
+            .map(String::from)
+            .to_vec();
         assert!(!command_plan(&args, Kernel::Rt).contains("--json"));
     }
 }

@@ -40,8 +40,11 @@ pub fn check(dir: &Path, kernel: Kernel, pending: &[String]) -> Result<Checked> 
         c.files.push(format!("{name}: {line}"));
         let stem = name.trim_end_matches(".json");
         if pending.iter().any(|p| p == stem) {
-            c.files
-                .extend(problems.into_iter().map(|p| format!("  pending, not counted: {p}")));
+            c.files.extend(
+                problems
+                    .into_iter()
+                    .map(|p| format!("  pending, not counted: {p}")),
+            );
         } else {
             c.problems
                 .extend(problems.into_iter().map(|p| format!("{name}: {p}")));

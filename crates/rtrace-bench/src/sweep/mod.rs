@@ -311,7 +311,10 @@ fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
         histogram_limit_ns: o.histogram_us * 1000,
     });
     let out_dir = o.out.join(format!("{}-builtin", p.config));
-    let env = p.tracer.as_ref().map_or_else(Vec::new, |t| t.workload_env());
+    let env = p
+        .tracer
+        .as_ref()
+        .map_or_else(Vec::new, |t| t.workload_env());
     let (ready, last, attachment) = run_workload_message(&p.workload, &env, &config, |ready| {
         attach(o, p, ready.pid, &out_dir)
     })?;
