@@ -274,7 +274,7 @@ pub fn sweep(r: &SweepResult) -> Vec<Warning> {
     };
     if let Some(list) = listed(&cyclictest_overflows) {
         w.push(Warning::new(WarningKind::Overflows, format!(
-            "samples above cyclictest's histogram limit of {} µs count at its max ({list}): its tail percentiles are lower bounds; raise --histogram-us",
+            "samples above cyclictest's histogram limit of {} µs count at its max ({list}): its tail percentiles are upper bounds; raise --histogram-us",
             r.config.histogram_limit_us
         )));
     }
