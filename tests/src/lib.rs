@@ -184,3 +184,60 @@ pub fn our_instances() -> Vec<String> {
 pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).expect("result file")).expect("valid JSON")
 }
+
+/// A program started but held before it runs until [`Held::go`]: its pid is known first, so a
+/// tracer can attach to that pid before the first probe fires.
+pub struct Held {
+    child: std::process::Child,
+}
+
+impl Held {
+    fn start(cmd: &mut Command) -> Held {
+        let child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn held program");
+        Held { child }
+    }
+
+    /// Held in a shell that has not exec'd the program yet (the pid stays the same through exec).
+    pub fn before_exec(program: &Path, args: &[String]) -> Held {
+        let script = format!("read x; exec {} {}", program.display(), args.join(" "));
+        Held::start(Command::new("sh").args(["-c", &script]))
+    }
+
+    /// Held in a constructor of the preloaded library `hold` that reads a line from stdin: the
+    /// program is already exec'd.
+    pub fn preloaded(hold: &Path, program: &Path, args: &[String]) -> Held {
+        Held::start(Command::new(program).args(args).env("LD_PRELOAD", hold))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Lets it run to the end; returns its stdout.
+    pub fn go(mut self) -> String {
+        use std::io::Write;
+        let mut stdin = self.child.stdin.take().expect("piped");
+        stdin.write_all(b"\n").expect("release the held child");
+        drop(stdin);
+        let out = self.child.wait_with_output().expect("wait for child");
+        assert!(out.status.success(), "child failed: {:?}", out.status);
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    }
+}
+
+/// A child whose stdin and stdout are piped, already waiting for its release line.
+impl From<std::process::Child> for Held {
+    fn from(child: std::process::Child) -> Held {
+        Held { child }
+    }
+}
+
+/// Sends `sig` to `child`.
+pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig)
+        .expect("send signal");
+}

@@ -5,11 +5,11 @@
 //! Run: `cargo test -p rtrace-tests --test bpftrace -- --test-threads=1` as root.
 
 use rtrace_bpftrace::{BpftraceMode, BpftraceTracer, BPFTRACE, EVENTS_FILE};
+use rtrace_tests::Held;
 use rtrace_tracer::{EventStats, Hook, RecordMode, Target, Tracer};
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const N: u64 = 100_000;
@@ -58,50 +58,6 @@ fn fixture() -> Fixture {
         sleeper: rtrace_tests::build_c(d, "sleeper", &[("sleeper", SLEEPER_C)], &[]),
         hold: rtrace_tests::build_c(d, "hold.so", &[("hold", HOLD_C)], &["-shared", "-fPIC"]),
         _dir: dir,
-    }
-}
-
-/// A program started and held before `main` until [`Held::go`].
-struct Held {
-    child: Child,
-}
-
-impl Held {
-    /// Held in a preloaded constructor: already exec'd.
-    fn preloaded(hold: &Path, program: &Path, args: &[String]) -> Held {
-        let child = Command::new(program)
-            .args(args)
-            .env("LD_PRELOAD", hold)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn held program");
-        Held { child }
-    }
-
-    /// Held in a shell that has not exec'd the program yet.
-    fn before_exec(program: &Path, args: &[String]) -> Held {
-        let script = format!("read x; exec {} {}", program.display(), args.join(" "));
-        let child = Command::new("sh")
-            .args(["-c", &script])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn sh");
-        Held { child }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn go(mut self) -> String {
-        let mut stdin = self.child.stdin.take().unwrap();
-        stdin.write_all(b"\n").expect("release the held child");
-        drop(stdin);
-        let out = self.child.wait_with_output().expect("wait for child");
-        assert!(out.status.success(), "child failed: {:?}", out.status);
-        String::from_utf8(out.stdout).unwrap()
     }
 }
 

@@ -4,11 +4,11 @@
 //! Run: `cargo test -p rtrace-tests --test ebpf -- --test-threads=1` as root.
 
 use rtrace_ebpf::{EbpfMode, EbpfTracer, AGGREGATE_FILE, EVENTS_FILE, EVENTS_HEADER};
+use rtrace_tests::Held;
 use rtrace_tracer::{EventStats, Hook, RecordMode, Target, Tracer};
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 const N: u64 = 100_000;
 const MODES: [EbpfMode; 2] = [EbpfMode::Record, EbpfMode::Aggregate];
@@ -30,42 +30,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-
-/// A program held before `exec` until [`Held::go`]: its pid is known (and stays the same through
-/// exec) before it runs, so a tracer can attach to that pid first.
-struct Held {
-    child: Child,
-}
-
-impl Held {
-    fn spawn(program: &Path, args: &[String]) -> Held {
-        let script = format!("read x; exec {} {}", program.display(), args.join(" "));
-        let child = Command::new("sh")
-            .args(["-c", &script])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn sh");
-        Held { child }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Lets it run to the end; its stdout.
-    fn go(mut self) -> String {
-        self.child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"\n")
-            .expect("release the held child");
-        let out = self.child.wait_with_output().expect("wait for child");
-        assert!(out.status.success(), "child failed: {:?}", out.status);
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
 
 fn usdt(binary: &Path, name: &str) -> Hook {
     Hook::Usdt {
@@ -170,7 +134,7 @@ fn usdt_counts_every_hit_of_one_pid() {
     let bin = sdt_loop(dir.path());
     for mode in MODES {
         let out_dir = tempfile::tempdir().unwrap();
-        let child = Held::spawn(&bin, &[N.to_string()]);
+        let child = Held::before_exec(&bin, &[N.to_string()]);
         let t = target(usdt(&bin, "hit"), Some(child.pid()), out_dir.path());
         let pid = child.pid();
         let (out, stats) = trace(&EbpfTracer::new(mode), &t, child);
@@ -211,7 +175,7 @@ fn memory_operand_arguments_are_read_right() {
     );
     for mode in MODES {
         let out_dir = tempfile::tempdir().unwrap();
-        let child = Held::spawn(&bin, &[N.to_string()]);
+        let child = Held::before_exec(&bin, &[N.to_string()]);
         let pid = child.pid();
         let t = target(usdt(&bin, "hit"), Some(pid), out_dir.path());
         let (_, stats) = trace(&EbpfTracer::new(mode), &t, child);
@@ -296,7 +260,7 @@ fn usdt_attach_to_a_process_already_running_the_binary() {
             .spawn()
             .unwrap();
         let t = target(usdt(&bin, probe), Some(child.id()), out_dir.path());
-        let (out, stats) = trace(&EbpfTracer::new(mode), &t, Held { child });
+        let (out, stats) = trace(&EbpfTracer::new(mode), &t, Held::from(child));
         let (hits, sem_hits) = rtrace_tests::parse_sdt_loop_output(&out);
         let want = if probe == "sem" { sem_hits } else { hits };
         assert_eq!(want, N, "{mode:?} {probe}");
@@ -310,7 +274,7 @@ fn semaphore_probe_is_enabled_and_counted_exactly() {
     let bin = sdt_loop(dir.path());
     for mode in MODES {
         let out_dir = tempfile::tempdir().unwrap();
-        let child = Held::spawn(&bin, &[N.to_string()]);
+        let child = Held::before_exec(&bin, &[N.to_string()]);
         let t = target(usdt(&bin, "sem"), Some(child.pid()), out_dir.path());
         let (out, stats) = trace(&EbpfTracer::new(mode), &t, child);
         let (_, sem_hits) = rtrace_tests::parse_sdt_loop_output(&out);
@@ -326,7 +290,7 @@ fn probe_that_never_fires_records_zero() {
     let bin = sdt_loop(dir.path());
     for mode in MODES {
         let out_dir = tempfile::tempdir().unwrap();
-        let child = Held::spawn(&bin, &[N.to_string()]);
+        let child = Held::before_exec(&bin, &[N.to_string()]);
         let t = target(usdt(&bin, "never"), Some(child.pid()), out_dir.path());
         let (_, stats) = trace(&EbpfTracer::new(mode), &t, child);
         assert_eq!(stats, EventStats::default(), "{mode:?}");
@@ -358,7 +322,7 @@ fn small_ring_buffer_counts_its_losses() {
     let dir = tempfile::tempdir().unwrap();
     let bin = sdt_loop(dir.path());
     let out_dir = tempfile::tempdir().unwrap();
-    let child = Held::spawn(&bin, &[N.to_string()]);
+    let child = Held::before_exec(&bin, &[N.to_string()]);
     let mut t = target(usdt(&bin, "hit"), Some(child.pid()), out_dir.path());
     t.buffer_size_kb = Some(4);
     let (out, stats) = trace(&EbpfTracer::new(EbpfMode::Record), &t, child);
@@ -383,8 +347,8 @@ fn nanosleep_tracepoint_counts_only_the_target_pid() {
         // must see none of them.
         let out_dir = tempfile::tempdir().unwrap();
         let other_dir = tempfile::tempdir().unwrap();
-        let child = Held::spawn(&sleeper, &[K.to_string()]);
-        let bystander = Held::spawn(Path::new("true"), &[]);
+        let child = Held::before_exec(&sleeper, &[K.to_string()]);
+        let bystander = Held::before_exec(Path::new("true"), &[]);
         let tracer = EbpfTracer::new(mode);
         let other = tracer
             .attach(&target(
@@ -442,7 +406,7 @@ fn dropping_without_finish_cleans_up() {
     for mode in MODES {
         let out_dir = tempfile::tempdir().unwrap();
         let before = bpf_state();
-        let child = Held::spawn(&bin, &["1000".into()]);
+        let child = Held::before_exec(&bin, &["1000".into()]);
         let t = target(usdt(&bin, "hit"), Some(child.pid()), out_dir.path());
         let att = EbpfTracer::new(mode).attach(&t).expect("attach");
         assert_ne!(bpf_state(), before, "attached");
@@ -588,7 +552,7 @@ fn measure_per_hit_cost_against_bpftrace() {
             let att = cases[i].1.as_ref().map(|tr| tr.attach(&t).expect("attach"));
             let cpu0 = children_cpu_seconds();
             let start = std::time::Instant::now();
-            let out = Held { child }.go();
+            let out = Held::from(child).go();
             let wall = start.elapsed().as_secs_f64();
             let cpu = children_cpu_seconds() - cpu0;
             if let Some(att) = att {

@@ -238,11 +238,7 @@ fn workload_pids() -> Vec<i32> {
 fn sigint_mid_run_leaves_nothing_behind() {
     let before = tracefs_snapshot();
     let child = start_long_run();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
@@ -261,11 +257,7 @@ fn sigint_mid_run_leaves_nothing_behind() {
 fn sigterm_mid_run_leaves_nothing_behind() {
     let before = tracefs_snapshot();
     let child = start_long_run();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    signal(&child, nix::sys::signal::Signal::SIGTERM);
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());
     assert_eq!(tracefs_snapshot(), before);
@@ -345,11 +337,7 @@ fn stale_cleanup_spares_live_runs() {
             "live run's instance {i} was removed"
         );
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(live.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    signal(&live, nix::sys::signal::Signal::SIGINT);
     live.wait_with_output().unwrap();
 }
 

@@ -362,11 +362,7 @@ fn start_long_uretprobe_run() -> std::process::Child {
 fn interrupted_and_killed_uretprobe_runs_leave_nothing_behind() {
     let before = tracefs_snapshot();
     let child = start_long_uretprobe_run();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     assert_eq!(tracefs_snapshot(), before, "SIGINT left state behind");
