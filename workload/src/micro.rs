@@ -4,7 +4,7 @@
 use crate::{tsc, Instrument};
 use anyhow::Result;
 use hdrhistogram::Histogram;
-use rtrace_protocol::{encode_histogram, Body, Done, MicroConfig};
+use rtrace_protocol::{encode_histogram, Body, Done, MicroConfig, Pacing};
 use std::time::Duration;
 
 /// Upper bound of a pre-sized histogram (60 s): recording never allocates in the loop.
@@ -29,10 +29,11 @@ pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
         timer.saturating_record(tsc::to_ns(t1 - t0, ns_per_tick));
     }
 
+    let mut pacer = Pacer::new(c.pacing, ns_per_tick);
     let hits = match c.body {
-        Body::Barrier => timed(c, ns_per_tick, &mut hist, |_| barrier()),
-        Body::Event => timed(c, ns_per_tick, &mut hist, I::event),
-        Body::Call => timed(c, ns_per_tick, &mut hist, |i| {
+        Body::Barrier => timed(c, ns_per_tick, &mut hist, &mut pacer, |_| barrier()),
+        Body::Event => timed(c, ns_per_tick, &mut hist, &mut pacer, I::event),
+        Body::Call => timed(c, ns_per_tick, &mut hist, &mut pacer, |i| {
             crate::markers::rtrace_marker_hit(i);
         }),
     };
@@ -51,7 +52,50 @@ pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
         histogram: encode_histogram(&hist)?,
         timer_overhead: encode_histogram(&timer)?,
         max_rss_kb: max_rss_kb(),
+        rests: pacer.rests,
     })
+}
+
+/// Sleeps outside the timed interval once the loop has spun for a burst (see [`Pacing`]).
+struct Pacer {
+    burst_ticks: u64,
+    rest: Duration,
+    since: u64,
+    rests: u64,
+}
+
+impl Pacer {
+    fn new(pacing: Option<Pacing>, ns_per_tick: f64) -> Pacer {
+        let (burst_ticks, rest) = match pacing {
+            Some(p) => (
+                (p.burst_ns as f64 / ns_per_tick) as u64,
+                Duration::from_nanos(p.rest_ns),
+            ),
+            None => (u64::MAX, Duration::ZERO),
+        };
+        Pacer {
+            burst_ticks,
+            rest,
+            since: tsc::start(),
+            rests: 0,
+        }
+    }
+
+    /// Called between iterations with a fresh TSC reading.
+    #[inline(always)]
+    fn between(&mut self, now: u64) {
+        if now.wrapping_sub(self.since) > self.burst_ticks {
+            self.pause();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn pause(&mut self) {
+        std::thread::sleep(self.rest);
+        self.rests += 1;
+        self.since = tsc::start();
+    }
 }
 
 /// Runs warm-up then timed iterations of `body`; returns how many times `body` ran.
@@ -60,12 +104,16 @@ fn timed(
     c: &MicroConfig,
     ns_per_tick: f64,
     hist: &mut Histogram<u64>,
+    pacer: &mut Pacer,
     mut body: impl FnMut(u64),
 ) -> u64 {
     let mut ran = 0u64;
     for i in 0..c.warmup {
         body(i);
         ran += 1;
+        if i % 1024 == 1023 {
+            pacer.between(tsc::start());
+        }
     }
     for i in 0..c.iterations {
         let t0 = tsc::start();
@@ -73,6 +121,7 @@ fn timed(
         let t1 = tsc::stop();
         ran += 1;
         hist.saturating_record(tsc::to_ns(t1.wrapping_sub(t0), ns_per_tick));
+        pacer.between(t1);
     }
     ran
 }

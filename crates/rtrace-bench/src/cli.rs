@@ -142,9 +142,14 @@ pub struct UsdtArgs {
     /// Timed iterations per case (the thesis used 10,000,000).
     #[arg(long, short = 'n', default_value_t = 1_000_000)]
     pub iterations: u64,
-    /// Untimed warm-up iterations per case (the probe still fires and is accounted).
+    /// Untimed warm-up iterations per case and round (the probe still fires and is accounted).
     #[arg(long, default_value_t = 10_000)]
     pub warmup: u64,
+    /// Repeat every run this often, alternating the order (A B C, C B A, ...) so that a drift
+    /// of the machine weighs on every tracer alike; the iterations are split across rounds and
+    /// each run pools its rounds.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: u32,
     /// CPU the workload runs on (default: the last CPU); the harness stays off it.
     #[arg(long)]
     pub cpu: Option<usize>,

@@ -16,6 +16,10 @@ pub enum OptionsError {
     Priority(i32),
     #[error("--iterations must be at least 1")]
     Iterations,
+    #[error(
+        "--rounds {rounds} does not fit --iterations {iterations}: pass --rounds 1..{iterations}"
+    )]
+    Rounds { rounds: u32, iterations: u64 },
     #[error("--probe `{0}` is not PROVIDER:NAME, uprobe:FUNCTION or uretprobe:FUNCTION (e.g. --probe rtrace:event, --probe uprobe:getpid)")]
     ProbeSyntax(String),
     #[error("--tracer all is for `usdt`; `count` takes one tracer")]
@@ -120,6 +124,8 @@ pub struct UsdtOptions {
     pub hooks: Vec<HookKind>,
     pub iterations: u64,
     pub warmup: u64,
+    /// At least 1 and at most `iterations`.
+    pub rounds: u32,
     pub cpus: Cpus,
     pub priority: Option<i32>,
     pub tracer: TracerOptions,
@@ -212,6 +218,12 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
         if a.iterations == 0 {
             return Err(OptionsError::Iterations);
         }
+        if a.rounds == 0 || u64::from(a.rounds) > a.iterations {
+            return Err(OptionsError::Rounds {
+                rounds: a.rounds,
+                iterations: a.iterations,
+            });
+        }
         let tracers = if a.tracer.contains(&TracerArg::All) {
             TracerChoice::AllAvailable
         } else {
@@ -229,6 +241,7 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             hooks: parse_hooks(&a.hook),
             iterations: a.iterations,
             warmup: a.warmup,
+            rounds: a.rounds,
             cpus: Cpus::choose(a.cpu, online_cpus())?,
             priority: check_priority(a.priority)?,
             tracer: a.tracer_args.into(),
@@ -360,6 +373,16 @@ mod tests {
     fn out_of_range_cpu_message_names_the_fix() {
         let e = usdt(&["--cpu", "4096"]).unwrap_err().to_string();
         assert!(e.contains("--cpu 0.."), "{e}");
+    }
+
+    #[test]
+    fn rounds_must_fit_the_iterations() {
+        assert_eq!(usdt(&[]).unwrap().rounds, 1);
+        assert_eq!(usdt(&["--rounds", "4", "-n", "8"]).unwrap().rounds, 4);
+        for bad in [["--rounds", "0", "-n", "8"], ["--rounds", "9", "-n", "8"]] {
+            let e = usdt(&bad).unwrap_err().to_string();
+            assert!(e.contains("pass --rounds 1..8"), "{e}");
+        }
     }
 
     #[test]

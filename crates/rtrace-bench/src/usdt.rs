@@ -7,7 +7,7 @@ use crate::{signals, tracers};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
-use rtrace_protocol::{decode_histogram, Body, MicroConfig, WorkloadConfig};
+use rtrace_protocol::{decode_histogram, Body, MicroConfig, Pacing, WorkloadConfig};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -176,6 +176,8 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
             buffer_size_kb: o.tracer.buffer_size_kb,
             tracer_options: tracer_options_json(&o.tracer),
             hooks: o.hooks.clone(),
+            rounds: o.rounds,
+            pacing: rtrace_measure::pacing::for_this_machine(o.priority),
         },
         runs: Vec::new(),
         warnings: Vec::new(),
@@ -198,39 +200,56 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
             }
         }
     }
-    let progress = crate::progress::Progress::new(plan.len() as u64);
-    for (col, case, hook_kind) in plan {
-        let variant = match col {
-            Some(c) => c.variant.clone(),
-            None => hook_kind.variant(None),
+    let progress =
+        crate::progress::Progress::new(plan.len() as u64 * u64::from(result.config.rounds));
+    for round in 0..result.config.rounds {
+        let round = Round {
+            index: round,
+            of: result.config.rounds,
+            iterations: round_share(o.iterations, result.config.rounds, round),
+            pacing: result.config.pacing,
         };
-        let label = format!(
-            "{}{} case {}",
-            col.map_or(TracerKind::None, |c| c.kind),
-            variant
-                .as_deref()
-                .map_or(String::new(), |v| format!(" ({v})")),
-            case.number()
-        );
-        progress.start(format!("{label}: {}", case.describe()));
-        let r = run_case(&o, col, case, hook_kind, &baseline_bin)?;
-        progress.done();
-        if let Some(ev) = &r.events {
-            let check = match case {
-                Case::Traced => ev.check_exact(),
-                _ => ev.check_none(),
+        for &(col, case, hook_kind) in round.order(&plan) {
+            let variant = match col {
+                Some(c) => c.variant.clone(),
+                None => hook_kind.variant(None),
             };
-            if let Err(e) = check {
-                failures.push(format!("{label}: {e}"));
+            let label = format!(
+                "{}{} case {}{}",
+                col.map_or(TracerKind::None, |c| c.kind),
+                variant
+                    .as_deref()
+                    .map_or(String::new(), |v| format!(" ({v})")),
+                case.number(),
+                round.label()
+            );
+            progress.start(format!("{label}: {}", case.describe()));
+            let r = run_case(&o, col, case, hook_kind, &baseline_bin, &round)?;
+            progress.done();
+            if let Some(ev) = &r.events {
+                let check = match case {
+                    Case::Traced => ev.check_exact(),
+                    _ => ev.check_none(),
+                };
+                if let Err(e) = check {
+                    failures.push(format!("{label}: {e}"));
+                }
             }
+            let same = result.runs.iter_mut().find(|p| {
+                (p.tracer, p.case, &p.variant, p.hook_kind)
+                    == (r.tracer, r.case, &r.variant, r.hook_kind)
+            });
+            match same {
+                Some(pooled) => pooled.absorb(r)?,
+                None => result.runs.push(r),
+            }
+            if result.environment.tsc_hz.is_none() {
+                result.environment.tsc_hz = result.runs.last().map(|r| r.tsc_hz);
+            }
+            result.warnings = rtrace_measure::warnings::usdt(&result);
+            // Export after every case: a later failure loses nothing.
+            write_json(&o, &result)?;
         }
-        result.runs.push(r);
-        if result.environment.tsc_hz.is_none() {
-            result.environment.tsc_hz = result.runs.last().map(|r| r.tsc_hz);
-        }
-        result.warnings = rtrace_measure::warnings::usdt(&result);
-        // Export after every case: a later failure loses nothing.
-        write_json(&o, &result)?;
     }
     progress.finish();
     let report = crate::report::write_dir(
@@ -275,12 +294,58 @@ fn write_json(o: &UsdtOptions, r: &UsdtResult) -> Result<()> {
     Ok(())
 }
 
+/// One pass over the plan: its share of the iterations, its direction.
+struct Round {
+    /// 0-based.
+    index: u32,
+    of: u32,
+    iterations: u64,
+    pacing: Option<Pacing>,
+}
+
+impl Round {
+    /// Even rounds run the plan forwards, odd rounds backwards: a linear drift of the machine
+    /// then weighs on every run alike.
+    fn order<'p, T>(&self, plan: &'p [T]) -> Vec<&'p T> {
+        if self.index.is_multiple_of(2) {
+            plan.iter().collect()
+        } else {
+            plan.iter().rev().collect()
+        }
+    }
+
+    fn label(&self) -> String {
+        if self.of > 1 {
+            format!(" (round {}/{})", self.index + 1, self.of)
+        } else {
+            String::new()
+        }
+    }
+
+    /// Suffix of the run's trace-data directory.
+    fn dir_suffix(&self) -> String {
+        if self.of > 1 {
+            format!("-round{}", self.index + 1)
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// Round `index`'s share of `total` iterations split over `rounds` (earlier rounds take the
+/// remainder).
+fn round_share(total: u64, rounds: u32, index: u32) -> u64 {
+    let rounds = u64::from(rounds);
+    total / rounds + u64::from(u64::from(index) < total % rounds)
+}
+
 fn run_case(
     o: &UsdtOptions,
     col: Option<&Column>,
     case: Case,
     hook_kind: HookKind,
     baseline_bin: &Path,
+    round: &Round,
 ) -> Result<CaseResult> {
     let started = Instant::now();
     let (bin, hook) = match (col, case) {
@@ -297,11 +362,12 @@ fn run_case(
     };
     let config = WorkloadConfig::Micro(MicroConfig {
         body,
-        iterations: o.iterations,
+        iterations: round.iterations,
         warmup: o.warmup,
         cpu: o.cpus.measured,
         priority: o.priority,
         timer_samples: TIMER_SAMPLES,
+        pacing: round.pacing,
     });
     let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
     let variant = match col {
@@ -309,12 +375,13 @@ fn run_case(
         None => hook_kind.variant(None),
     };
     let out_dir = o.out.join(format!(
-        "{}{}-case{}",
+        "{}{}-case{}{}",
         tracer_kind,
         variant
             .as_deref()
             .map_or(String::new(), |v| format!("-{}", v.replace(", ", "-"))),
-        case.number()
+        case.number(),
+        round.dir_suffix()
     ));
     if hook.is_some() {
         std::fs::create_dir_all(&out_dir)
@@ -348,6 +415,7 @@ fn run_case(
     };
     let hist = decode_histogram(&outcome.done.histogram)?;
     let timer = decode_histogram(&outcome.done.timer_overhead)?;
+    let summary = Summary::of(&hist).context("workload recorded no samples")?;
     Ok(CaseResult {
         tracer: tracer_kind,
         case,
@@ -355,7 +423,7 @@ fn run_case(
         workload: bin.display().to_string(),
         hook: hook.map(Hook::label),
         hook_kind,
-        summary: Summary::of(&hist).context("workload recorded no samples")?,
+        summary,
         histogram: outcome.done.histogram,
         timer_overhead: Summary::of(&timer).context("workload recorded no timer samples")?,
         events,
@@ -363,5 +431,37 @@ fn run_case(
         workload_max_rss_kb: outcome.done.max_rss_kb,
         mlocked: outcome.ready.mlocked,
         wall_s: started.elapsed().as_secs_f64(),
+        rests: outcome.done.rests,
+        rounds: vec![summary],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_share_every_iteration() {
+        for (total, rounds) in [(10, 3), (1_000_000, 5), (7, 7), (5, 1)] {
+            let shares: Vec<u64> = (0..rounds).map(|i| round_share(total, rounds, i)).collect();
+            assert_eq!(shares.iter().sum::<u64>(), total, "{shares:?}");
+            assert!(shares.iter().max().unwrap() - shares.iter().min().unwrap() <= 1);
+        }
+    }
+
+    #[test]
+    fn odd_rounds_run_backwards() {
+        let round = |index| Round {
+            index,
+            of: 3,
+            iterations: 1,
+            pacing: None,
+        };
+        let plan = [1, 2, 3];
+        assert_eq!(round(0).order(&plan), [&1, &2, &3]);
+        assert_eq!(round(1).order(&plan), [&3, &2, &1]);
+        assert_eq!(round(2).order(&plan), [&1, &2, &3]);
+        assert_eq!(round(1).label(), " (round 2/3)");
+        assert_eq!(round(1).dir_suffix(), "-round2");
+    }
 }

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod cyclictest;
 pub mod env;
 pub mod model;
+pub mod pacing;
 pub mod probe_cost;
 pub mod spawn;
 pub mod summary;

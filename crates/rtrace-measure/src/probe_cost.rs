@@ -18,6 +18,8 @@ pub struct CostRatio {
     pub numerator_ns: f64,
     pub denominator_ns: f64,
     pub ratio: f64,
+    /// The same ratio within each round (`--rounds`), in run order; empty with one round.
+    pub per_round: Vec<f64>,
 }
 
 /// The USDT-hook run of `col` and `case`.
@@ -44,6 +46,42 @@ pub fn extra_ns_per_hit(r: &UsdtResult, col: Column<'_>) -> Option<f64> {
     Some(traced.summary.mean_ns - baseline.summary.mean_ns)
 }
 
+/// `extra_ns_per_hit` within each round; empty unless every run involved has the same number
+/// (more than one) of rounds.
+fn extra_ns_per_round(r: &UsdtResult, col: Column<'_>) -> Vec<f64> {
+    let (Some(traced), Some(baseline)) = (
+        find(r, col, Case::Traced),
+        find(r, (TracerKind::None, None), Case::Baseline),
+    ) else {
+        return Vec::new();
+    };
+    if traced.rounds.len() < 2 || traced.rounds.len() != baseline.rounds.len() {
+        return Vec::new();
+    }
+    traced
+        .rounds
+        .iter()
+        .zip(&baseline.rounds)
+        .map(|(t, b)| t.mean_ns - b.mean_ns)
+        .collect()
+}
+
+/// Element-wise `a / b`; empty unless both have the same length.
+fn divide(a: &[f64], b: &[f64]) -> Vec<f64> {
+    if a.len() != b.len() {
+        return Vec::new();
+    }
+    a.iter().zip(b).map(|(x, y)| x / y).collect()
+}
+
+/// Case-1 means of `col`, one per round (empty with one round).
+fn means_per_round(c: &CaseResult) -> Vec<f64> {
+    if c.rounds.len() < 2 {
+        return Vec::new();
+    }
+    c.rounds.iter().map(|s| s.mean_ns).collect()
+}
+
 /// The comparisons that can be made from `r`: eBPF vs bpftrace per mode (extra ns per hit), and
 /// LTTng vs ftrace (case-1 means, as the thesis compares them).
 pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
@@ -59,6 +97,7 @@ pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
                 numerator_ns: a,
                 denominator_ns: b,
                 ratio: a / b,
+                per_round: divide(&extra_ns_per_round(r, ours), &extra_ns_per_round(r, theirs)),
             });
         }
     }
@@ -72,6 +111,7 @@ pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
             numerator_ns: a.summary.mean_ns,
             denominator_ns: b.summary.mean_ns,
             ratio: a.summary.mean_ns / b.summary.mean_ns,
+            per_round: divide(&means_per_round(a), &means_per_round(b)),
         });
     }
     out
@@ -83,17 +123,28 @@ mod tests {
 
     /// A result with case 0 at 30 ns and the given case-1 means.
     fn result(case1: &[(TracerKind, Option<&str>, f64)]) -> UsdtResult {
+        result_in_rounds(case1, 1)
+    }
+
+    /// As `result`, every run pooled from `rounds` rounds; round i's mean is the mean + 10 i.
+    fn result_in_rounds(case1: &[(TracerKind, Option<&str>, f64)], rounds: u32) -> UsdtResult {
         let mut runs = vec![(TracerKind::None, None, Case::Baseline, 30.0)];
         runs.extend(case1.iter().map(|&(t, v, m)| (t, v, Case::Traced, m)));
         let runs: Vec<serde_json::Value> = runs
             .into_iter()
             .map(|(t, v, c, m)| {
-                let s = serde_json::json!({"count": 1, "min_ns": m, "max_ns": m, "mean_ns": m,
-                    "stddev_ns": 0.0, "p50_ns": m, "p99_ns": m, "p999_ns": m, "p9999_ns": m});
+                let summary = |m: f64| {
+                    serde_json::json!({"count": 1, "min_ns": m, "max_ns": m, "mean_ns": m,
+                    "stddev_ns": 0.0, "p50_ns": m, "p99_ns": m, "p999_ns": m, "p9999_ns": m})
+                };
+                let s = summary(m);
+                let per_round: Vec<_> = (0..rounds)
+                    .map(|i| summary(m + 10.0 * f64::from(i)))
+                    .collect();
                 serde_json::json!({"tracer": t, "case": c, "variant": v, "workload": "w",
                     "hook": null, "summary": s, "histogram": "", "timer_overhead": s,
                     "events": null, "tsc_hz": 1e9, "workload_max_rss_kb": 1, "mlocked": true,
-                    "wall_s": 1.0})
+                    "wall_s": 1.0, "rounds": per_round})
             })
             .collect();
         let env = serde_json::to_value(crate::Environment::collect(0)).unwrap();
@@ -129,6 +180,36 @@ mod tests {
         let ratios = reference_ratios(&r);
         assert_eq!(ratios.len(), 1);
         assert_eq!(ratios[0].ratio, 0.2);
+    }
+
+    #[test]
+    fn rounds_give_one_ratio_each() {
+        let pair = [
+            (TracerKind::Ebpf, Some("aggregate"), 630.0),
+            (TracerKind::Bpftrace, Some("aggregate"), 730.0),
+        ];
+        assert!(reference_ratios(&result(&pair))[0].per_round.is_empty());
+        let r = reference_ratios(&result_in_rounds(&pair, 3));
+        // Case 0 and case 1 both move by 10 ns a round: the extra cost stays 600 / 700.
+        assert_eq!(r[0].per_round.len(), 3);
+        assert!(r[0]
+            .per_round
+            .iter()
+            .all(|x| (x - 600.0 / 700.0).abs() < 1e-12));
+        let lttng = reference_ratios(&result_in_rounds(
+            &[
+                (TracerKind::Lttng, None, 190.0),
+                (TracerKind::Ftrace, None, 990.0),
+            ],
+            2,
+        ));
+        let want = [190.0 / 990.0, 200.0 / 1000.0];
+        assert_eq!(lttng[0].per_round.len(), 2);
+        assert!(lttng[0]
+            .per_round
+            .iter()
+            .zip(want)
+            .all(|(x, w)| (x - w).abs() < 1e-12));
     }
 
     #[test]

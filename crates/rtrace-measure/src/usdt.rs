@@ -279,6 +279,18 @@ pub struct UsdtConfig {
     /// Hook kinds measured (`--hook`), each its own set of rows; files of older versions: usdt.
     #[serde(default = "default_hooks")]
     pub hooks: Vec<HookKind>,
+    /// Rounds (`--rounds`): every run of the plan was repeated this often, in alternating order,
+    /// each round with its share of the iterations; a run's numbers pool all rounds.
+    #[serde(default = "one_round")]
+    pub rounds: u32,
+    /// Pauses of the loop that keep SCHED_FIFO under the kernel's real-time budget (see
+    /// `rtrace_measure::pacing`); `None`: the loop never paused.
+    #[serde(default)]
+    pub pacing: Option<rtrace_protocol::Pacing>,
+}
+
+fn one_round() -> u32 {
+    1
 }
 
 fn default_hooks() -> Vec<HookKind> {
@@ -316,6 +328,47 @@ pub struct CaseResult {
     pub mlocked: bool,
     /// Wall time of the case including attach/detach (s).
     pub wall_s: f64,
+    /// Pauses the loop took to stay under the real-time budget (`UsdtConfig::pacing`).
+    #[serde(default)]
+    pub rests: u64,
+    /// Each round's own summary, in run order (one entry without `--rounds`; empty in files of
+    /// older versions). `summary` pools them.
+    #[serde(default)]
+    pub rounds: Vec<Summary>,
+}
+
+impl CaseResult {
+    /// Pools a later round of the same run into this one: histograms and event counts add up,
+    /// the round's summary is kept in `rounds`. The timer overhead stays the first round's.
+    pub fn absorb(&mut self, round: CaseResult) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            (self.tracer, self.case, &self.variant, self.hook_kind)
+                == (round.tracer, round.case, &round.variant, round.hook_kind),
+            "cannot pool {} case {} with {} case {}",
+            self.tracer,
+            self.case.number(),
+            round.tracer,
+            round.case.number()
+        );
+        let mut pooled = rtrace_protocol::decode_histogram(&self.histogram)?;
+        pooled.add(rtrace_protocol::decode_histogram(&round.histogram)?)?;
+        self.histogram = rtrace_protocol::encode_histogram(&pooled)?;
+        self.summary = Summary::of(&pooled).unwrap_or(self.summary);
+        self.events = match (self.events, round.events) {
+            (Some(a), Some(b)) => Some(Events {
+                hits: a.hits + b.hits,
+                recorded: a.recorded + b.recorded,
+                lost: a.lost + b.lost,
+            }),
+            (a, b) => a.or(b),
+        };
+        self.workload_max_rss_kb = self.workload_max_rss_kb.max(round.workload_max_rss_kb);
+        self.mlocked &= round.mlocked;
+        self.wall_s += round.wall_s;
+        self.rests += round.rests;
+        self.rounds.extend(round.rounds);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -337,6 +390,61 @@ mod tests {
                 assert_eq!(h.mode_of(h.variant(m).as_deref()), m, "{h} {m:?}");
             }
         }
+    }
+
+    /// A traced run whose samples are `values` (ns), with `hits` hits all recorded.
+    fn traced(values: &[u64], hits: u64) -> CaseResult {
+        let mut h = rtrace_protocol::new_histogram();
+        for &v in values {
+            h.record(v).unwrap();
+        }
+        let summary = Summary::of(&h).unwrap();
+        CaseResult {
+            tracer: TracerKind::Ebpf,
+            case: Case::Traced,
+            variant: Some("aggregate".into()),
+            workload: "workload".into(),
+            hook: Some("rtrace:event".into()),
+            hook_kind: HookKind::Usdt,
+            summary,
+            histogram: rtrace_protocol::encode_histogram(&h).unwrap(),
+            timer_overhead: summary,
+            events: Some(Events {
+                hits,
+                recorded: hits,
+                lost: 0,
+            }),
+            tsc_hz: 1e9,
+            workload_max_rss_kb: 100,
+            mlocked: true,
+            wall_s: 1.0,
+            rests: 1,
+            rounds: vec![summary],
+        }
+    }
+
+    #[test]
+    fn rounds_pool_histograms_and_events() {
+        let mut pooled = traced(&[100, 100], 12);
+        pooled.absorb(traced(&[400, 400], 7)).unwrap();
+        assert_eq!(pooled.summary.count, 4);
+        assert!((pooled.summary.mean_ns - 250.0).abs() < 1.0);
+        assert_eq!(pooled.events.unwrap().hits, 19);
+        assert_eq!(pooled.events.unwrap().recorded, 19);
+        assert_eq!(pooled.rests, 2);
+        assert_eq!(pooled.wall_s, 2.0);
+        assert_eq!(pooled.rounds.len(), 2);
+        assert!((pooled.rounds[1].mean_ns - 400.0).abs() < 1.0);
+        let decoded = rtrace_protocol::decode_histogram(&pooled.histogram).unwrap();
+        assert_eq!(decoded.len(), 4);
+    }
+
+    #[test]
+    fn only_the_same_run_pools() {
+        let mut a = traced(&[100], 1);
+        let mut b = traced(&[100], 1);
+        b.case = Case::Dormant;
+        assert!(a.absorb(b).is_err());
     }
 
     #[test]

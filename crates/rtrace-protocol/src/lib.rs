@@ -56,6 +56,20 @@ pub struct MicroConfig {
     pub priority: Option<i32>,
     /// Iterations of the empty timed interval, to report the timer's own cost.
     pub timer_samples: u64,
+    /// Pauses outside the timed interval that keep a SCHED_FIFO loop under the kernel's
+    /// real-time budget; `None`: spin without pausing.
+    #[serde(default)]
+    pub pacing: Option<Pacing>,
+}
+
+/// Sleep `rest_ns` whenever the loop has spun for `burst_ns` since its last pause. A SCHED_FIFO
+/// task that spins longer than `sched_rt_runtime_us` per `sched_rt_period_us` is stopped by the
+/// kernel for the rest of the period (tens of ms): one such sample moves the mean of a million
+/// by tens of ns, and only for the runs that happen to cross the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pacing {
+    pub burst_ns: u64,
+    pub rest_ns: u64,
 }
 
 /// The instrumentation a workload binary carries (LTTng-UST vs USDT) and its probe names.
@@ -111,6 +125,9 @@ pub struct Done {
     pub timer_overhead: String,
     /// Peak resident set size of the workload (KiB, from getrusage).
     pub max_rss_kb: u64,
+    /// Pauses taken (see [`Pacing`]).
+    #[serde(default)]
+    pub rests: u64,
 }
 
 impl Message {
@@ -153,6 +170,10 @@ mod tests {
             cpu: 1,
             priority: None,
             timer_samples: 5,
+            pacing: Some(Pacing {
+                burst_ns: 475_000_000,
+                rest_ns: 150_000_000,
+            }),
         });
         let s = serde_json::to_string(&c).unwrap();
         assert!(s.contains(r#""mode":"micro""#), "{s}");

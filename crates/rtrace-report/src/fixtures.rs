@@ -78,6 +78,8 @@ fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
         workload_max_rss_kb: 2048,
         mlocked: true,
         wall_s: 0.1,
+        rests: 0,
+        rounds: vec![summary],
     }
 }
 
@@ -106,6 +108,8 @@ pub fn usdt() -> UsdtResult {
             buffer_size_kb: None,
             tracer_options: serde_json::json!({"record": "overwrite"}),
             hooks: vec![rtrace_measure::usdt::HookKind::Usdt],
+            rounds: 1,
+            pacing: None,
         },
         runs,
         warnings: Vec::new(),
