@@ -65,3 +65,59 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
         "an LTTng session of ours survived"
     );
 }
+
+/// The `nop; nop5` USDT probe: every tracer that can attach to a USDT probe accounts exactly on
+/// it (libbpf attaches one byte past the note's address there, the others at it), case 2
+/// records nothing, and LTTng is skipped with the reason.
+#[test]
+fn usdt_nop5_probe_accounts_for_every_usdt_tracer() {
+    let before = tracefs_snapshot();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("nop5.json");
+    let out = bench(&[
+        "usdt",
+        "--tracer",
+        "all",
+        "--bpf-mode",
+        "record,aggregate",
+        "--hook",
+        "usdt-nop5",
+        "-n",
+        "20000",
+        "--warmup",
+        "1000",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("lttng skipped for usdt-nop5"), "{stdout}");
+    let v = read_json(&json);
+    let runs = v["runs"].as_array().unwrap();
+    let traced: Vec<&serde_json::Value> = runs.iter().filter(|r| r["case"] == 1).collect();
+    // ftrace, ebpf x2, bpftrace x2, all on rtrace:event_nop5.
+    assert_eq!(traced.len(), 5, "{stdout}");
+    for r in &traced {
+        assert_eq!(r["hook_kind"], "usdt-nop5", "{r}");
+        assert_eq!(r["hook"], "rtrace:event_nop5", "{r}");
+        let ev = &r["events"];
+        assert_eq!(ev["hits"], 21000, "{r}");
+        let sum = ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap();
+        assert_eq!(sum, 21000, "{} {}: {ev}", r["tracer"], r["variant"]);
+    }
+    for r in runs.iter().filter(|r| r["case"] == 2) {
+        assert_eq!(r["hook"], "rtrace:idle_nop5", "{r}");
+        assert_eq!(
+            r["events"]["recorded"], 0,
+            "{} {}",
+            r["tracer"], r["variant"]
+        );
+    }
+    assert!(
+        stdout.contains("ebpf (aggregate, usdt-nop5) ÷ bpftrace (aggregate, usdt-nop5)"),
+        "{stdout}"
+    );
+    assert_eq!(tracefs_snapshot(), before);
+}

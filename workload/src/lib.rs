@@ -7,6 +7,7 @@
 mod cyclic;
 pub mod markers;
 mod micro;
+pub mod nop5;
 mod setup;
 pub mod tsc;
 

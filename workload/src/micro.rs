@@ -33,6 +33,7 @@ pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
     let hits = match c.body {
         Body::Barrier => timed(c, ns_per_tick, &mut hist, &mut pacer, |_| barrier()),
         Body::Event => timed(c, ns_per_tick, &mut hist, &mut pacer, I::event),
+        Body::EventNop5 => timed(c, ns_per_tick, &mut hist, &mut pacer, crate::nop5::event),
         Body::Call => timed(c, ns_per_tick, &mut hist, &mut pacer, |i| {
             crate::markers::rtrace_marker_hit(i);
         }),
@@ -41,6 +42,7 @@ pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
         // Never taken: keeps the idle tracepoint and marker in the binary, reachable but not
         // fired.
         I::idle(hits);
+        crate::nop5::idle(hits);
         crate::markers::rtrace_marker_idle(hits);
     }
 

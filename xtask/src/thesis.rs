@@ -49,7 +49,8 @@ pub fn run(o: Options) -> Result<()> {
         Command::new(&bench)
             .args(["usdt", "--tracer", "all", "--priority", "99"])
             .args(["--bpf-mode", "record,aggregate"])
-            .args(["--hook", "usdt,uprobe,uretprobe"])
+            .args(["--hook", "usdt,usdt-nop5,uprobe,uretprobe"])
+            .args(["--rounds", "3"])
             .args(["--iterations", &o.iterations.to_string()])
             .arg("--out")
             .arg(out.join("usdt")),

@@ -61,6 +61,9 @@ pub enum CaseArg {
 pub enum HookArg {
     /// The USDT probe `rtrace:event` (LTTng-UST's tracepoint for lttng): static instrumentation.
     Usdt,
+    /// The USDT probe `rtrace:event_nop5`: its site is `nop; nop5`, which Linux >= 6.18 can
+    /// optimise into a call (no int3 trap) for tracers that attach to the `nop5`, as libbpf does.
+    UsdtNop5,
     /// A uprobe on the entry of the exported marker function the loop calls.
     Uprobe,
     /// A uretprobe on the return of that function.

@@ -176,6 +176,7 @@ fn parse_hooks(args: &[HookArg]) -> Vec<HookKind> {
         .iter()
         .map(|h| match h {
             HookArg::Usdt => HookKind::Usdt,
+            HookArg::UsdtNop5 => HookKind::UsdtNop5,
             HookArg::Uprobe => HookKind::Uprobe,
             HookArg::Uretprobe => HookKind::Uretprobe,
         })
@@ -420,7 +421,7 @@ mod tests {
     #[test]
     fn hooks_are_ordered_and_default_to_usdt() {
         assert_eq!(usdt(&[]).unwrap().hooks, vec![HookKind::Usdt]);
-        let o = usdt(&["--hook", "uretprobe,usdt,uprobe,uretprobe"]).unwrap();
+        let o = usdt(&["--hook", "uretprobe,usdt,uprobe,usdt-nop5,uretprobe"]).unwrap();
         assert_eq!(o.hooks, HookKind::ALL.to_vec());
         let mut v = vec!["rtrace-bench", "usdt", "--hook", "kprobe"];
         assert!(Cli::try_parse_from(v.drain(..)).is_err(), "unknown hook");

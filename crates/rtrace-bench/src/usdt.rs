@@ -48,8 +48,9 @@ fn require_bin(bin: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The `rtrace:event` / `rtrace:idle` hooks of a workload binary, or for uprobe kinds the entry
-/// or return of its marker functions `rtrace_marker_hit` / `rtrace_marker_idle`.
+/// The `rtrace:event` / `rtrace:idle` hooks of a workload binary (`rtrace:event_nop5` /
+/// `rtrace:idle_nop5` for the usdt-nop5 kind), or for uprobe kinds the entry or return of its
+/// marker functions `rtrace_marker_hit` / `rtrace_marker_idle`.
 fn hooks(bin: &Path, instrumentation: Instrumentation, kind: HookKind) -> Result<(Hook, Hook)> {
     if kind.is_dynamic() {
         let ret = kind == HookKind::Uretprobe;
@@ -58,15 +59,21 @@ fn hooks(bin: &Path, instrumentation: Instrumentation, kind: HookKind) -> Result
             Hook::uprobe(bin, rtrace_protocol::MARKER_IDLE, ret)?,
         ));
     }
+    let suffix = if kind == HookKind::UsdtNop5 {
+        "_nop5"
+    } else {
+        ""
+    };
     let hook = |name: &str| -> Result<Hook> {
+        let name = format!("{name}{suffix}");
         Ok(match instrumentation {
             Instrumentation::Usdt => Hook::Usdt {
                 binary: bin.to_owned(),
-                sites: rtrace_sdt::find(bin, "rtrace", name)?,
+                sites: rtrace_sdt::find(bin, "rtrace", &name)?,
             },
             Instrumentation::LttngUst => Hook::LttngUst {
                 provider: "rtrace".into(),
-                event: name.into(),
+                event: name,
             },
         })
     };
@@ -83,14 +90,15 @@ fn columns(o: &UsdtOptions) -> Result<(Vec<Column>, Vec<String>)> {
     let mut notes = Vec::new();
     for &hook_kind in &o.hooks {
         for &kind in &kinds {
-            if hook_kind.is_dynamic() && kind == TracerKind::Lttng {
+            if hook_kind != HookKind::Usdt && kind == TracerKind::Lttng {
                 notes.push(format!(
-                    "{kind} skipped for {hook_kind}: LTTng has no uprobe/uretprobe hook (use ftrace, ebpf or bpftrace)"
+                    "{kind} skipped for {hook_kind}: LTTng traces its own tracepoint only, not a USDT probe, uprobe or uretprobe (use ftrace, ebpf or bpftrace)"
                 ));
                 continue;
             }
-            // Dynamic hooks need no static instrumentation: the USDT build carries the markers.
-            let instrumentation = if hook_kind.is_dynamic() {
+            // Other hooks than the tracer's own static instrumentation live in the USDT build:
+            // the usdt-nop5 probes and the marker functions.
+            let instrumentation = if hook_kind != HookKind::Usdt {
                 Instrumentation::Usdt
             } else {
                 kind.instrumentation()
@@ -358,6 +366,7 @@ fn run_case(
         // Dynamic hooks: the same call in every case; only what is attached differs.
         _ if hook_kind.is_dynamic() => Body::Call,
         Case::Baseline | Case::Dormant => Body::Barrier,
+        Case::Traced | Case::Instrumented if hook_kind == HookKind::UsdtNop5 => Body::EventNop5,
         Case::Traced | Case::Instrumented => Body::Event,
     };
     let config = WorkloadConfig::Micro(MicroConfig {

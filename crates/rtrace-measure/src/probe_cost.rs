@@ -22,13 +22,14 @@ pub struct CostRatio {
     pub per_round: Vec<f64>,
 }
 
-/// The USDT-hook run of `col` and `case`.
+/// The run of `col` and `case` on a USDT probe (`usdt` or `usdt-nop5`: the variant tells them
+/// apart; both share the barrier baseline).
 fn find<'a>(r: &'a UsdtResult, col: Column<'_>, case: Case) -> Option<&'a CaseResult> {
     r.runs.iter().find(|c| {
         c.tracer == col.0
             && c.variant.as_deref() == col.1
             && c.case == case
-            && c.hook_kind == HookKind::Usdt
+            && matches!(c.hook_kind, HookKind::Usdt | HookKind::UsdtNop5)
     })
 }
 
@@ -82,13 +83,22 @@ fn means_per_round(c: &CaseResult) -> Vec<f64> {
     c.rounds.iter().map(|s| s.mean_ns).collect()
 }
 
-/// The comparisons that can be made from `r`: eBPF vs bpftrace per mode (extra ns per hit), and
-/// LTTng vs ftrace (case-1 means, as the thesis compares them).
+/// The comparisons that can be made from `r`: eBPF vs bpftrace per mode (extra ns per hit) on
+/// each USDT probe (`usdt`, `usdt-nop5`), and LTTng vs ftrace (case-1 means, as the thesis
+/// compares them).
 pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
     let mut out = Vec::new();
-    for mode in ["record", "aggregate"] {
-        let ours = (TracerKind::Ebpf, Some(mode));
-        let theirs = (TracerKind::Bpftrace, Some(mode));
+    let variants = [HookKind::Usdt, HookKind::UsdtNop5]
+        .into_iter()
+        .flat_map(|h| {
+            ["record", "aggregate"]
+                .into_iter()
+                .filter_map(move |m| h.variant(Some(m)))
+        });
+    for variant in variants {
+        let mode = Some(variant.as_str());
+        let ours = (TracerKind::Ebpf, mode);
+        let theirs = (TracerKind::Bpftrace, mode);
         if let (Some(a), Some(b)) = (extra_ns_per_hit(r, ours), extra_ns_per_hit(r, theirs)) {
             out.push(CostRatio {
                 measure: "extra ns per hit",

@@ -67,6 +67,11 @@ pub enum HookKind {
     /// instrumentation; the loop body of cases 0 and 2 is a compiler barrier.
     #[default]
     Usdt,
+    /// The USDT probe `rtrace:event_nop5`, same loop as `Usdt` but its site is `nop; nop5`:
+    /// kernels from 6.18 can optimise a uprobe on the `nop5` (a call instead of the int3 trap)
+    /// and libbpf attaches there; tools attaching at the note's address still trap.
+    #[serde(rename = "usdt-nop5")]
+    UsdtNop5,
     /// A uprobe on the entry of the marker function called every iteration; the body of every
     /// case is that call.
     Uprobe,
@@ -75,11 +80,17 @@ pub enum HookKind {
 }
 
 impl HookKind {
-    pub const ALL: [HookKind; 3] = [HookKind::Usdt, HookKind::Uprobe, HookKind::Uretprobe];
+    pub const ALL: [HookKind; 4] = [
+        HookKind::Usdt,
+        HookKind::UsdtNop5,
+        HookKind::Uprobe,
+        HookKind::Uretprobe,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             HookKind::Usdt => "usdt",
+            HookKind::UsdtNop5 => "usdt-nop5",
             HookKind::Uprobe => "uprobe",
             HookKind::Uretprobe => "uretprobe",
         }
@@ -87,23 +98,24 @@ impl HookKind {
 
     /// uprobe or uretprobe: the loop calls a function instead of firing a probe.
     pub fn is_dynamic(self) -> bool {
-        self != HookKind::Usdt
+        matches!(self, HookKind::Uprobe | HookKind::Uretprobe)
     }
 
-    /// A run's `variant`: the backend mode, then the dynamic hook kind (`record`, `uprobe`,
-    /// `record, uretprobe`); USDT runs keep the bare mode, as in files of older versions.
+    /// A run's `variant`: the backend mode, then the hook kind unless it is `usdt` (`record`,
+    /// `uprobe`, `record, uretprobe`, `aggregate, usdt-nop5`); USDT runs keep the bare mode, as
+    /// in files of older versions.
     pub fn variant(self, mode: Option<&str>) -> Option<String> {
-        match (mode, self.is_dynamic()) {
-            (m, false) => m.map(str::to_owned),
-            (None, true) => Some(self.name().to_owned()),
-            (Some(m), true) => Some(format!("{m}, {}", self.name())),
+        match (mode, self == HookKind::Usdt) {
+            (m, true) => m.map(str::to_owned),
+            (None, false) => Some(self.name().to_owned()),
+            (Some(m), false) => Some(format!("{m}, {}", self.name())),
         }
     }
 
     /// The backend mode inside a `variant` made by [`HookKind::variant`].
     pub fn mode_of(self, variant: Option<&str>) -> Option<&str> {
         let v = variant?;
-        if !self.is_dynamic() {
+        if self == HookKind::Usdt {
             return Some(v);
         }
         if v == self.name() {
@@ -166,6 +178,7 @@ pub struct HookCostRow {
     /// Backend mode (`record`, `aggregate`), if the tracer has several.
     pub mode: Option<String>,
     pub usdt: Option<HitCost>,
+    pub usdt_nop5: Option<HitCost>,
     pub uprobe: Option<HitCost>,
     pub uretprobe: Option<HitCost>,
 }
@@ -179,6 +192,7 @@ impl HookCostRow {
     pub fn cost(&self, hook: HookKind) -> Option<HitCost> {
         match hook {
             HookKind::Usdt => self.usdt,
+            HookKind::UsdtNop5 => self.usdt_nop5,
             HookKind::Uprobe => self.uprobe,
             HookKind::Uretprobe => self.uretprobe,
         }
@@ -199,7 +213,7 @@ impl HookCosts {
         };
         // uprobe and uretprobe rows have the same case 0 (the call): either one serves both.
         let baseline = |hook: HookKind| match hook {
-            HookKind::Usdt => find(HookKind::Usdt),
+            HookKind::Usdt | HookKind::UsdtNop5 => find(HookKind::Usdt),
             HookKind::Uprobe => find(HookKind::Uprobe).or_else(|| find(HookKind::Uretprobe)),
             HookKind::Uretprobe => find(HookKind::Uretprobe).or_else(|| find(HookKind::Uprobe)),
         };
@@ -208,7 +222,7 @@ impl HookCosts {
             _ => None,
         };
         let mut rows: Vec<HookCostRow> = Vec::new();
-        if r.runs.iter().all(|c| !c.hook_kind.is_dynamic()) {
+        if r.runs.iter().all(|c| c.hook_kind == HookKind::Usdt) {
             return HookCosts { call, rows };
         }
         for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
@@ -224,6 +238,7 @@ impl HookCosts {
                         tracer: c.tracer,
                         mode,
                         usdt: None,
+                        usdt_nop5: None,
                         uprobe: None,
                         uretprobe: None,
                     });
@@ -232,6 +247,7 @@ impl HookCosts {
             };
             let slot = match c.hook_kind {
                 HookKind::Usdt => &mut rows[i].usdt,
+                HookKind::UsdtNop5 => &mut rows[i].usdt_nop5,
                 HookKind::Uprobe => &mut rows[i].uprobe,
                 HookKind::Uretprobe => &mut rows[i].uretprobe,
             };
@@ -382,6 +398,14 @@ mod tests {
             Some("record")
         );
         assert_eq!(HookKind::Usdt.variant(None), None);
+        assert_eq!(
+            HookKind::UsdtNop5.variant(Some("aggregate")).as_deref(),
+            Some("aggregate, usdt-nop5")
+        );
+        assert_eq!(
+            serde_json::to_string(&HookKind::UsdtNop5).unwrap(),
+            "\"usdt-nop5\""
+        );
         assert_eq!(HookKind::Uprobe.variant(None).as_deref(), Some("uprobe"));
         let v = HookKind::Uretprobe.variant(Some("record"));
         assert_eq!(v.as_deref(), Some("record, uretprobe"));

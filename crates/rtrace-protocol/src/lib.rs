@@ -22,6 +22,10 @@ pub enum Body {
     Barrier,
     /// Fires the `rtrace:event` tracepoint with the iteration number: cases 1 and 3.
     Event,
+    /// Fires the USDT probe `rtrace:event_nop5` (a `nop; nop5` site, see the workload's
+    /// `nop5.rs`) with the iteration number: cases 1 and 3 of the `usdt-nop5` hook kind.
+    #[serde(rename = "event-nop5")]
+    EventNop5,
     /// Calls the exported, never-inlined function `rtrace_marker_hit(i)`: the attachment point
     /// of uprobe/uretprobe hooks (dynamic instrumentation).
     Call,

@@ -6,7 +6,7 @@ use crate::format::{ns, tracer_label};
 use crate::table::Table;
 use rtrace_measure::usdt::{HookCosts, HookKind, UsdtResult};
 
-/// The per-hit cost table; empty when `r` has no uprobe/uretprobe rows.
+/// The per-hit cost table; empty when `r` has only `usdt` rows.
 pub fn text(r: &UsdtResult) -> String {
     let costs = HookCosts::of(r);
     if costs.rows.is_empty() {
@@ -16,6 +16,7 @@ pub fn text(r: &UsdtResult) -> String {
         &[
             "tracer",
             "usdt",
+            "usdt-nop5",
             "uprobe",
             "uretprobe",
             "uretprobe/uprobe",
@@ -30,6 +31,7 @@ pub fn text(r: &UsdtResult) -> String {
         t.row(vec![
             tracer_label(row.tracer, row.mode.as_deref()),
             cell(HookKind::Usdt),
+            cell(HookKind::UsdtNop5),
             cell(HookKind::Uprobe),
             cell(HookKind::Uretprobe),
             ratio.map_or("-".into(), |x| format!("{:.2}", x.mean_ns)),
@@ -38,7 +40,7 @@ pub fn text(r: &UsdtResult) -> String {
         ]);
     }
     let mut out = String::from(
-        "\nper-hit cost by hook in ns: case-1 mean minus case-0 mean with the same loop body (the barrier for usdt, the marker call for uprobe/uretprobe)\n",
+        "\nper-hit cost by hook in ns: case-1 mean minus case-0 mean with the same loop body (the barrier for usdt and usdt-nop5, the marker call for uprobe/uretprobe); usdt-nop5 is a `nop; nop5` site that Linux >= 6.18 turns into a call instead of an int3 trap for tracers attaching to the nop5 (libbpf), not for those attaching at the note's address (ftrace, bpftrace)\n",
     );
     out.push_str(&t.render());
     if let Some(call) = costs.call {

@@ -11,7 +11,7 @@ pub fn lines(r: &UsdtResult, bullet: &str) -> String {
         return String::new();
     }
     let mut out = String::new();
-    for c in ratios {
+    for c in &ratios {
         out.push_str(&format!(
             "{bullet}{} ÷ {} ({}): {:.0} ns ÷ {:.0} ns = {:.3}{}\n",
             c.numerator,
@@ -21,6 +21,11 @@ pub fn lines(r: &UsdtResult, bullet: &str) -> String {
             c.denominator_ns,
             c.ratio,
             spread(&c.per_round)
+        ));
+    }
+    if ratios.iter().any(|c| c.numerator.starts_with("ebpf")) {
+        out.push_str(&format!(
+            "{bullet}why: on the `usdt` probe (a 1-byte nop) every tracer pays the same int3 uprobe trap, so eBPF and bpftrace differ only by their BPF programs; on `usdt-nop5` libbpf attaches to the nop5, which Linux >= 6.18 turns into a call without the trap, while bpftrace attaches at the note's address and still traps\n"
         ));
     }
     out
