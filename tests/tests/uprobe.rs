@@ -172,7 +172,7 @@ fn lttng_is_skipped_for_uprobe_hooks_with_a_note() {
     assert_ok(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("note: lttng skipped for uprobe: LTTng has no uprobe/uretprobe hook"),
+        stderr.contains("note: lttng skipped for uprobe: LTTng traces its own tracepoint only"),
         "{stderr}"
     );
     let v = read_json(&json);
