@@ -7,7 +7,7 @@ use crate::{signals, tracers};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
-use rtrace_protocol::{decode_histogram, Body, MicroConfig, Pacing, WorkloadConfig};
+use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -243,11 +243,7 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
                     failures.push(format!("{label}: {e}"));
                 }
             }
-            let same = result.runs.iter_mut().find(|p| {
-                (p.tracer, p.case, &p.variant, p.hook_kind)
-                    == (r.tracer, r.case, &r.variant, r.hook_kind)
-            });
-            match same {
+            match result.runs.iter_mut().find(|p| p.is_same_run(&r)) {
                 Some(pooled) => pooled.absorb(r)?,
                 None => result.runs.push(r),
             }
@@ -362,15 +358,8 @@ fn run_case(
         (Some(c), Case::Dormant) => (c.workload.as_path(), Some(&c.idle)),
         (Some(c), Case::Instrumented) => (c.workload.as_path(), None),
     };
-    let body = match case {
-        // Dynamic hooks: the same call in every case; only what is attached differs.
-        _ if hook_kind.is_dynamic() => Body::Call,
-        Case::Baseline | Case::Dormant => Body::Barrier,
-        Case::Traced | Case::Instrumented if hook_kind == HookKind::UsdtNop5 => Body::EventNop5,
-        Case::Traced | Case::Instrumented => Body::Event,
-    };
     let config = WorkloadConfig::Micro(MicroConfig {
-        body,
+        body: hook_kind.body(case),
         iterations: round.iterations,
         warmup: o.warmup,
         cpu: o.cpus.measured,

@@ -47,35 +47,27 @@ pub fn extra_ns_per_hit(r: &UsdtResult, col: Column<'_>) -> Option<f64> {
     Some(traced.summary.mean_ns - baseline.summary.mean_ns)
 }
 
-/// `extra_ns_per_hit` within each round; empty unless every run involved has the same number
-/// (more than one) of rounds.
+/// `extra_ns_per_hit` within each round; empty unless both runs have the same number (more
+/// than one) of rounds.
 fn extra_ns_per_round(r: &UsdtResult, col: Column<'_>) -> Vec<f64> {
-    let (Some(traced), Some(baseline)) = (
+    match (
         find(r, col, Case::Traced),
         find(r, (TracerKind::None, None), Case::Baseline),
-    ) else {
-        return Vec::new();
-    };
-    if traced.rounds.len() < 2 || traced.rounds.len() != baseline.rounds.len() {
-        return Vec::new();
+    ) {
+        (Some(t), Some(b)) => zip_with(&means_per_round(t), &means_per_round(b), |x, y| x - y),
+        _ => Vec::new(),
     }
-    traced
-        .rounds
-        .iter()
-        .zip(&baseline.rounds)
-        .map(|(t, b)| t.mean_ns - b.mean_ns)
-        .collect()
 }
 
-/// Element-wise `a / b`; empty unless both have the same length.
-fn divide(a: &[f64], b: &[f64]) -> Vec<f64> {
+/// `f` element-wise; empty unless both have the same length.
+fn zip_with(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> Vec<f64> {
     if a.len() != b.len() {
         return Vec::new();
     }
-    a.iter().zip(b).map(|(x, y)| x / y).collect()
+    a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
 }
 
-/// Case-1 means of `col`, one per round (empty with one round).
+/// The run's mean in each round (empty with one round).
 fn means_per_round(c: &CaseResult) -> Vec<f64> {
     if c.rounds.len() < 2 {
         return Vec::new();
@@ -107,7 +99,11 @@ pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
                 numerator_ns: a,
                 denominator_ns: b,
                 ratio: a / b,
-                per_round: divide(&extra_ns_per_round(r, ours), &extra_ns_per_round(r, theirs)),
+                per_round: zip_with(
+                    &extra_ns_per_round(r, ours),
+                    &extra_ns_per_round(r, theirs),
+                    |x, y| x / y,
+                ),
             });
         }
     }
@@ -121,7 +117,7 @@ pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
             numerator_ns: a.summary.mean_ns,
             denominator_ns: b.summary.mean_ns,
             ratio: a.summary.mean_ns / b.summary.mean_ns,
-            per_round: divide(&means_per_round(a), &means_per_round(b)),
+            per_round: zip_with(&means_per_round(a), &means_per_round(b), |x, y| x / y),
         });
     }
     out

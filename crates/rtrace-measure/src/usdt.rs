@@ -101,6 +101,19 @@ impl HookKind {
         matches!(self, HookKind::Uprobe | HookKind::Uretprobe)
     }
 
+    /// The loop body of `case` under this hook kind: dynamic hooks call the marker function in
+    /// every case (only what is attached differs); USDT kinds fire their probe in cases 1 and 3
+    /// and run the barrier in cases 0 and 2.
+    pub fn body(self, case: Case) -> rtrace_protocol::Body {
+        use rtrace_protocol::Body;
+        match (self, case) {
+            (HookKind::Uprobe | HookKind::Uretprobe, _) => Body::Call,
+            (_, Case::Baseline | Case::Dormant) => Body::Barrier,
+            (HookKind::UsdtNop5, _) => Body::EventNop5,
+            (HookKind::Usdt, _) => Body::Event,
+        }
+    }
+
     /// A run's `variant`: the backend mode, then the hook kind unless it is `usdt` (`record`,
     /// `uprobe`, `record, uretprobe`, `aggregate, usdt-nop5`); USDT runs keep the bare mode, as
     /// in files of older versions.
@@ -354,12 +367,17 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
+    /// The same (tracer, case, variant, hook kind): another round of this run.
+    pub fn is_same_run(&self, other: &CaseResult) -> bool {
+        (self.tracer, self.case, &self.variant, self.hook_kind)
+            == (other.tracer, other.case, &other.variant, other.hook_kind)
+    }
+
     /// Pools a later round of the same run into this one: histograms and event counts add up,
     /// the round's summary is kept in `rounds`. The timer overhead stays the first round's.
     pub fn absorb(&mut self, round: CaseResult) -> anyhow::Result<()> {
         anyhow::ensure!(
-            (self.tracer, self.case, &self.variant, self.hook_kind)
-                == (round.tracer, round.case, &round.variant, round.hook_kind),
+            self.is_same_run(&round),
             "cannot pool {} case {} with {} case {}",
             self.tracer,
             self.case.number(),
@@ -445,6 +463,15 @@ mod tests {
             rests: 1,
             rounds: vec![summary],
         }
+    }
+
+    #[test]
+    fn bodies_follow_hook_kind_and_case() {
+        use rtrace_protocol::Body;
+        assert_eq!(HookKind::Usdt.body(Case::Traced), Body::Event);
+        assert_eq!(HookKind::UsdtNop5.body(Case::Instrumented), Body::EventNop5);
+        assert_eq!(HookKind::UsdtNop5.body(Case::Dormant), Body::Barrier);
+        assert_eq!(HookKind::Uretprobe.body(Case::Baseline), Body::Call);
     }
 
     #[test]
