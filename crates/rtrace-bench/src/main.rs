@@ -8,6 +8,7 @@ mod options;
 mod probes;
 mod progress;
 mod report;
+mod runner;
 mod signals;
 mod sweep;
 mod tracers;

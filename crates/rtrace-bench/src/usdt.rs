@@ -3,7 +3,8 @@
 //! (each hook kind its own set of rows).
 
 use crate::options::{TracerChoice, TracerOptions, UsdtOptions};
-use crate::{signals, tracers};
+use crate::runner::{self, Round, Setup};
+use crate::tracers;
 use anyhow::{bail, Context, Result};
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
@@ -144,25 +145,7 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
     let baseline_bin = workload_bin(&o.workload_dir, Instrumentation::Usdt);
     require_bin(&baseline_bin)?;
     let (cols, notes) = columns(&o)?;
-    for n in &notes {
-        eprintln!("note: {n}");
-    }
-    signals::install();
-    signals::pin_harness(&o.cpus.harness)?;
-    let mut cleaned = Vec::new();
-    for c in &cols {
-        if cleaned.contains(&c.kind) {
-            continue;
-        }
-        cleaned.push(c.kind);
-        for removed in c.tracer.remove_stale()? {
-            eprintln!("note: removed stale {removed} left by a killed run");
-        }
-    }
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
-
-    let mut result = UsdtResult {
+    let result = UsdtResult {
         experiment: "usdt".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         started_unix: std::time::SystemTime::now()
@@ -190,11 +173,30 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
         runs: Vec::new(),
         warnings: Vec::new(),
     };
+    let plan = plan(&o, &cols);
+    let setup = Setup {
+        out: o.out.clone(),
+        json: o.json.clone(),
+        harness: o.cpus.harness.clone(),
+        rounds: o.rounds,
+    };
+    let mut usdt = Usdt {
+        o,
+        cols,
+        notes,
+        baseline_bin,
+        result,
+    };
+    runner::run(&mut usdt, &plan, &setup)
+}
 
-    let mut failures = Vec::new();
-    // The barrier baseline first (every "x case0" ratio is relative to it), then each hook
-    // kind's rows; uprobe kinds have their own case 0: the marker call, nothing attached.
-    let mut plan: Vec<(Option<&Column>, Case, HookKind)> = Vec::new();
+/// One entry of the plan: a column (`None`: no tracer), a case, the hook kind of its rows.
+type Step = (Option<usize>, Case, HookKind);
+
+/// The barrier baseline first (every "x case0" ratio is relative to it), then each hook kind's
+/// rows; uprobe kinds have their own case 0: the marker call, nothing attached.
+fn plan(o: &UsdtOptions, cols: &[Column]) -> Vec<Step> {
+    let mut plan = Vec::new();
     if o.cases.contains(&Case::Baseline) {
         plan.push((None, Case::Baseline, HookKind::Usdt));
     }
@@ -202,81 +204,99 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
         if hook_kind.is_dynamic() && o.cases.contains(&Case::Baseline) {
             plan.push((None, Case::Baseline, hook_kind));
         }
-        for c in cols.iter().filter(|c| c.hook_kind == hook_kind) {
+        for (i, _) in cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.hook_kind == hook_kind)
+        {
             for &case in o.cases.iter().filter(|&&c| c != Case::Baseline) {
-                plan.push((Some(c), case, hook_kind));
+                plan.push((Some(i), case, hook_kind));
             }
         }
     }
-    let progress =
-        crate::progress::Progress::new(plan.len() as u64 * u64::from(result.config.rounds));
-    for round in 0..result.config.rounds {
-        let round = Round {
-            index: round,
-            of: result.config.rounds,
-            iterations: round_share(o.iterations, result.config.rounds, round),
-            pacing: result.config.pacing,
-        };
-        for &(col, case, hook_kind) in round.order(&plan) {
-            let variant = match col {
-                Some(c) => c.variant.clone(),
-                None => hook_kind.variant(None),
-            };
-            let label = format!(
-                "{}{} case {}{}",
-                col.map_or(TracerKind::None, |c| c.kind),
-                variant
-                    .as_deref()
-                    .map_or(String::new(), |v| format!(" ({v})")),
-                case.number(),
-                round.label()
-            );
-            progress.start(format!("{label}: {}", case.describe()));
-            let r = run_case(&o, col, case, hook_kind, &baseline_bin, &round)?;
-            progress.done();
-            if let Some(ev) = &r.events {
-                let check = match case {
-                    Case::Traced => ev.check_exact(),
-                    _ => ev.check_none(),
-                };
-                if let Err(e) = check {
-                    failures.push(format!("{label}: {e}"));
-                }
-            }
-            match result.runs.iter_mut().find(|p| p.is_same_run(&r)) {
-                Some(pooled) => pooled.absorb(r)?,
-                None => result.runs.push(r),
-            }
-            if result.environment.tsc_hz.is_none() {
-                result.environment.tsc_hz = result.runs.last().map(|r| r.tsc_hz);
-            }
-            result.warnings = rtrace_measure::warnings::usdt(&result);
-            // Export after every case: a later failure loses nothing.
-            write_json(&o, &result)?;
-        }
-    }
-    progress.finish();
-    let report = crate::report::write_dir(
-        &o.out,
-        &rtrace_report::Report::one(rtrace_report::AnyResult::Usdt(result.clone())),
-    )?;
+    plan
+}
 
-    print!(
-        "{}",
-        rtrace_report::terminal::usdt(&result, crate::report::paint())
-    );
-    for n in &notes {
-        println!("note: {n}");
+/// The microbenchmark as the runner sees it.
+struct Usdt {
+    o: UsdtOptions,
+    cols: Vec<Column>,
+    notes: Vec<String>,
+    baseline_bin: PathBuf,
+    result: UsdtResult,
+}
+
+impl Usdt {
+    fn variant(&self, &(col, _, hook_kind): &Step) -> Option<String> {
+        match col {
+            Some(c) => self.cols[c].variant.clone(),
+            None => hook_kind.variant(None),
+        }
     }
-    if let Some(j) = &o.json {
-        eprintln!("results: {}", j.display());
+}
+
+impl runner::Experiment for Usdt {
+    const NAME: &'static str = "usdt";
+    type Step = Step;
+    type Run = CaseResult;
+
+    fn label(&self, step: &Step) -> String {
+        let (col, case, _) = *step;
+        format!(
+            "{}{} case {}",
+            col.map_or(TracerKind::None, |c| self.cols[c].kind),
+            self.variant(step)
+                .as_deref()
+                .map_or(String::new(), |v| format!(" ({v})")),
+            case.number(),
+        )
     }
-    eprintln!("results and trace data: {}", o.out.display());
-    eprintln!("report: {}", report.display());
-    if !failures.is_empty() {
-        bail!("{}", failures.join("; "));
+
+    fn describe(&self, &(_, case, _): &Step) -> String {
+        case.describe().into()
     }
-    Ok(0)
+
+    fn tracers(&self) -> Vec<&dyn Tracer> {
+        self.cols.iter().map(|c| c.tracer.as_ref()).collect()
+    }
+
+    fn run(&mut self, step: &Step, round: &Round) -> Result<CaseResult> {
+        let (col, case, hook_kind) = *step;
+        let r = run_case(
+            &self.o,
+            col.map(|c| &self.cols[c]),
+            case,
+            hook_kind,
+            &self.baseline_bin,
+            round,
+            self.result.config.pacing,
+        )?;
+        if self.result.environment.tsc_hz.is_none() {
+            self.result.environment.tsc_hz = Some(r.tsc_hz);
+        }
+        Ok(r)
+    }
+
+    fn runs(&mut self) -> &mut Vec<CaseResult> {
+        &mut self.result.runs
+    }
+
+    fn json(&mut self) -> Result<Vec<u8>> {
+        self.result.warnings = rtrace_measure::warnings::usdt(&self.result);
+        rtrace_report::json::usdt(&self.result)
+    }
+
+    fn result(&self) -> rtrace_report::AnyResult {
+        rtrace_report::AnyResult::Usdt(self.result.clone())
+    }
+
+    fn terminal(&self) -> String {
+        rtrace_report::terminal::usdt(&self.result, crate::report::paint())
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
 }
 
 pub(crate) fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
@@ -289,60 +309,6 @@ pub(crate) fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
     })
 }
 
-fn write_json(o: &UsdtOptions, r: &UsdtResult) -> Result<()> {
-    let bytes = rtrace_report::json::usdt(r)?;
-    let default = o.out.join("usdt.json");
-    for path in std::iter::once(&default).chain(o.json.as_ref()) {
-        std::fs::write(path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// One pass over the plan: its share of the iterations, its direction.
-struct Round {
-    /// 0-based.
-    index: u32,
-    of: u32,
-    iterations: u64,
-    pacing: Option<Pacing>,
-}
-
-impl Round {
-    /// Even rounds run the plan forwards, odd rounds backwards: a linear drift of the machine
-    /// then weighs on every run alike.
-    fn order<'p, T>(&self, plan: &'p [T]) -> Vec<&'p T> {
-        if self.index.is_multiple_of(2) {
-            plan.iter().collect()
-        } else {
-            plan.iter().rev().collect()
-        }
-    }
-
-    fn label(&self) -> String {
-        if self.of > 1 {
-            format!(" (round {}/{})", self.index + 1, self.of)
-        } else {
-            String::new()
-        }
-    }
-
-    /// Suffix of the run's trace-data directory.
-    fn dir_suffix(&self) -> String {
-        if self.of > 1 {
-            format!("-round{}", self.index + 1)
-        } else {
-            String::new()
-        }
-    }
-}
-
-/// Round `index`'s share of `total` iterations split over `rounds` (earlier rounds take the
-/// remainder).
-fn round_share(total: u64, rounds: u32, index: u32) -> u64 {
-    let rounds = u64::from(rounds);
-    total / rounds + u64::from(u64::from(index) < total % rounds)
-}
-
 fn run_case(
     o: &UsdtOptions,
     col: Option<&Column>,
@@ -350,6 +316,7 @@ fn run_case(
     hook_kind: HookKind,
     baseline_bin: &Path,
     round: &Round,
+    pacing: Option<Pacing>,
 ) -> Result<CaseResult> {
     let started = Instant::now();
     let (bin, hook) = match (col, case) {
@@ -360,12 +327,12 @@ fn run_case(
     };
     let config = WorkloadConfig::Micro(MicroConfig {
         body: hook_kind.body(case),
-        iterations: round.iterations,
+        iterations: round.share(o.iterations),
         warmup: o.warmup,
         cpu: o.cpus.measured,
         priority: o.priority,
         timer_samples: TIMER_SAMPLES,
-        pacing: round.pacing,
+        pacing,
     });
     let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
     let variant = match col {
@@ -432,34 +399,4 @@ fn run_case(
         rests: outcome.done.rests,
         rounds: vec![summary],
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rounds_share_every_iteration() {
-        for (total, rounds) in [(10, 3), (1_000_000, 5), (7, 7), (5, 1)] {
-            let shares: Vec<u64> = (0..rounds).map(|i| round_share(total, rounds, i)).collect();
-            assert_eq!(shares.iter().sum::<u64>(), total, "{shares:?}");
-            assert!(shares.iter().max().unwrap() - shares.iter().min().unwrap() <= 1);
-        }
-    }
-
-    #[test]
-    fn odd_rounds_run_backwards() {
-        let round = |index| Round {
-            index,
-            of: 3,
-            iterations: 1,
-            pacing: None,
-        };
-        let plan = [1, 2, 3];
-        assert_eq!(round(0).order(&plan), [&1, &2, &3]);
-        assert_eq!(round(1).order(&plan), [&3, &2, &1]);
-        assert_eq!(round(2).order(&plan), [&1, &2, &3]);
-        assert_eq!(round(1).label(), " (round 2/3)");
-        assert_eq!(round(1).dir_suffix(), "-round2");
-    }
 }

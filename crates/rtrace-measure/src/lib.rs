@@ -6,6 +6,7 @@ pub mod cyclictest;
 pub mod env;
 pub mod model;
 pub mod pacing;
+pub mod pool;
 pub mod probe_cost;
 pub mod spawn;
 pub mod summary;
@@ -15,6 +16,7 @@ pub mod warnings;
 
 pub use env::Environment;
 pub use model::{AccountingError, Events};
+pub use pool::Pool;
 pub use spawn::{run_workload, run_workload_message, Outcome, WorkloadError};
 pub use summary::Summary;
 pub use warnings::Warning;

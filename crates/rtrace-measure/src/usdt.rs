@@ -366,16 +366,16 @@ pub struct CaseResult {
     pub rounds: Vec<Summary>,
 }
 
-impl CaseResult {
+impl crate::Pool for CaseResult {
     /// The same (tracer, case, variant, hook kind): another round of this run.
-    pub fn is_same_run(&self, other: &CaseResult) -> bool {
+    fn is_same_run(&self, other: &CaseResult) -> bool {
         (self.tracer, self.case, &self.variant, self.hook_kind)
             == (other.tracer, other.case, &other.variant, other.hook_kind)
     }
 
     /// Pools a later round of the same run into this one: histograms and event counts add up,
     /// the round's summary is kept in `rounds`. The timer overhead stays the first round's.
-    pub fn absorb(&mut self, round: CaseResult) -> anyhow::Result<()> {
+    fn absorb(&mut self, round: CaseResult) -> anyhow::Result<()> {
         anyhow::ensure!(
             self.is_same_run(&round),
             "cannot pool {} case {} with {} case {}",
@@ -403,11 +403,24 @@ impl CaseResult {
         self.rounds.extend(round.rounds);
         Ok(())
     }
+
+    /// Case 1: every hit recorded or reported lost; other cases: nothing recorded.
+    fn accounting(&self) -> Result<(), String> {
+        let Some(ev) = &self.events else {
+            return Ok(());
+        };
+        match self.case {
+            Case::Traced => ev.check_exact(),
+            _ => ev.check_none(),
+        }
+        .map_err(|e| e.to_string())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Pool;
 
     #[test]
     fn variants_carry_the_mode_and_the_dynamic_hook() {
@@ -496,6 +509,33 @@ mod tests {
         let mut b = traced(&[100], 1);
         b.case = Case::Dormant;
         assert!(a.absorb(b).is_err());
+    }
+
+    #[test]
+    fn accounting_follows_the_case() {
+        let mut r = traced(&[100], 5);
+        assert!(r.accounting().is_ok());
+        r.events = Some(Events {
+            hits: 5,
+            recorded: 3,
+            lost: 0,
+        });
+        assert!(r.accounting().unwrap_err().contains("missed events"));
+        r.case = Case::Dormant;
+        r.events = Some(Events {
+            hits: 0,
+            recorded: 0,
+            lost: 0,
+        });
+        assert!(r.accounting().is_ok());
+        r.events = Some(Events {
+            hits: 0,
+            recorded: 1,
+            lost: 0,
+        });
+        assert!(r.accounting().is_err());
+        r.events = None;
+        assert!(r.accounting().is_ok());
     }
 
     #[test]
