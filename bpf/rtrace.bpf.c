@@ -4,9 +4,10 @@
  *
  * Four hooks (USDT, function entry, function return, the nanosleep tracepoint), each in two
  * modes; the loader autoloads exactly one of the eight programs:
- *   *_record     one struct rtrace_event per hit into the ring buffer `events`, submitted
- *                without wakeup (user space polls); reservation failures are counted in the
- *                per-CPU map `lost`.
+ *   *_record     one struct rtrace_event per hit into the ring buffer `events`; reservation
+ *                failures are counted in the per-CPU map `lost`. Submitted without wakeup (user
+ *                space polls), or, with the rodata flag `wakeup_per_event`, waking the reader on
+ *                every event as bpftrace's printf perf buffer does (wakeup_events = 1).
  *   *_aggregate  per-CPU counter + log2 histogram of the argument in `aggs`; no per-event output.
  * USDT (usdt_*), uprobe (up_*: first argument) and uretprobe (uret_*: return value) programs are
  * attached per process by libbpf (the kernel filters the pid, USDT semaphores are handled through
@@ -29,6 +30,11 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Only hits of this thread group count in the tracepoint programs; 0 = all. Set before load. */
 const volatile __u32 target_tgid = 0;
+
+/* Record mode: wake the ring buffer's reader on every event (BPF_RB_FORCE_WAKEUP) instead of
+ * never (BPF_RB_NO_WAKEUP). Set before load; the verifier removes the branch not taken, so both
+ * settings run the same instructions but the flag. */
+const volatile bool wakeup_per_event = false;
 
 /* Record mode: the events. max_entries (bytes) is set by the loader before load. */
 struct {
@@ -158,7 +164,10 @@ static __always_inline void record(__s64 arg, __u32 tgid)
 	e->arg = arg;
 	e->cpu = bpf_get_smp_processor_id();
 	e->pid = tgid;
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	if (wakeup_per_event)
+		bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	else
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline void aggregate(__s64 arg)

@@ -11,7 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 const N: u64 = 100_000;
-const MODES: [EbpfMode; 2] = [EbpfMode::Record, EbpfMode::Aggregate];
+const MODES: [EbpfMode; 3] = [
+    EbpfMode::Record,
+    EbpfMode::RecordWakeup,
+    EbpfMode::Aggregate,
+];
 
 /// The shared fixture: `rtest:hit`, semaphore probe `rtest:sem`, `rtest:never`.
 fn sdt_loop(dir: &Path) -> PathBuf {
@@ -144,7 +148,7 @@ fn usdt_counts_every_hit_of_one_pid() {
         assert_eq!(stats.recorded + stats.lost, hits, "{mode:?}");
         assert_eq!(stats.lost, 0, "{mode:?}: default ring buffer is big enough");
         match mode {
-            EbpfMode::Record => check_events_file(out_dir.path(), pid, N),
+            EbpfMode::Record | EbpfMode::RecordWakeup => check_events_file(out_dir.path(), pid, N),
             EbpfMode::Aggregate => check_histogram(out_dir.path(), N),
         }
     }
@@ -188,7 +192,7 @@ fn memory_operand_arguments_are_read_right() {
             "{mode:?}"
         );
         match mode {
-            EbpfMode::Record => check_events_file(out_dir.path(), pid, N),
+            EbpfMode::Record | EbpfMode::RecordWakeup => check_events_file(out_dir.path(), pid, N),
             EbpfMode::Aggregate => check_histogram(out_dir.path(), N),
         }
     }
@@ -368,7 +372,7 @@ fn nanosleep_tracepoint_counts_only_the_target_pid() {
         );
         assert_eq!(other.finish().unwrap(), EventStats::default(), "{mode:?}");
         bystander.go();
-        if mode == EbpfMode::Record {
+        if mode.records() {
             let text = std::fs::read_to_string(out_dir.path().join(EVENTS_FILE)).unwrap();
             let rets: Vec<&str> = text
                 .lines()

@@ -1,4 +1,4 @@
-//! The main job's path end to end: `usdt` with every tracer and both eBPF/bpftrace modes in one
+//! The main job's path end to end: `usdt` with every tracer and every eBPF/bpftrace mode in one
 //! run, through the real binary. Every traced case must account exactly (the binary fails the
 //! run otherwise), case 2 must record nothing, and no tracing state may remain.
 
@@ -14,7 +14,7 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
         "--tracer",
         "ftrace,ebpf,lttng,bpftrace",
         "--bpf-mode",
-        "record,aggregate",
+        "record,record-wakeup,aggregate",
         "-n",
         "20000",
         "--warmup",
@@ -28,8 +28,8 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
     let v = read_json(&json);
     let runs = v["runs"].as_array().unwrap();
     let traced: Vec<&serde_json::Value> = runs.iter().filter(|r| r["case"] == 1).collect();
-    // ftrace, ebpf x2, lttng, bpftrace x2.
-    assert_eq!(traced.len(), 6, "{}", String::from_utf8_lossy(&out.stderr));
+    // ftrace, ebpf x3, lttng, bpftrace x2 (record-wakeup is bpftrace's record).
+    assert_eq!(traced.len(), 7, "{}", String::from_utf8_lossy(&out.stderr));
     for r in &traced {
         let ev = &r["events"];
         assert_eq!(ev["hits"], 21000, "{r}");
@@ -49,10 +49,14 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
         );
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("ebpf (aggregate) ÷ bpftrace (aggregate)"),
-        "{stdout}"
-    );
+    for line in [
+        "ebpf (aggregate) ÷ bpftrace (aggregate)",
+        "ebpf (record-wakeup) ÷ bpftrace (record)",
+        "both wake the reader on every event",
+        "wake-up cost per event (usdt): ebpf (record-wakeup) − ebpf (record) = ",
+    ] {
+        assert!(stdout.contains(line), "{line:?} missing:\n{stdout}");
+    }
     assert!(stdout.contains("lttng ÷ ftrace"), "{stdout}");
     assert!(dir.path().join("index.html").exists());
     assert_eq!(tracefs_snapshot(), before);

@@ -48,7 +48,7 @@ pub fn run(o: Options) -> Result<()> {
         "usdt",
         Command::new(&bench)
             .args(["usdt", "--tracer", "all", "--priority", "99"])
-            .args(["--bpf-mode", "record,aggregate"])
+            .args(["--bpf-mode", "record,record-wakeup,aggregate"])
             .args(["--hook", "usdt,usdt-nop5,uprobe,uretprobe"])
             .args(["--rounds", "3"])
             .args(["--iterations", &o.iterations.to_string()])

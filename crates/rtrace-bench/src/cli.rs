@@ -100,7 +100,9 @@ pub struct TracerArgs {
     pub lttng_event: LttngEventArg,
     /// eBPF and bpftrace modes (comma separated: each one is measured as its own column):
     /// `record` sends every event to a file (ring buffer / printf), `aggregate` only counts
-    /// (per-CPU counter and log2 histogram / `count()`).
+    /// (per-CPU counter and log2 histogram / `count()`). `record-wakeup` is eBPF's record with
+    /// bpftrace's wake-up policy (every event wakes the reader); for bpftrace, whose printf
+    /// always does, it is `record`.
     #[arg(
         long,
         value_enum,
@@ -113,7 +115,11 @@ pub struct TracerArgs {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BpfModeArg {
+    /// Every event to a file; our ring buffer never wakes the reader, which polls.
     Record,
+    /// As `record`, every event waking the reader (bpftrace's policy).
+    RecordWakeup,
+    /// Counts only.
     Aggregate,
 }
 

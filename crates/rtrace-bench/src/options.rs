@@ -67,6 +67,8 @@ pub struct TracerOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BpfMode {
     Record,
+    /// eBPF: record, waking the reader on every event; bpftrace: record (its printf always does).
+    RecordWakeup,
     Aggregate,
 }
 
@@ -74,6 +76,7 @@ impl BpfMode {
     pub fn name(self) -> &'static str {
         match self {
             BpfMode::Record => "record",
+            BpfMode::RecordWakeup => "record-wakeup",
             BpfMode::Aggregate => "aggregate",
         }
     }
@@ -96,10 +99,16 @@ impl From<TracerArgs> for TracerOptions {
                     .iter()
                     .map(|m| match m {
                         crate::cli::BpfModeArg::Record => BpfMode::Record,
+                        crate::cli::BpfModeArg::RecordWakeup => BpfMode::RecordWakeup,
                         crate::cli::BpfModeArg::Aggregate => BpfMode::Aggregate,
                     })
                     .collect();
-                m.dedup();
+                let mut seen = Vec::new();
+                m.retain(|x| {
+                    let new = !seen.contains(x);
+                    seen.push(*x);
+                    new
+                });
                 if m.is_empty() {
                     m.push(BpfMode::Record);
                 }
@@ -416,6 +425,16 @@ mod tests {
         assert_eq!(usdt(&["-n", "0"]).unwrap_err(), OptionsError::Iterations);
         let mut v = vec!["rtrace-bench", "usdt", "--tracer", "dtrace"];
         assert!(Cli::try_parse_from(v.drain(..)).is_err(), "unknown tracer");
+    }
+
+    #[test]
+    fn bpf_modes_keep_their_order_without_repeats() {
+        assert_eq!(usdt(&[]).unwrap().tracer.bpf_modes, [BpfMode::Record]);
+        let o = usdt(&["--bpf-mode", "record-wakeup,record,record-wakeup,aggregate"]).unwrap();
+        assert_eq!(
+            o.tracer.bpf_modes,
+            [BpfMode::RecordWakeup, BpfMode::Record, BpfMode::Aggregate]
+        );
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //!   `Target::consumer_cpus`, written to `out_dir/ebpf-events.txt`. recorded = events consumed,
 //!   lost = failed ring-buffer reservations (per-CPU map). The ring buffer cannot overwrite, so
 //!   `Target::record` does not apply: every event is streamed.
+//! - `record-wakeup`: the same program and consumer, but every event wakes the consumer, which
+//!   sleeps in epoll (`ring_buffer__poll`) until woken: bpftrace's wake-up policy.
 //! - `aggregate`: a per-CPU counter and log2 histogram of the argument, no per-event output;
 //!   recorded = the counters' sum, written with the histogram to `out_dir/ebpf-aggregate.txt`.
 //!
@@ -37,14 +39,35 @@ pub use plan::NANOSLEEP_EXIT;
 pub use session::{AGGREGATE_FILE, EVENTS_FILE, POLL_INTERVAL};
 pub use sink::EVENTS_HEADER;
 
-/// What the BPF program does per hit (`--ebpf-mode`).
+/// What the BPF program does per hit (`--bpf-mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum EbpfMode {
-    /// Tracer pattern: every event into a ring buffer, drained to a file.
+    /// Tracer pattern: every event into a ring buffer, submitted without waking the reader,
+    /// which drains it every [`POLL_INTERVAL`].
     Record,
+    /// As `Record`, but every event wakes the reader (`BPF_RB_FORCE_WAKEUP`), which sleeps in
+    /// epoll until woken: bpftrace's policy (its printf perf buffer has `wakeup_events = 1`).
+    /// The difference to `Record` is the wake-up cost per event.
+    RecordWakeup,
     /// Aggregator pattern: per-CPU counter and log2 histogram in maps.
     Aggregate,
+}
+
+impl EbpfMode {
+    /// The name of the mode on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            EbpfMode::Record => "record",
+            EbpfMode::RecordWakeup => "record-wakeup",
+            EbpfMode::Aggregate => "aggregate",
+        }
+    }
+
+    /// Whether every event goes into the ring buffer (`record`, `record-wakeup`).
+    pub fn records(self) -> bool {
+        matches!(self, EbpfMode::Record | EbpfMode::RecordWakeup)
+    }
 }
 
 /// The eBPF tracer backend.
@@ -127,5 +150,15 @@ mod tests {
         );
         let m: EbpfMode = serde_json::from_str("\"record\"").unwrap();
         assert_eq!(m, EbpfMode::Record);
+        for m in [
+            EbpfMode::Record,
+            EbpfMode::RecordWakeup,
+            EbpfMode::Aggregate,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&m).unwrap(),
+                format!("\"{}\"", m.name())
+            );
+        }
     }
 }

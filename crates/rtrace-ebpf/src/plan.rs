@@ -109,8 +109,13 @@ impl Probe {
         }
     }
 
-    /// Name of the BPF program (in `rtrace.bpf.c`) for this probe in `mode`.
+    /// Name of the BPF program (in `rtrace.bpf.c`) for this probe in `mode` (`record-wakeup`
+    /// runs the record program with its rodata flag `wakeup_per_event` set).
     pub fn program(&self, mode: EbpfMode) -> &'static str {
+        let mode = match mode {
+            EbpfMode::RecordWakeup => EbpfMode::Record,
+            m => m,
+        };
         match (self, mode) {
             (Probe::Usdt { .. }, EbpfMode::Record) => "usdt_record",
             (Probe::Usdt { .. }, EbpfMode::Aggregate) => "usdt_aggregate",
@@ -120,6 +125,7 @@ impl Probe {
             (Probe::Uprobe { ret: true, .. }, EbpfMode::Aggregate) => "uret_aggregate",
             (Probe::NanosleepExit, EbpfMode::Record) => "tp_record",
             (Probe::NanosleepExit, EbpfMode::Aggregate) => "tp_aggregate",
+            (_, EbpfMode::RecordWakeup) => unreachable!("mapped to Record above"),
         }
     }
 }
@@ -203,6 +209,7 @@ mod tests {
             }
         );
         assert_eq!(p.program(EbpfMode::Record), "usdt_record");
+        assert_eq!(p.program(EbpfMode::RecordWakeup), "usdt_record");
         assert_eq!(p.program(EbpfMode::Aggregate), "usdt_aggregate");
     }
 

@@ -12,7 +12,7 @@ use rtrace_tracer::EventStats;
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -24,7 +24,8 @@ use crate::{libbpf_log, skel, EbpfMode};
 
 /// How long the record-mode consumer sleeps between drains when the ring is not filling up.
 /// Events are submitted without wakeup (a wakeup costs ~1.5 µs per event here), so this poll is
-/// the only thing that drains the ring.
+/// the only thing that drains the ring. In `record-wakeup` mode the consumer sleeps in epoll
+/// instead and every event wakes it; this is then only how often it checks for the end.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Size of one ring-buffer record: the event plus the kernel's 8-byte record header.
@@ -129,7 +130,7 @@ fn trace(
     let skel = load(plan, &mut storage)?;
     *ids = KernelIds::collect(&skel);
     match plan.mode {
-        EbpfMode::Record => {
+        EbpfMode::Record | EbpfMode::RecordWakeup => {
             let path = plan.out_dir.join(EVENTS_FILE);
             let sink = RefCell::new(EventSink::create(&path)?);
             let mut builder = RingBufferBuilder::new();
@@ -141,17 +142,27 @@ fn trace(
                 .context("cannot set up the ring-buffer consumer")?;
             let link = attach(plan, &skel)?;
             attached();
-            // Drain every POLL_INTERVAL, or at once again while the ring is filling up fast.
-            let busy = u64::from(plan.ring_bytes) / 4;
-            loop {
-                let n = consume(&ring)?;
-                let wait = if n * RECORD_BYTES >= busy {
-                    Duration::ZERO
-                } else {
-                    POLL_INTERVAL
-                };
-                if stop.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
-                    break; // finish (message) or drop (disconnected)
+            if plan.mode == EbpfMode::RecordWakeup {
+                // Sleep in epoll; every event wakes us (bpftrace's perf-buffer reader loop).
+                loop {
+                    poll(&ring, POLL_INTERVAL)?;
+                    if stop.try_recv() != Err(TryRecvError::Empty) {
+                        break; // finish (message) or drop (disconnected)
+                    }
+                }
+            } else {
+                // Drain every POLL_INTERVAL, or at once again while the ring is filling up fast.
+                let busy = u64::from(plan.ring_bytes) / 4;
+                loop {
+                    let n = consume(&ring)?;
+                    let wait = if n * RECORD_BYTES >= busy {
+                        Duration::ZERO
+                    } else {
+                        POLL_INTERVAL
+                    };
+                    if stop.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
+                        break; // finish (message) or drop (disconnected)
+                    }
                 }
             }
             drop(link);
@@ -214,9 +225,11 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         Probe::NanosleepExit => plan.pid.unwrap_or(0),
         Probe::Usdt { .. } | Probe::Uprobe { .. } => 0,
     };
-    let ring = match plan.mode {
-        EbpfMode::Record => plan.ring_bytes,
-        EbpfMode::Aggregate => crate::plan::ring_bytes(Some(1), 1)?,
+    rodata.wakeup_per_event = plan.mode == EbpfMode::RecordWakeup;
+    let ring = if plan.mode.records() {
+        plan.ring_bytes
+    } else {
+        crate::plan::ring_bytes(Some(1), 1)?
     };
     open.maps
         .events
@@ -251,9 +264,10 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
             },
             mode,
         ) => {
-            let prog = match mode {
-                EbpfMode::Record => &skel.progs.usdt_record,
-                EbpfMode::Aggregate => &skel.progs.usdt_aggregate,
+            let prog = if mode.records() {
+                &skel.progs.usdt_record
+            } else {
+                &skel.progs.usdt_aggregate
             };
             prog.attach_usdt(pid, binary, provider, name).map_err(|e| {
                 if e.kind() == ErrorKind::NotFound {
@@ -278,11 +292,11 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
             },
             mode,
         ) => {
-            let prog = match (ret, mode) {
-                (false, EbpfMode::Record) => &skel.progs.up_record,
-                (false, EbpfMode::Aggregate) => &skel.progs.up_aggregate,
-                (true, EbpfMode::Record) => &skel.progs.uret_record,
-                (true, EbpfMode::Aggregate) => &skel.progs.uret_aggregate,
+            let prog = match (ret, mode.records()) {
+                (false, true) => &skel.progs.up_record,
+                (false, false) => &skel.progs.up_aggregate,
+                (true, true) => &skel.progs.uret_record,
+                (true, false) => &skel.progs.uret_aggregate,
             };
             let kind = if *ret { "uretprobe" } else { "uprobe" };
             let offset = usize::try_from(*offset).context("function offset out of range")?;
@@ -299,9 +313,10 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
             })
         }
         (Probe::NanosleepExit, mode) => {
-            let prog = match mode {
-                EbpfMode::Record => &skel.progs.tp_record,
-                EbpfMode::Aggregate => &skel.progs.tp_aggregate,
+            let prog = if mode.records() {
+                &skel.progs.tp_record
+            } else {
+                &skel.progs.tp_aggregate
             };
             prog.attach_tracepoint(
                 libbpf_rs::TracepointCategory::Custom(NANOSLEEP_EXIT.0.into()),
@@ -334,6 +349,18 @@ fn explain(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
         ),
         _ => anyhow!("{what} failed: {e} ({detail})"),
     }
+}
+
+/// Waits up to `timeout` in epoll for a wake-up, then drains the ring buffer.
+fn poll(ring: &libbpf_rs::RingBuffer<'_>, timeout: Duration) -> Result<()> {
+    let n = ring.poll_raw(timeout);
+    if n < 0 && n != -(nix::errno::Errno::EINTR as i32) {
+        bail!(
+            "waiting on the BPF ring buffer failed: {}",
+            std::io::Error::from_raw_os_error(-n)
+        );
+    }
+    Ok(())
 }
 
 /// Drains the ring buffer once; number of records consumed.

@@ -290,6 +290,27 @@ fn environment(e: &Entry) -> String {
     out
 }
 
+/// The reference comparisons, each with what differs between its two sides.
+fn reference(r: &UsdtResult) -> String {
+    let items = crate::reference::items(r);
+    if items.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h3>Reference comparisons (same run)</h3>\n<ul>\n");
+    for i in items {
+        out.push_str(&format!("<li>{}", esc(&i.line)));
+        if let Some(d) = i.differs {
+            out.push_str(&format!(
+                "<br><span class=\"sub\">differs: {}</span>",
+                esc(&d)
+            ));
+        }
+        out.push_str("</li>\n");
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
 fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
     let mut out = format!("<section id=\"{}\">\n", esc(&e.id));
     let file = e
@@ -311,6 +332,7 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             out.push_str(&table31(r));
             out.push_str("<h3>Percentiles (ns) and event accounting</h3>\n");
             out.push_str(&usdt_details(r));
+            out.push_str(&reference(r));
             serde_json::to_string_pretty(&r.config)?
         }
         AnyResult::Sweep(r) => {
