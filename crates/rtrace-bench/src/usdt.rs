@@ -6,7 +6,7 @@ use crate::options::{TracerChoice, TracerOptions, UsdtOptions};
 use crate::runner::{self, Round, Setup};
 use crate::tracers;
 use anyhow::{bail, Context, Result};
-use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtConfig, UsdtResult};
+use rtrace_measure::usdt::{Case, CaseResult, HookKind, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
 use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer, TracerKind};
@@ -169,6 +169,7 @@ pub fn run(o: UsdtOptions) -> Result<i32> {
             hooks: o.hooks.clone(),
             rounds: o.rounds,
             pacing: rtrace_measure::pacing::for_this_machine(o.priority),
+            allow_loss: o.allow_loss,
         },
         runs: Vec::new(),
         warnings: Vec::new(),
@@ -380,7 +381,7 @@ fn run_case(
     };
     let hist = decode_histogram(&outcome.done.histogram)?;
     let timer = decode_histogram(&outcome.done.timer_overhead)?;
-    let summary = Summary::of(&hist).context("workload recorded no samples")?;
+    let round_summary = RoundSummary::of(&hist).context("workload recorded no samples")?;
     Ok(CaseResult {
         tracer: tracer_kind,
         case,
@@ -388,7 +389,8 @@ fn run_case(
         workload: bin.display().to_string(),
         hook: hook.map(Hook::label),
         hook_kind,
-        summary,
+        summary: round_summary.summary,
+        disturbed: round_summary.disturbed,
         histogram: outcome.done.histogram,
         timer_overhead: Summary::of(&timer).context("workload recorded no timer samples")?,
         events,
@@ -397,6 +399,6 @@ fn run_case(
         mlocked: outcome.ready.mlocked,
         wall_s: started.elapsed().as_secs_f64(),
         rests: outcome.done.rests,
-        rounds: vec![summary],
+        rounds: vec![round_summary],
     })
 }
