@@ -5,8 +5,8 @@
 //!
 //! - the start: Ctrl-C handling, the harness pinned off the measured CPU, stale state of killed
 //!   runs removed ([`remove_stale`], the one call site), the output directory;
-//! - rounds in alternating order (A B C, then C B A): a machine whose speed drifts weighs on
-//!   every run alike;
+//! - an untimed priming run ([`Experiment::prime`]), then rounds in alternating order (A B C,
+//!   then C B A): a machine whose speed drifts weighs on every run alike;
 //! - pooling each run's rounds ([`rtrace_measure::pool::keep`]) and checking every round's event
 //!   accounting;
 //! - progress, and the result file written after every round, so a later failure loses nothing;
@@ -41,6 +41,13 @@ pub trait Experiment {
 
     /// The tracer backends the plan uses (their leftovers of killed runs are removed first).
     fn tracers(&self) -> Vec<&dyn Tracer>;
+
+    /// An untimed run before the first round, so that the first timed run is not the first
+    /// process after the measured CPU sat idle (caches, page cache, the host's vCPU). Nothing
+    /// by default.
+    fn prime(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// Performs one round of `step`.
     fn run(&mut self, step: &Self::Step, round: &Round) -> Result<Self::Run>;
@@ -160,6 +167,7 @@ pub fn run<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Resul
 /// failed runs and accounting checks.
 fn measure<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Result<Vec<String>> {
     write_json(exp, setup)?;
+    exp.prime().context("the untimed priming run failed")?;
     let mut failures = Vec::new();
     let progress = Progress::new(plan.len() as u64 * u64::from(setup.rounds));
     for index in 0..setup.rounds {
@@ -269,6 +277,7 @@ mod tests {
         runs: Vec<Measured>,
         failed: Vec<String>,
         exports: usize,
+        primed: usize,
     }
 
     impl Experiment for Mock {
@@ -280,6 +289,14 @@ mod tests {
         }
         fn tracers(&self) -> Vec<&dyn Tracer> {
             Vec::new()
+        }
+        fn prime(&mut self) -> Result<()> {
+            assert!(
+                self.order.is_empty(),
+                "priming comes before the first round"
+            );
+            self.primed += 1;
+            Ok(())
         }
         fn run(&mut self, &step: &&'static str, round: &Round) -> Result<Measured> {
             self.order.push(format!("{step}{}", round.index + 1));

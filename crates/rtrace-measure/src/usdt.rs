@@ -377,6 +377,10 @@ pub struct RoundSummary {
     /// This round's disturbed samples, by its own median.
     #[serde(default)]
     pub disturbed: Option<Disturbed>,
+    /// This round's timer overhead (an empty timed interval, measured in the same process just
+    /// before the loop); absent in files of older versions.
+    #[serde(default)]
+    pub timer_overhead: Option<Summary>,
 }
 
 impl RoundSummary {
@@ -386,6 +390,7 @@ impl RoundSummary {
             summary: Summary::of(h)?,
             median_ns: disturbed::median(h),
             disturbed: Disturbed::of(h),
+            timer_overhead: None,
         })
     }
 
