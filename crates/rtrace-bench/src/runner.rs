@@ -94,6 +94,8 @@ pub struct Round {
     /// 0-based.
     pub index: u32,
     pub of: u32,
+    /// Position of this run in the whole invocation (0: the first timed run).
+    pub seq: u64,
 }
 
 impl Round {
@@ -171,9 +173,10 @@ fn measure<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Resul
     let mut failures = Vec::new();
     let progress = Progress::new(plan.len() as u64 * u64::from(setup.rounds));
     for index in 0..setup.rounds {
-        let round = Round {
+        let mut round = Round {
             index,
             of: setup.rounds,
+            seq: u64::from(index) * plan.len() as u64,
         };
         for step in round.order(plan) {
             let label = format!("{}{}", exp.label(step), round.label());
@@ -207,6 +210,7 @@ fn measure<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Resul
                 }
             }
             write_json(exp, setup)?;
+            round.seq += 1;
         }
     }
     progress.finish();
@@ -299,6 +303,7 @@ mod tests {
             Ok(())
         }
         fn run(&mut self, &step: &&'static str, round: &Round) -> Result<Measured> {
+            assert_eq!(round.seq, self.order.len() as u64, "runs count up");
             self.order.push(format!("{step}{}", round.index + 1));
             if step == "c" && round.index == 0 {
                 bail!("workload crashed");
@@ -422,7 +427,14 @@ mod tests {
     fn rounds_share_every_iteration() {
         for (total, rounds) in [(10, 3), (1_000_000, 5), (7, 7), (5, 1)] {
             let shares: Vec<u64> = (0..rounds)
-                .map(|index| Round { index, of: rounds }.share(total))
+                .map(|index| {
+                    Round {
+                        index,
+                        of: rounds,
+                        seq: 0,
+                    }
+                    .share(total)
+                })
                 .collect();
             assert_eq!(shares.iter().sum::<u64>(), total, "{shares:?}");
             assert!(shares.iter().max().unwrap() - shares.iter().min().unwrap() <= 1);
@@ -431,14 +443,22 @@ mod tests {
 
     #[test]
     fn odd_rounds_run_backwards() {
-        let round = |index| Round { index, of: 3 };
+        let round = |index| Round {
+            index,
+            of: 3,
+            seq: 0,
+        };
         let plan = [1, 2, 3];
         assert_eq!(round(0).order(&plan), [&1, &2, &3]);
         assert_eq!(round(1).order(&plan), [&3, &2, &1]);
         assert_eq!(round(2).order(&plan), [&1, &2, &3]);
         assert_eq!(round(1).label(), " (round 2/3)");
         assert_eq!(round(1).dir_suffix(), "-round2");
-        let one = Round { index: 0, of: 1 };
+        let one = Round {
+            index: 0,
+            of: 1,
+            seq: 0,
+        };
         assert_eq!(
             (one.label(), one.dir_suffix()),
             (String::new(), String::new())

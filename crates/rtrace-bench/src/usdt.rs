@@ -306,7 +306,11 @@ impl runner::Experiment for Usdt {
             iterations: PRIMING_ITERATIONS.min(self.o.iterations),
             ..self.o.clone()
         };
-        let once = Round { index: 0, of: 1 };
+        let once = Round {
+            index: 0,
+            of: 1,
+            seq: 0,
+        };
         run_case(
             &o,
             None,
@@ -446,6 +450,7 @@ fn run_case(
     let timer_overhead = Summary::of(&timer).context("workload recorded no timer samples")?;
     let round_summary = RoundSummary {
         timer_overhead: Some(timer_overhead),
+        seq: Some(round.seq),
         ..RoundSummary::of(&hist).context("workload recorded no samples")?
     };
     Ok(CaseResult {

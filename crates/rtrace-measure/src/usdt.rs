@@ -381,6 +381,10 @@ pub struct RoundSummary {
     /// before the loop); absent in files of older versions.
     #[serde(default)]
     pub timer_overhead: Option<Summary>,
+    /// When this round ran: its position among all timed runs of the invocation (0: first);
+    /// absent in files of older versions.
+    #[serde(default)]
+    pub seq: Option<u64>,
 }
 
 impl RoundSummary {
@@ -391,6 +395,7 @@ impl RoundSummary {
             median_ns: disturbed::median(h),
             disturbed: Disturbed::of(h),
             timer_overhead: None,
+            seq: None,
         })
     }
 
