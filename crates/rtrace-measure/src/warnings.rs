@@ -256,7 +256,8 @@ fn first_round_outside(
     rounds: &[RoundSummary],
     first: usize,
 ) -> Option<(&'static str, f64, f64, f64)> {
-    let stats: [(&'static str, fn(&RoundSummary) -> f64); 2] = [
+    type Stat = (&'static str, fn(&RoundSummary) -> f64);
+    let stats: [Stat; 2] = [
         (
             "mean without disturbed samples",
             RoundSummary::steady_mean_ns,
