@@ -1,10 +1,12 @@
-//! The literature's comparisons as lines: our eBPF backend against bpftrace in the same mode
-//! (extra ns per hit), LTTng against ftrace (case-1 means); each line says what differs between
-//! its two sides, with the measured cost of that difference where the run has it (the wake-up
-//! per event, the uprobe trap).
+//! The literature's comparisons as lines: our eBPF backend against bpftrace, LTTng against
+//! ftrace, both as ratios of extra ns per hit with intervals over rounds. Each line says what
+//! differs between its two sides, with the measured cost of that difference where the run has
+//! it (the wake-up per event, the uprobe trap), which get lines of their own.
 
+use crate::ratios::Ratio;
+use rtrace_measure::interval::Estimate;
 use rtrace_measure::probe_cost::{
-    differences, reference_ratios, CostDifference, CostRatio, Difference, Pair,
+    differences, references, CostDifference, CostRatio, Difference, Pair, Reference,
 };
 use rtrace_measure::usdt::{HookKind, UsdtResult};
 
@@ -18,38 +20,21 @@ pub struct Item {
 
 /// Every comparison `r` allows, then the measured differences.
 pub fn items(r: &UsdtResult) -> Vec<Item> {
-    let ratios = reference_ratios(r);
     let diffs = differences(r);
-    let mut out = Vec::new();
-    for c in &ratios {
-        out.push(Item {
-            line: format!(
-                "{} ÷ {} ({}, {}): {:.0} ns ÷ {:.0} ns = {:.3}{}",
-                c.numerator,
-                c.denominator,
-                c.hook,
-                c.measure,
-                c.numerator_ns,
-                c.denominator_ns,
-                c.ratio,
-                spread(&c.per_round)
-            ),
+    let mut out: Vec<Item> = references(r)
+        .iter()
+        .map(|c| Item {
+            line: format!("{} [{}]", sentence(&c.ratio), c.hook),
             differs: Some(differs(c, &diffs)),
-        });
-    }
+        })
+        .collect();
     for d in &diffs {
         let what = match d.what {
             Difference::Wakeup => format!("wake-up cost per event ({})", d.hook),
-            Difference::Trap => "int3 trap cost per hit (usdt − usdt-nop5)".to_owned(),
+            Difference::Trap => format!("int3 trap cost per hit ({}, usdt − usdt-nop5)", d.mode),
         };
         out.push(Item {
-            line: format!(
-                "{what}: {} − {} = {:.0} ns{}",
-                d.minuend,
-                d.subtrahend,
-                d.ns,
-                spread_ns(&d.per_round)
-            ),
+            line: format!("{what}: {} − {} = {}", d.minuend, d.subtrahend, ns(d.ns)),
             differs: None,
         });
     }
@@ -70,13 +55,24 @@ pub fn lines(r: &UsdtResult, bullet: &str) -> String {
     out
 }
 
+/// `16270 ns (15980–16554)`, or without interval; `-` when not measured.
+fn ns(e: Option<Estimate>) -> String {
+    let Some(e) = e else {
+        return "-".into();
+    };
+    match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{:.0} ns ({l:.0}–{h:.0})", e.estimate),
+        _ => format!("{:.0} ns", e.estimate),
+    }
+}
+
 /// What tells the two sides of `c` apart, with the measured cost of it when `diffs` has it.
-fn differs(c: &CostRatio, diffs: &[CostDifference]) -> String {
+fn differs(c: &Reference, diffs: &[CostDifference]) -> String {
     let cost = |what: Difference, hook: HookKind, mode: &str| {
         diffs
             .iter()
             .find(|d| d.what == what && d.hook == hook && d.mode == mode)
-            .map(|d| format!("{:.0} ns per hit", d.ns))
+            .map(|d| format!("{} per hit", ns(d.ns)))
     };
     let wakeup = cost(Difference::Wakeup, c.hook, "record-wakeup").map_or_else(
         || "not measured here: add --bpf-mode record-wakeup".to_owned(),
@@ -106,65 +102,56 @@ fn differs(c: &CostRatio, diffs: &[CostDifference]) -> String {
     }
 }
 
-/// ` (per round: 0.91-1.02, median 0.95, 5 rounds)`; empty with one round.
-fn spread(per_round: &[f64]) -> String {
-    if per_round.len() < 2 {
-        return String::new();
-    }
-    let mut v = per_round.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+/// `lttng ÷ ftrace (extra ns per hit): 160 ns ÷ 820 ns = 0.20× (0.18–0.22) by
+/// mean, 0.19× (0.18–0.20) by median`.
+pub fn sentence(c: &CostRatio) -> String {
+    let part = |e: Option<rtrace_measure::interval::Estimate>| {
+        e.map_or("-".to_owned(), |e| Ratio::from(e).to_string())
     };
     format!(
-        " (per round: {:.3}–{:.3}, median {median:.3}, {n} rounds)",
-        v[0],
-        v[n - 1]
-    )
-}
-
-/// ` (per round: 15800–16900 ns, 3 rounds)`; empty with one round.
-fn spread_ns(per_round: &[f64]) -> String {
-    if per_round.len() < 2 {
-        return String::new();
-    }
-    let lo = per_round.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!(
-        " (per round: {lo:.0}–{hi:.0} ns, {} rounds)",
-        per_round.len()
+        "{} ÷ {} (extra ns per hit): {:.0} ns ÷ {:.0} ns = {} by mean, {} by median",
+        c.numerator,
+        c.denominator,
+        c.numerator_ns,
+        c.denominator_ns,
+        part(c.mean),
+        part(c.median)
     )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{lines, spread};
-    use rtrace_measure::usdt::{Case, UsdtResult};
+    use super::*;
+    use crate::fixtures;
+    use rtrace_measure::usdt::Case;
     use rtrace_tracer::TracerKind;
 
     /// The fixture with case-1 runs of our eBPF in `record` and `record-wakeup` and bpftrace in
-    /// `record`, at the given means (ns; case 0 is ~15 ns).
+    /// `record`, at the given extra costs (ns over case 0).
     fn bpf_result(record: f64, wakeup: f64, bpftrace: f64) -> UsdtResult {
-        let mut r = crate::fixtures::usdt();
-        let template = r
-            .runs
-            .iter()
-            .find(|c| c.case == Case::Traced)
-            .unwrap()
-            .clone();
-        r.runs.retain(|c| c.case == Case::Baseline);
-        for (tracer, mode, mean) in [
+        let mut r = fixtures::usdt();
+        let base = r.runs[0].clone();
+        r.runs.truncate(1);
+        for (tracer, mode, extra) in [
             (TracerKind::Ebpf, "record", record),
             (TracerKind::Ebpf, "record-wakeup", wakeup),
             (TracerKind::Bpftrace, "record", bpftrace),
         ] {
-            let mut c = template.clone();
+            let mut c = base.clone();
             c.tracer = tracer;
+            c.case = Case::Traced;
             c.variant = Some(mode.into());
-            c.summary.mean_ns = mean;
+            c.events = None;
+            c.summary.mean_ns += extra;
+            if let Some(d) = c.disturbed.as_mut() {
+                d.mean_ns += extra;
+            }
+            for round in &mut c.rounds {
+                round.summary.mean_ns += extra;
+                if let Some(d) = round.disturbed.as_mut() {
+                    d.mean_ns += extra;
+                }
+            }
             r.runs.push(c);
         }
         r
@@ -172,33 +159,34 @@ mod tests {
 
     #[test]
     fn every_line_says_what_differs_with_the_measured_wakeup_cost() {
-        let base = crate::fixtures::usdt().runs[0].summary.mean_ns;
-        let text = lines(
-            &bpf_result(815.0 + base, 17_015.0 + base, 16_015.0 + base),
-            "- ",
-        );
+        let text = lines(&bpf_result(815.0, 17_015.0, 16_015.0), "- ");
         let l: Vec<&str> = text.lines().collect();
         assert!(
             l[0].starts_with(
-                "- ebpf (record) ÷ bpftrace (record) (usdt, extra ns per hit): 815 ns ÷ 16015 ns"
-            ),
+                "- ebpf (record) ÷ bpftrace (record) (extra ns per hit): 815 ns ÷ 16015 ns"
+            ) && l[0].ends_with("[usdt]"),
             "{text}"
         );
         assert!(
-            l[1].contains("differs: the wake-up policy")
-                && l[1].contains("measured on our eBPF: 16200 ns per hit"),
+            l[1].starts_with("    differs: the wake-up policy")
+                && l[1].contains("measured on our eBPF: 16200 ns"),
             "{text}"
         );
-        assert!(l[2].starts_with("- ebpf (record-wakeup) ÷ bpftrace (record) (usdt, extra ns per hit): 17015 ns ÷ 16015 ns = 1.062"), "{text}");
+        assert!(
+            l[2].starts_with("- ebpf (record-wakeup) ÷ bpftrace (record) (extra ns per hit): 17015 ns ÷ 16015 ns"),
+            "{text}"
+        );
         assert!(
             l[3].contains("differs: only the BPF program and the reader")
                 && l[3].contains("both wake the reader on every event")
                 && l[3].contains("same int3 uprobe trap"),
             "{text}"
         );
-        assert_eq!(
-            l[4],
-            "- wake-up cost per event (usdt): ebpf (record-wakeup) − ebpf (record) = 16200 ns"
+        assert!(
+            l[4].starts_with(
+                "- wake-up cost per event (usdt): ebpf (record-wakeup) − ebpf (record) = 16200 ns"
+            ),
+            "{text}"
         );
         assert_eq!(l.len(), 5, "{text}");
     }
@@ -216,12 +204,16 @@ mod tests {
     }
 
     #[test]
-    fn spread_names_range_and_median() {
-        assert_eq!(spread(&[0.9]), "");
-        assert_eq!(
-            spread(&[1.0, 0.8, 0.9]),
-            " (per round: 0.800–1.000, median 0.900, 3 rounds)"
+    fn lttng_against_ftrace_as_extra_costs_with_intervals() {
+        let mut r = fixtures::usdt();
+        assert_eq!(lines(&r, "- "), "", "ftrace case 1 lost events");
+        r.config.allow_loss = true;
+        let text = lines(&r, "- ");
+        assert!(
+            text.starts_with("- lttng ÷ ftrace (extra ns per hit): ")
+                && text.contains("× (")
+                && text.contains("by median"),
+            "{text}"
         );
-        assert!(spread(&[1.0, 0.8]).contains("median 0.900"));
     }
 }
