@@ -449,9 +449,10 @@ fn run_case(
     let timer = decode_histogram(&outcome.done.timer_overhead)?;
     let timer_overhead = Summary::of(&timer).context("workload recorded no timer samples")?;
     let round_summary = RoundSummary {
-        timer_overhead: Some(timer_overhead),
         seq: Some(round.seq),
-        ..RoundSummary::of(&hist).context("workload recorded no samples")?
+        ..RoundSummary::of(&hist)
+            .context("workload recorded no samples")?
+            .with_timer(&timer)
     };
     Ok(CaseResult {
         tracer: tracer_kind,
