@@ -101,3 +101,118 @@ fn not_root() {
     assert_rejected(&out, "run rtrace-bench as root");
     assert_eq!(tracefs_snapshot(), before);
 }
+
+/// `rtrace-bench ARGS` killed after `secs` (a hang is a failure, not a stuck test), with its
+/// address space limited to `max_bytes` (unbounded reads fail fast instead of eating the machine).
+fn bench_bounded(args: &[&str], secs: u64, max_bytes: u64) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(bin("rtrace-bench"));
+    cmd.args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::resource::setrlimit(
+                nix::sys::resource::Resource::RLIMIT_AS,
+                max_bytes,
+                max_bytes,
+            )
+            .map_err(std::io::Error::from)
+        });
+    }
+    let child = cmd.spawn().unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        if rx
+            .recv_timeout(std::time::Duration::from_secs(secs))
+            .is_err()
+        {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = tx.send(());
+    out
+}
+
+#[test]
+fn a_hash_in_a_binary_path_cannot_redirect_the_uprobe() {
+    // tracefs ends a definition at `#`: `DIR/lnk:0x1000#/prog:0xOFF` would become a uprobe on
+    // the symlink DIR/lnk (another program) at offset 0x1000.
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("lnk:0x1000#");
+    std::fs::create_dir(&odd).unwrap();
+    let prog = sdt_loop(&odd);
+    std::os::unix::fs::symlink("/bin/true", dir.path().join("lnk")).unwrap();
+    let p = prog.to_str().unwrap();
+    for tracer in ["ftrace"] {
+        rejected(
+            &[
+                "count",
+                "-t",
+                tracer,
+                "-p",
+                "rtest:hit",
+                "--binary",
+                p,
+                "--",
+                p,
+                "10",
+            ],
+            "symlink",
+        );
+    }
+}
+
+#[test]
+fn a_non_ascii_binary_path_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("caf\u{e9}");
+    std::fs::create_dir(&odd).unwrap();
+    let prog = sdt_loop(&odd);
+    let p = prog.to_str().unwrap();
+    rejected(
+        &["count", "-t", "ftrace", "-p", "rtest:hit", "--", p, "10"],
+        "symlink",
+    );
+    rejected(
+        &[
+            "count",
+            "-t",
+            "ftrace",
+            "-p",
+            "uprobe:main",
+            "--binary",
+            p,
+            "--",
+            p,
+            "10",
+        ],
+        "symlink",
+    );
+}
+
+#[test]
+fn devices_and_fifos_are_refused_before_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let f = fifo.to_str().unwrap();
+    for args in [
+        vec!["probes", "/dev/zero"],
+        vec!["probes", f],
+        vec!["probes", "/dev/zero", "--symbols", "*"],
+        vec!["count", "-p", "a:b", "--binary", "/dev/zero", "--", "true"],
+        vec!["count", "-p", "uprobe:main", "--binary", f, "--", "true"],
+        vec!["report", "/dev/zero"],
+        vec!["report", f],
+        vec!["compare", "/dev/zero", f],
+    ] {
+        let before = tracefs_snapshot();
+        let out = bench_bounded(&args, 20, 2 << 30);
+        assert_rejected(&out, "not a regular file");
+        assert_eq!(tracefs_snapshot(), before, "{args:?} changed tracefs");
+    }
+}

@@ -266,3 +266,41 @@ fn kernel_hook_is_checked() {
     };
     assert!(t.check(&other).is_err());
 }
+
+/// Whether an lttng-sessiond of this user answers.
+fn sessiond_running() -> bool {
+    Command::new("lttng")
+        .args(["--no-sessiond", "list"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_daemon_we_started_outlives_its_starter_while_another_run_uses_it() {
+    if sessiond_running() {
+        println!("SKIPPED: a session daemon runs already (this test needs to start one)");
+        return;
+    }
+    let starter = tracer(None, None, EventKind::Tracepoint);
+    assert!(starter.ensure_sessiond(&[0]).unwrap().is_some(), "started");
+    let user = tracer(None, None, EventKind::Tracepoint);
+    let w = Workload::start("event", 1000, EventKind::Tracepoint);
+    let dir = tempfile::tempdir().unwrap();
+    let a = user
+        .attach(&target("event", w.pid, dir.path(), RecordMode::Stream))
+        .unwrap();
+    drop(starter);
+    assert!(sessiond_running(), "the starter stopped a daemon in use");
+    let hits = w.run();
+    let stats = a
+        .finish()
+        .expect("the session survives its daemon's starter");
+    assert_eq!(stats.recorded + stats.lost, hits);
+    drop(user);
+    assert!(
+        rtrace_tests::wait_for(15, || !sessiond_running()),
+        "the last user did not stop the daemon a run started"
+    );
+}

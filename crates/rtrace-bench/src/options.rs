@@ -419,6 +419,20 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_bpf_mode_is_one_column() {
+        let o = usdt(&["-t", "ebpf", "--bpf-mode", "record,aggregate,record"]).unwrap();
+        assert_eq!(
+            o.tracer.bpf_modes,
+            vec![BpfMode::Record, BpfMode::Aggregate]
+        );
+        let o = usdt(&["--bpf-mode", "aggregate", "--bpf-mode", "record,aggregate"]).unwrap();
+        assert_eq!(
+            o.tracer.bpf_modes,
+            vec![BpfMode::Aggregate, BpfMode::Record]
+        );
+    }
+
+    #[test]
     fn hooks_are_ordered_and_default_to_usdt() {
         assert_eq!(usdt(&[]).unwrap().hooks, vec![HookKind::Usdt]);
         let o = usdt(&["--hook", "uretprobe,usdt,uprobe,usdt-nop5,uretprobe"]).unwrap();
