@@ -60,7 +60,10 @@ fn malformed_probe_name() {
 
 #[test]
 fn cpu_out_of_range() {
-    rejected(&["usdt", "--cpu", "4096", "-n", "10"], "--cpu 0..");
+    rejected(
+        &["usdt", "--cpu", "4096", "-n", "10"],
+        "pass one of them, e.g. --cpu",
+    );
 }
 
 #[test]
@@ -147,23 +150,21 @@ fn a_hash_in_a_binary_path_cannot_redirect_the_uprobe() {
     let prog = sdt_loop(&odd);
     std::os::unix::fs::symlink("/bin/true", dir.path().join("lnk")).unwrap();
     let p = prog.to_str().unwrap();
-    for tracer in ["ftrace"] {
-        rejected(
-            &[
-                "count",
-                "-t",
-                tracer,
-                "-p",
-                "rtest:hit",
-                "--binary",
-                p,
-                "--",
-                p,
-                "10",
-            ],
-            "symlink",
-        );
-    }
+    rejected(
+        &[
+            "count",
+            "-t",
+            "ftrace",
+            "-p",
+            "rtest:hit",
+            "--binary",
+            p,
+            "--",
+            p,
+            "10",
+        ],
+        "symlink",
+    );
 }
 
 #[test]
