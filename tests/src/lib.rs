@@ -330,3 +330,20 @@ impl MachineState {
         }
     }
 }
+
+/// The tag the live rtrace-bench process `pid` names its objects with (`rtrace_<tag>_<seq>`),
+/// read from its lock file in the run directory (which says `pid N ...`); `None` before it
+/// took its lock or after it ended.
+pub fn run_tag_of(pid: u32) -> Option<String> {
+    let dir = std::fs::read_dir("/run/rtrace-bench").ok()?;
+    let holder = format!("pid {pid} ");
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_owned();
+            let tag = name.strip_suffix(".lock")?;
+            let is_tag = tag.len() == 16 && tag.bytes().all(|b| b.is_ascii_hexdigit());
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            (is_tag && text.starts_with(&holder)).then(|| tag.to_owned())
+        })
+        .next()
+}
