@@ -217,3 +217,33 @@ fn devices_and_fifos_are_refused_before_they_are_read() {
         assert_eq!(tracefs_snapshot(), before, "{args:?} changed tracefs");
     }
 }
+
+#[test]
+fn a_cpuset_without_room_for_the_harness_is_refused_with_the_fix() {
+    // A cgroup v1 cpuset of one CPU: the run may use CPU 0 only (CPU 1 is online, not allowed).
+    let root = std::path::Path::new("/sys/fs/cgroup/cpuset");
+    if !root.join("cpuset.cpus").exists() {
+        println!(
+            "SKIPPED: no cgroup v1 cpuset hierarchy at {}",
+            root.display()
+        );
+        return;
+    }
+    let set = root.join(format!("rtrace-test-{}", std::process::id()));
+    std::fs::create_dir(&set).unwrap();
+    std::fs::write(set.join("cpuset.cpus"), "0").unwrap();
+    std::fs::write(set.join("cpuset.mems"), "0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo $$ > {}/tasks && exec {} usdt -t none -n 1000 --warmup 0 --out {}",
+        set.display(),
+        bin("rtrace-bench").display(),
+        dir.path().join("run").display()
+    );
+    let before = tracefs_snapshot();
+    let out = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let _ = std::fs::remove_dir(&set);
+    assert_rejected(&out, "cpuset");
+    assert!(!dir.path().join("run").exists());
+    assert_eq!(tracefs_snapshot(), before);
+}
