@@ -235,7 +235,7 @@ fn a_cpuset_without_room_for_the_harness_is_refused_with_the_fix() {
     std::fs::write(set.join("cpuset.mems"), "0").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
-        "echo $$ > {}/tasks && exec {} usdt -t none -n 1000 --warmup 0 --out {}",
+        "echo $$ > {}/tasks && exec {} usdt --rounds 1 -t none -n 1000 --warmup 0 --out {}",
         set.display(),
         bin("rtrace-bench").display(),
         dir.path().join("run").display()

@@ -20,6 +20,8 @@ fn usdt_all_cases(record: &str) {
     let json = dir.path().join("r.json");
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "--tracer",
         "ftrace",
         "-n",
@@ -82,6 +84,8 @@ fn stream_mode_loses_nothing_with_a_consumer() {
     let json = dir.path().join("r.json");
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "-t",
         "ftrace",
         "-c",
@@ -205,7 +209,7 @@ fn start_long_run() -> std::process::Child {
     let before = our_instances();
     let child = Command::new(bin("rtrace-bench"))
         .args([
-            "usdt", "-t", "ftrace", "-c", "1", "-n", "50000000", "--warmup", "0",
+            "usdt", "--rounds", "1", "-t", "ftrace", "-c", "1", "-n", "50000000", "--warmup", "0",
         ])
         .args([
             "--out",
@@ -297,6 +301,8 @@ fn sigkill_leaves_stale_state_that_the_next_run_removes() {
     );
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "-t",
         "ftrace",
         "-c",
@@ -366,6 +372,8 @@ fn workload_memory_does_not_grow_with_iterations() {
         let json = dir.path().join("r.json");
         assert_ok(&bench(&[
             "usdt",
+            "--rounds",
+            "1",
             "-t",
             "none",
             "-n",

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 fn untraced(hooks: &str, out: &Path) -> Command {
     let mut cmd = Command::new(bin("rtrace-bench"));
     cmd.args([
-        "usdt", "-t", "none", "-c", "0", "-n", "20000", "--warmup", "0",
+        "usdt", "--rounds", "1", "-t", "none", "-c", "0", "-n", "20000", "--warmup", "0",
     ])
     .args(["--hook", hooks, "--out"])
     .arg(out)
@@ -156,6 +156,8 @@ fn a_second_run_on_a_busy_cpu_is_refused_and_shares_no_directory() {
     let first = Command::new(bin("rtrace-bench"))
         .args([
             "usdt",
+            "--rounds",
+            "1",
             "-t",
             "none",
             "-c",
@@ -185,7 +187,7 @@ fn a_second_run_on_a_busy_cpu_is_refused_and_shares_no_directory() {
     );
     let second = Command::new(bin("rtrace-bench"))
         .args([
-            "usdt", "-t", "none", "-c", "0", "-n", "1000", "--warmup", "0",
+            "usdt", "--rounds", "1", "-t", "none", "-c", "0", "-n", "1000", "--warmup", "0",
         ])
         .current_dir(cwd.path())
         .output()

@@ -151,7 +151,7 @@ fn a_host_run_leaves_a_run_in_another_pid_namespace_alone() {
     let out = dir.path().join("ns-run");
     let json = dir.path().join("ns.json");
     let script = format!(
-        "echo {} > /proc/sys/kernel/ns_last_pid && {} usdt -t ftrace -c 1 -n 3000000 --warmup 0 --cpu 1 --out {} --json {}; exit $?",
+        "echo {} > /proc/sys/kernel/ns_last_pid && {} usdt --rounds 1 -t ftrace -c 1 -n 3000000 --warmup 0 --cpu 1 --out {} --json {}; exit $?",
         pid - 1,
         bin("rtrace-bench").display(),
         out.display(),

@@ -62,6 +62,8 @@ fn a_long_fifo_loop_rests_under_the_rt_budget() {
     // Case 0 at tens of ns per iteration: 40,000,000 iterations spin for well over a second.
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "--tracer",
         "none",
         "--case",

@@ -53,6 +53,8 @@ fn start_long_run(tracer: &str, out: &Path) -> Child {
     let mut child = Command::new(bin("rtrace-bench"))
         .args([
             "usdt",
+            "--rounds",
+            "1",
             "-t",
             tracer,
             "-c",
@@ -90,6 +92,8 @@ fn sigkill(mut child: Child) {
 fn short_run(tracer: &str, out: &Path) -> String {
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "-t",
         tracer,
         "-c",

@@ -75,6 +75,8 @@ fn usdt_command_uprobe_and_uretprobe_rows_account_exactly() {
     let json = dir.path().join("r.json");
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "--tracer",
         "ftrace,ebpf",
         "--hook",
@@ -156,6 +158,8 @@ fn lttng_is_skipped_for_uprobe_hooks_with_a_note() {
     let json = dir.path().join("r.json");
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "--tracer",
         "lttng",
         "--hook",
@@ -333,6 +337,8 @@ fn start_long_uretprobe_run() -> std::process::Child {
     let child = Command::new(bin("rtrace-bench"))
         .args([
             "usdt",
+            "--rounds",
+            "1",
             "-t",
             "ftrace",
             "--hook",

@@ -11,6 +11,8 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
     let json = dir.path().join("all.json");
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "--tracer",
         "ftrace,ebpf,lttng,bpftrace",
         "--bpf-mode",
@@ -76,6 +78,8 @@ fn usdt_nop5_probe_accounts_for_every_usdt_tracer() {
     let json = dir.path().join("nop5.json");
     let out = bench(&[
         "usdt",
+        "--rounds",
+        "1",
         "--tracer",
         "all",
         "--bpf-mode",

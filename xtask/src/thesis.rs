@@ -50,7 +50,6 @@ pub fn run(o: Options) -> Result<()> {
             .args(["usdt", "--tracer", "all", "--priority", "99"])
             .args(["--bpf-mode", "record,aggregate"])
             .args(["--hook", "usdt,usdt-nop5,uprobe,uretprobe"])
-            .args(["--rounds", "3"])
             .args(["--iterations", &o.iterations.to_string()])
             .arg("--out")
             .arg(out.join("usdt")),

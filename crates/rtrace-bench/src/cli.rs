@@ -148,11 +148,16 @@ pub struct UsdtArgs {
     /// Untimed warm-up iterations per case and round (the probe still fires and is accounted).
     #[arg(long, default_value_t = 10_000)]
     pub warmup: u64,
-    /// Repeat every run this often, alternating the order (A B C, C B A, ...) so that a drift
-    /// of the machine weighs on every tracer alike; the iterations are split across rounds and
-    /// each run pools its rounds.
-    #[arg(long, default_value_t = 1)]
-    pub rounds: u32,
+    /// Repeat every run this often, each round a separate workload process, alternating the
+    /// order (A B C, C B A, ...) so that a drift of the machine weighs on every tracer alike;
+    /// the iterations are split across rounds, each run pools its rounds, and every interval is
+    /// made over the rounds (one round: no interval). Default: 10, at most the iterations.
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Keep case-1 runs that lost events in the ratios (by default they are marked and left
+    /// out: dropping an event is cheaper than recording it).
+    #[arg(long)]
+    pub allow_loss: bool,
     /// CPU the workload runs on (default: the last CPU); the harness stays off it.
     #[arg(long)]
     pub cpu: Option<usize>,

@@ -1,6 +1,7 @@
 //! `rtrace-bench compare A.json B.json`: overlays two cyclictest-sweep results (e.g. PREEMPT vs
-//! PREEMPT_RT, thesis Fig 3.5) as per-percentile differences B − A, or two usdt results; for
-//! both, the ratio B / A of means and medians of every matching run with a bootstrap interval.
+//! PREEMPT_RT, thesis Fig 3.5) as per-percentile differences B − A with ratios B / A of means
+//! and medians (bootstrap interval); or two usdt results as ratios B / A of every case-1 run's
+//! extra ns per hit (interval over the rounds of both).
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -29,11 +30,13 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         (AnyResult::Sweep(a), AnyResult::Sweep(b)) => sweeps(args, a, b)?,
         (AnyResult::Usdt(a), AnyResult::Usdt(b)) => {
             println!(
-                "compare: per-call duration, B / A\n  A: {} — kernel {} ({}), {} iterations\n  B: {} — kernel {} ({}), {} iterations\n",
+                "compare: extra ns per hit of case 1, B / A\n  A: {} — kernel {} ({}), {} iterations\n  B: {} — kernel {} ({}), {} iterations\n",
                 args.a.display(), a.environment.kernel_release, a.environment.preemption, a.config.iterations,
                 args.b.display(), b.environment.kernel_release, b.environment.preemption, b.config.iterations,
             );
-            let rows = ratios::usdt_pairs(a, b)?;
+            println!("{}", ratios::usdt_method(a));
+            println!("interval over the rounds of both results: Welch's t on the log of each round's cost\n");
+            let rows = ratios::usdt_pairs(a, b);
             (serde_json::json!({ "a": args.a, "b": args.b }), rows)
         }
         _ => bail!(
@@ -69,6 +72,7 @@ fn sweeps(
     );
     print!("{}", rtrace_report::sweep_terminal::compare(&c));
     println!();
+    println!("ratios B / A with bootstrap confidence intervals (resampled histograms)");
     Ok((serde_json::to_value(&c)?, ratios::sweep_pairs(a, b)?))
 }
 
@@ -77,7 +81,6 @@ fn print_ratios(rows: &[RatioRow]) {
         println!("no run was measured in both files: nothing to compare");
         return;
     }
-    println!("ratios B / A with bootstrap confidence intervals (resampled histograms)");
     print!("{}", ratios::table(rows));
 }
 
@@ -114,7 +117,8 @@ mod tests {
         };
         assert_eq!(run(&args(&usdt, &usdt)).unwrap(), 0);
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-        assert!(v["ratios"][1]["mean"]["low"].as_f64().unwrap() < 1.0, "{v}");
+        assert!(v["ratios"][0]["mean"]["low"].as_f64().unwrap() < 1.0, "{v}");
+        assert_eq!(v["ratios"][0]["numerator"], "B lttng case 1", "{v}");
         assert_eq!(run(&args(&sweep, &sweep)).unwrap(), 0);
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         assert!(v["pairs"].is_array() && v["ratios"].is_array(), "{v}");

@@ -111,6 +111,8 @@ pub struct UsdtOptions {
     pub warmup: u64,
     /// At least 1 and at most `iterations`.
     pub rounds: u32,
+    /// `--allow-loss`: lossy case-1 runs stay in ratios.
+    pub allow_loss: bool,
     pub cpus: Cpus,
     pub priority: Option<i32>,
     pub tracer: TracerOptions,
@@ -191,6 +193,10 @@ pub fn default_out(experiment: &str) -> PathBuf {
     PathBuf::from(format!("results/{experiment}-{now}"))
 }
 
+/// Rounds of `usdt` without `--rounds`: enough for a t interval over rounds whose width means
+/// something (t(9) = 2.26 against 1.96 for infinitely many).
+pub const DEFAULT_ROUNDS: u32 = 10;
+
 impl TryFrom<UsdtArgs> for UsdtOptions {
     type Error = OptionsError;
 
@@ -198,9 +204,12 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
         if a.iterations == 0 {
             return Err(OptionsError::Iterations);
         }
-        if a.rounds == 0 || u64::from(a.rounds) > a.iterations {
+        let rounds = a
+            .rounds
+            .unwrap_or(DEFAULT_ROUNDS.min(a.iterations.min(u64::from(u32::MAX)) as u32));
+        if rounds == 0 || u64::from(rounds) > a.iterations {
             return Err(OptionsError::Rounds {
-                rounds: a.rounds,
+                rounds,
                 iterations: a.iterations,
             });
         }
@@ -221,7 +230,8 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             hooks: parse_hooks(&a.hook),
             iterations: a.iterations,
             warmup: a.warmup,
-            rounds: a.rounds,
+            rounds,
+            allow_loss: a.allow_loss,
             cpus: Cpus::from_request(a.cpu)?,
             priority: check_priority(a.priority)?,
             tracer: a.tracer_args.into(),
@@ -350,7 +360,10 @@ mod tests {
 
     #[test]
     fn rounds_must_fit_the_iterations() {
-        assert_eq!(usdt(&[]).unwrap().rounds, 1);
+        assert_eq!(usdt(&[]).unwrap().rounds, DEFAULT_ROUNDS);
+        assert_eq!(usdt(&["-n", "3"]).unwrap().rounds, 3, "default capped");
+        assert!(!usdt(&[]).unwrap().allow_loss);
+        assert!(usdt(&["--allow-loss"]).unwrap().allow_loss);
         assert_eq!(usdt(&["--rounds", "4", "-n", "8"]).unwrap().rounds, 4);
         for bad in [["--rounds", "0", "-n", "8"], ["--rounds", "9", "-n", "8"]] {
             let e = usdt(&bad).unwrap_err().to_string();

@@ -5,8 +5,8 @@
 //!
 //! - the start: Ctrl-C handling, the harness pinned off the measured CPU, stale state of killed
 //!   runs removed ([`crate::tracers::remove_stale`], the one call site), the output directory;
-//! - rounds in alternating order (A B C, then C B A): a machine whose speed drifts weighs on
-//!   every run alike;
+//! - an untimed priming run ([`Experiment::prime`]), then rounds in alternating order (A B C,
+//!   then C B A): a machine whose speed drifts weighs on every run alike;
 //! - pooling each run's rounds ([`rtrace_measure::pool::keep`]) and checking every round's event
 //!   accounting;
 //! - progress, and the result file written after every round, so a later failure loses nothing;
@@ -36,6 +36,13 @@ pub trait Experiment {
     /// What the step does, after its label in the progress line; empty for nothing.
     fn describe(&self, _step: &Self::Step) -> String {
         String::new()
+    }
+
+    /// An untimed run before the first round, so that the first timed run is not the first
+    /// process after the measured CPU sat idle (caches, page cache, the host's vCPU). Nothing
+    /// by default.
+    fn prime(&mut self) -> Result<()> {
+        Ok(())
     }
 
     /// Performs one round of `step`.
@@ -83,6 +90,8 @@ pub struct Round {
     /// 0-based.
     pub index: u32,
     pub of: u32,
+    /// Position of this run in the whole invocation (0: the first timed run).
+    pub seq: u64,
 }
 
 impl Round {
@@ -157,12 +166,14 @@ pub fn run<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Resul
 /// failed runs and accounting checks.
 fn measure<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Result<Vec<String>> {
     write_json(exp, setup)?;
+    exp.prime().context("the untimed priming run failed")?;
     let mut failures = Vec::new();
     let progress = Progress::new(plan.len() as u64 * u64::from(setup.rounds));
     for index in 0..setup.rounds {
-        let round = Round {
+        let mut round = Round {
             index,
             of: setup.rounds,
+            seq: u64::from(index) * plan.len() as u64,
         };
         for step in round.order(plan) {
             let label = format!("{}{}", exp.label(step), round.label());
@@ -196,6 +207,7 @@ fn measure<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Resul
                 }
             }
             write_json(exp, setup)?;
+            round.seq += 1;
         }
     }
     progress.finish();
@@ -249,6 +261,7 @@ mod tests {
         runs: Vec<Measured>,
         failed: Vec<String>,
         exports: usize,
+        primed: usize,
     }
 
     impl Experiment for Mock {
@@ -258,7 +271,16 @@ mod tests {
         fn label(&self, step: &&'static str) -> String {
             format!("step {step}")
         }
+        fn prime(&mut self) -> Result<()> {
+            assert!(
+                self.order.is_empty(),
+                "priming comes before the first round"
+            );
+            self.primed += 1;
+            Ok(())
+        }
         fn run(&mut self, &step: &&'static str, round: &Round) -> Result<Measured> {
+            assert_eq!(round.seq, self.order.len() as u64, "runs count up");
             self.order.push(format!("{step}{}", round.index + 1));
             if step == "c" && round.index == 0 {
                 bail!("workload crashed");
@@ -379,7 +401,14 @@ mod tests {
     fn rounds_share_every_iteration() {
         for (total, rounds) in [(10, 3), (1_000_000, 5), (7, 7), (5, 1)] {
             let shares: Vec<u64> = (0..rounds)
-                .map(|index| Round { index, of: rounds }.share(total))
+                .map(|index| {
+                    Round {
+                        index,
+                        of: rounds,
+                        seq: 0,
+                    }
+                    .share(total)
+                })
                 .collect();
             assert_eq!(shares.iter().sum::<u64>(), total, "{shares:?}");
             assert!(shares.iter().max().unwrap() - shares.iter().min().unwrap() <= 1);
@@ -388,14 +417,22 @@ mod tests {
 
     #[test]
     fn odd_rounds_run_backwards() {
-        let round = |index| Round { index, of: 3 };
+        let round = |index| Round {
+            index,
+            of: 3,
+            seq: 0,
+        };
         let plan = [1, 2, 3];
         assert_eq!(round(0).order(&plan), [&1, &2, &3]);
         assert_eq!(round(1).order(&plan), [&3, &2, &1]);
         assert_eq!(round(2).order(&plan), [&1, &2, &3]);
         assert_eq!(round(1).label(), " (round 2/3)");
         assert_eq!(round(1).dir_suffix(), "-round2");
-        let one = Round { index: 0, of: 1 };
+        let one = Round {
+            index: 0,
+            of: 1,
+            seq: 0,
+        };
         assert_eq!(
             (one.label(), one.dir_suffix()),
             (String::new(), String::new())

@@ -6,7 +6,7 @@ use crate::options::{TracerChoice, TracerOptions, UsdtOptions};
 use crate::runner::{self, Round, Setup};
 use crate::{output, tracers};
 use anyhow::{bail, Context, Result};
-use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtConfig, UsdtResult};
+use rtrace_measure::usdt::{Case, CaseResult, HookKind, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
 use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer, TracerKind};
@@ -15,6 +15,9 @@ use std::time::Instant;
 
 /// Timer-overhead samples taken before every case.
 const TIMER_SAMPLES: u64 = 100_000;
+
+/// Iterations of the untimed priming run.
+const PRIMING_ITERATIONS: u64 = 20_000;
 
 /// A tracer ready to run: its backend and the two hooks of its workload flavour.
 struct Column {
@@ -177,11 +180,12 @@ pub fn run(mut o: UsdtOptions) -> Result<i32> {
             hooks: o.hooks.clone(),
             rounds: o.rounds,
             pacing: rtrace_measure::pacing::for_this_machine(o.priority),
+            allow_loss: o.allow_loss,
         },
         runs: Vec::new(),
         warnings: Vec::new(),
     };
-    let plan = plan(&o, &cols);
+    let plan = plan(&o, &cols.iter().map(|c| c.hook_kind).collect::<Vec<_>>());
     let setup = Setup {
         out: o.out.clone(),
         json: o.json.clone(),
@@ -201,28 +205,64 @@ pub fn run(mut o: UsdtOptions) -> Result<i32> {
 /// One entry of the plan: a column (`None`: no tracer), a case, the hook kind of its rows.
 type Step = (Option<usize>, Case, HookKind);
 
-/// The barrier baseline first (every "x case0" ratio is relative to it), then each hook kind's
-/// rows; uprobe kinds have their own case 0: the marker call, nothing attached.
-fn plan(o: &UsdtOptions, cols: &[Column]) -> Vec<Step> {
+/// Per hook kind, the quiet runs (cases 2 and 3 of every column, their case 0 in the middle)
+/// then the traced runs (case 1 of every column). This VM's speed switches between states
+/// lasting seconds: quiet runs next to their case 0 mostly share its state, and traced runs
+/// next to each other (eBPF beside bpftrace) share theirs. uprobe kinds have their own case 0
+/// (the marker call).
+fn plan(o: &UsdtOptions, cols: &[HookKind]) -> Vec<Step> {
     let mut plan = Vec::new();
-    if o.cases.contains(&Case::Baseline) {
+    // Without a USDT kind the barrier baseline still runs: it shows the plain call's cost.
+    if o.cases.contains(&Case::Baseline) && o.hooks.iter().all(|k| k.is_dynamic()) {
         plan.push((None, Case::Baseline, HookKind::Usdt));
     }
-    for &hook_kind in &o.hooks {
-        if hook_kind.is_dynamic() && o.cases.contains(&Case::Baseline) {
-            plan.push((None, Case::Baseline, hook_kind));
+    for (h, &hook_kind) in o.hooks.iter().enumerate() {
+        let mine: Vec<usize> = (0..cols.len()).filter(|&i| cols[i] == hook_kind).collect();
+        let mut quiet: Vec<Step> = Vec::new();
+        for &i in &mine {
+            for &case in o
+                .cases
+                .iter()
+                .filter(|c| matches!(c, Case::Dormant | Case::Instrumented))
+            {
+                quiet.push((Some(i), case, hook_kind));
+            }
         }
-        for (i, _) in cols
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.hook_kind == hook_kind)
-        {
-            for &case in o.cases.iter().filter(|&&c| c != Case::Baseline) {
-                plan.push((Some(i), case, hook_kind));
+        // Dynamic kinds have their own case 0 (the call); the barrier baseline serves every
+        // USDT kind and goes with the first of them.
+        let first_static = o.hooks.iter().position(|k| !k.is_dynamic()) == Some(h);
+        if o.cases.contains(&Case::Baseline) && (hook_kind.is_dynamic() || first_static) {
+            let body = if hook_kind.is_dynamic() {
+                hook_kind
+            } else {
+                HookKind::Usdt
+            };
+            quiet.insert(quiet.len() / 2, (None, Case::Baseline, body));
+        }
+        plan.extend(quiet);
+        for &i in &mine {
+            if o.cases.contains(&Case::Traced) {
+                plan.push((Some(i), Case::Traced, hook_kind));
             }
         }
     }
     plan
+}
+
+/// Where a run goes in the result: per hook kind, case 0 first, then each column's cases in
+/// order (the plan's order is chosen for the measurement, not for reading).
+fn display_order(hooks: &[HookKind], cols: &[Column], c: &CaseResult) -> (usize, usize, Case) {
+    // The barrier baseline leads even when no USDT kind was asked for.
+    let hook = hooks
+        .iter()
+        .position(|&h| h == c.hook_kind)
+        .map_or(0, |i| i + 1)
+        * usize::from(!(c.hook_kind == HookKind::Usdt && c.tracer == TracerKind::None));
+    let col = cols
+        .iter()
+        .position(|k| k.kind == c.tracer && k.variant == c.variant && k.hook_kind == c.hook_kind)
+        .map_or(0, |i| i + 1);
+    (hook, col, c.case)
 }
 
 /// The microbenchmark as the runner sees it.
@@ -264,6 +304,29 @@ impl runner::Experiment for Usdt {
         case.describe().into()
     }
 
+    /// A short baseline run, discarded.
+    fn prime(&mut self) -> Result<()> {
+        let o = UsdtOptions {
+            iterations: PRIMING_ITERATIONS.min(self.o.iterations),
+            ..self.o.clone()
+        };
+        let once = Round {
+            index: 0,
+            of: 1,
+            seq: 0,
+        };
+        run_case(
+            &o,
+            None,
+            Case::Baseline,
+            HookKind::Usdt,
+            &self.baseline_bin,
+            &once,
+            self.result.config.pacing,
+        )?;
+        Ok(())
+    }
+
     fn run(&mut self, step: &Step, round: &Round) -> Result<CaseResult> {
         let (col, case, hook_kind) = *step;
         let r = run_case(
@@ -286,6 +349,10 @@ impl runner::Experiment for Usdt {
     }
 
     fn json(&mut self) -> Result<Vec<u8>> {
+        let (hooks, cols) = (&self.o.hooks, &self.cols);
+        self.result
+            .runs
+            .sort_by_key(|c| display_order(hooks, cols, c));
         self.result.warnings = rtrace_measure::warnings::usdt(&self.result);
         rtrace_report::json::usdt(&self.result)
     }
@@ -384,7 +451,12 @@ fn run_case(
     };
     let hist = decode_histogram(&outcome.done.histogram)?;
     let timer = decode_histogram(&outcome.done.timer_overhead)?;
-    let summary = Summary::of(&hist).context("workload recorded no samples")?;
+    let timer_overhead = Summary::of(&timer).context("workload recorded no timer samples")?;
+    let round_summary = RoundSummary {
+        timer_overhead: Some(timer_overhead),
+        seq: Some(round.seq),
+        ..RoundSummary::of(&hist).context("workload recorded no samples")?
+    };
     Ok(CaseResult {
         tracer: tracer_kind,
         case,
@@ -392,15 +464,72 @@ fn run_case(
         workload: bin.display().to_string(),
         hook: hook.map(Hook::label),
         hook_kind,
-        summary,
+        summary: round_summary.summary,
+        disturbed: round_summary.disturbed,
         histogram: outcome.done.histogram,
-        timer_overhead: Summary::of(&timer).context("workload recorded no timer samples")?,
+        timer_overhead,
         events,
         tsc_hz: outcome.done.tsc_hz,
         workload_max_rss_kb: outcome.done.max_rss_kb,
         mlocked: outcome.ready.mlocked,
         wall_s: started.elapsed().as_secs_f64(),
         rests: outcome.done.rests,
-        rounds: vec![summary],
+        rounds: vec![round_summary],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn options(args: &[&str]) -> UsdtOptions {
+        let mut all = vec!["rtrace-bench", "usdt"];
+        all.extend(args);
+        match Cli::parse_from(all).command {
+            crate::cli::Command::Usdt(a) => UsdtOptions::try_from(a).unwrap(),
+            _ => unreachable!(),
+        }
+    }
+
+    fn names(plan: &[Step]) -> Vec<String> {
+        plan.iter()
+            .map(|(c, case, h)| {
+                let col = c.map_or("-".to_owned(), |i| i.to_string());
+                format!("{col}{}{}", case.number(), &h.name()[..2])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn quiet_runs_surround_their_case_0_and_traced_runs_come_together() {
+        let usdt = [HookKind::Usdt; 3];
+        assert_eq!(
+            names(&plan(&options(&[]), &usdt)),
+            ["02us", "03us", "12us", "-0us", "13us", "22us", "23us", "01us", "11us", "21us"]
+        );
+        assert_eq!(
+            names(&plan(&options(&["--case", "0,1"]), &usdt)),
+            ["-0us", "01us", "11us", "21us"]
+        );
+    }
+
+    #[test]
+    fn dynamic_hooks_have_their_call_baseline_and_the_barrier_stays() {
+        let cols = [HookKind::Uprobe, HookKind::Uretprobe];
+        let dynamic = plan(
+            &options(&["--hook", "uprobe,uretprobe", "--case", "0,1"]),
+            &cols,
+        );
+        assert_eq!(names(&dynamic), ["-0us", "-0up", "01up", "-0ur", "11ur"]);
+        let both = [HookKind::Usdt, HookKind::Uprobe];
+        let mixed = plan(&options(&["--hook", "usdt,uprobe", "--case", "0,2"]), &both);
+        assert_eq!(names(&mixed), ["-0us", "02us", "-0up", "12up"]);
+        let nop5 = plan(
+            &options(&["--hook", "usdt-nop5", "--case", "0,1"]),
+            &[HookKind::UsdtNop5],
+        );
+        assert_eq!(names(&nop5), ["-0us", "01us"], "the barrier baseline");
+    }
 }

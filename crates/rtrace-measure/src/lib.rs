@@ -3,7 +3,9 @@
 
 pub mod compare;
 pub mod cyclictest;
+pub mod disturbed;
 pub mod env;
+pub mod interval;
 pub mod model;
 pub mod pacing;
 pub mod pool;

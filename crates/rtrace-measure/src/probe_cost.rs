@@ -1,83 +1,221 @@
-//! What a traced hit costs, and the ratios the literature compares: our eBPF backend against
-//! bpftrace in the same mode, LTTng against ftrace.
+//! What a traced hit costs, with one definition for every comparison the reports make (our
+//! eBPF backend against bpftrace, LTTng against ftrace, each tracer against the cheapest, the
+//! per-hook costs, `compare`): the **extra ns per hit**, a run's mean minus the mean of case 0
+//! with the same loop body (the barrier for USDT probes, the marker call for uprobe and
+//! uretprobe), both without disturbed samples. Ratios divide two such costs; their intervals
+//! come from the rounds (`crate::interval`). Raw means stay in the tables.
 
+use crate::interval::{self, Estimate};
 use crate::usdt::{Case, CaseResult, HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 use serde::Serialize;
 
-/// One column (tracer and variant) of a usdt result.
-type Column<'a> = (TracerKind, Option<&'a str>);
+/// The definition in words, for reports.
+pub const DEFINITION: &str = "extra ns per hit = a run's mean minus the mean of case 0 with the same loop body (barrier for USDT, marker call for uprobe/uretprobe), both without disturbed samples, round by round";
 
-/// `numerator / denominator` of two per-hit costs.
+/// A per-round statistic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    /// Mean without disturbed samples.
+    SteadyMean,
+    /// Median interpolated within its bucket.
+    Median,
+}
+
+impl Stat {
+    /// Variance one round's value has from rounding alone (ns²): a median is read from a 1-ns
+    /// bucket; a mean of 10⁵ samples is not rounded to speak of.
+    fn rounding_var(self) -> f64 {
+        match self {
+            Stat::SteadyMean => 0.0,
+            Stat::Median => 1.0 / 12.0,
+        }
+    }
+
+    fn of_run(self, c: &CaseResult) -> f64 {
+        match self {
+            Stat::SteadyMean => c.steady_mean_ns(),
+            Stat::Median => c.summary.p50_ns,
+        }
+    }
+
+    fn per_round(self, c: &CaseResult) -> Vec<f64> {
+        c.rounds
+            .iter()
+            .map(|r| match self {
+                Stat::SteadyMean => r.steady_mean_ns(),
+                Stat::Median => r.median_ns(),
+            })
+            .collect()
+    }
+}
+
+impl UsdtResult {
+    /// Case 0 with the loop body of `hook`'s rows: the barrier for USDT kinds, the marker call
+    /// for uprobe and uretprobe (either one's serves both).
+    pub fn baseline(&self, hook: HookKind) -> Option<&CaseResult> {
+        let find = |h: HookKind| {
+            self.runs.iter().find(|c| {
+                c.tracer == TracerKind::None && c.case == Case::Baseline && c.hook_kind == h
+            })
+        };
+        match hook {
+            HookKind::Usdt | HookKind::UsdtNop5 => find(HookKind::Usdt),
+            HookKind::Uprobe => find(HookKind::Uprobe).or_else(|| find(HookKind::Uretprobe)),
+            HookKind::Uretprobe => find(HookKind::Uretprobe).or_else(|| find(HookKind::Uprobe)),
+        }
+    }
+
+    /// A case-1 run that lost events is left out of ratios unless `--allow-loss`.
+    pub fn in_ratios(&self, c: &CaseResult) -> bool {
+        !c.is_lossy() || self.config.allow_loss
+    }
+}
+
+/// A run against its loop body's case 0.
+#[derive(Debug, Clone, Copy)]
+pub struct Extra<'a> {
+    pub run: &'a CaseResult,
+    pub baseline: &'a CaseResult,
+}
+
+impl<'a> Extra<'a> {
+    /// `run` of `r` against its case 0; `None` without one (or for case 0 itself).
+    pub fn of(r: &'a UsdtResult, run: &'a CaseResult) -> Option<Extra<'a>> {
+        let baseline = r.baseline(run.hook_kind)?;
+        (!std::ptr::eq(run, baseline)).then_some(Extra { run, baseline })
+    }
+
+    /// `stat` of the run minus `stat` of case 0, over all rounds pooled (ns).
+    pub fn pooled(&self, stat: Stat) -> f64 {
+        stat.of_run(self.run) - stat.of_run(self.baseline)
+    }
+
+    /// The same within each round (round i of the run against round i of case 0, the same
+    /// pass over the plan); the pooled value alone for files without rounds; empty when the
+    /// two have different numbers of rounds.
+    pub fn per_round(&self, stat: Stat) -> Vec<f64> {
+        let (a, b) = (stat.per_round(self.run), stat.per_round(self.baseline));
+        if a.is_empty() && b.is_empty() {
+            return vec![self.pooled(stat)];
+        }
+        if a.len() != b.len() {
+            return Vec::new();
+        }
+        a.iter().zip(&b).map(|(x, y)| x - y).collect()
+    }
+
+    /// The difference with its interval over rounds (dormant cases: how far from case 0).
+    pub fn difference(&self, stat: Stat) -> Option<Estimate> {
+        interval::mean_of(&self.per_round(stat), 2.0 * stat.rounding_var())
+    }
+}
+
+/// `numerator / denominator` of two costs per hit, by mean without disturbed samples and by
+/// median, each with its interval over rounds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CostRatio {
-    /// What is compared, e.g. `extra ns per hit` or `case-1 mean`.
-    pub measure: &'static str,
     pub numerator: String,
     pub denominator: String,
+    /// Extra ns per hit of each side, rounds pooled.
     pub numerator_ns: f64,
     pub denominator_ns: f64,
-    pub ratio: f64,
-    /// The same ratio within each round (`--rounds`), in run order; empty with one round.
+    /// Geometric mean of the per-round ratios of extra costs by mean, with its interval;
+    /// `None` when a cost is not positive.
+    pub mean: Option<Estimate>,
+    /// The same by median.
+    pub median: Option<Estimate>,
+    /// The per-round ratios by mean, in run order.
     pub per_round: Vec<f64>,
 }
 
-/// The run of `col` and `case` on a USDT probe (`usdt` or `usdt-nop5`: the variant tells them
-/// apart; both share the barrier baseline).
-fn find<'a>(r: &'a UsdtResult, col: Column<'_>, case: Case) -> Option<&'a CaseResult> {
-    r.runs.iter().find(|c| {
-        c.tracer == col.0
-            && c.variant.as_deref() == col.1
-            && c.case == case
+/// Per-round ratios `a / b` and the variance rounding alone gives their logs.
+fn ratio_rounds(a: &Extra<'_>, b: &Extra<'_>, stat: Stat) -> (Vec<f64>, f64) {
+    let (x, y) = (a.per_round(stat), b.per_round(stat));
+    if x.len() != y.len() || x.is_empty() {
+        return (Vec::new(), 0.0);
+    }
+    let ratios = x.iter().zip(&y).map(|(p, q)| p / q).collect();
+    // Each cost is a difference of two rounded values: var 2 r; var(ln c) ≈ var(c) / c².
+    let (ca, cb) = (a.pooled(stat), b.pooled(stat));
+    let floor = 2.0 * stat.rounding_var() * (1.0 / (ca * ca) + 1.0 / (cb * cb));
+    (ratios, floor)
+}
+
+impl CostRatio {
+    /// `a / b` where both are costs of `r`'s runs.
+    pub fn of(a: &Extra<'_>, b: &Extra<'_>) -> CostRatio {
+        let estimate = |stat| {
+            let (ratios, floor) = ratio_rounds(a, b, stat);
+            interval::ratio_of(&ratios, floor)
+        };
+        CostRatio {
+            numerator: label(a.run),
+            denominator: label(b.run),
+            numerator_ns: a.pooled(Stat::SteadyMean),
+            denominator_ns: b.pooled(Stat::SteadyMean),
+            mean: estimate(Stat::SteadyMean),
+            median: estimate(Stat::Median),
+            per_round: ratio_rounds(a, b, Stat::SteadyMean).0,
+        }
+    }
+
+    /// The same run in two results (e.g. two invocations or kernels): B's cost over A's, the
+    /// rounds of each side independent (Welch's t on the logs).
+    pub fn across(a: &Extra<'_>, b: &Extra<'_>, a_name: &str, b_name: &str) -> CostRatio {
+        let estimate = |stat: Stat| {
+            let (ca, cb) = (a.pooled(stat), b.pooled(stat));
+            let floor = 2.0 * stat.rounding_var() / (ca * ca).min(cb * cb);
+            interval::ratio_between(&a.per_round(stat), &b.per_round(stat), floor)
+        };
+        CostRatio {
+            numerator: format!("{b_name} {}", label(b.run)),
+            denominator: format!("{a_name} {}", label(a.run)),
+            numerator_ns: b.pooled(Stat::SteadyMean),
+            denominator_ns: a.pooled(Stat::SteadyMean),
+            mean: estimate(Stat::SteadyMean),
+            median: estimate(Stat::Median),
+            per_round: Vec::new(),
+        }
+    }
+}
+
+/// `ftrace case 1`, `ebpf (record) case 1`.
+pub fn label(c: &CaseResult) -> String {
+    format!("{} case {}", column(c), c.case.number())
+}
+
+/// `ftrace`, `ebpf (record)`: the tracer and its variant.
+pub fn column(c: &CaseResult) -> String {
+    match &c.variant {
+        Some(v) => format!("{} ({v})", c.tracer),
+        None => c.tracer.to_string(),
+    }
+}
+
+/// The case-1 run of `tracer` with `variant` on a USDT probe (`usdt` or `usdt-nop5`: the
+/// variant tells them apart), if it may enter ratios.
+fn traced<'a>(r: &'a UsdtResult, tracer: TracerKind, variant: Option<&str>) -> Option<Extra<'a>> {
+    let run = r.runs.iter().find(|c| {
+        c.tracer == tracer
+            && c.variant.as_deref() == variant
+            && c.case == Case::Traced
             && matches!(c.hook_kind, HookKind::Usdt | HookKind::UsdtNop5)
-    })
+    })?;
+    r.in_ratios(run).then(|| Extra::of(r, run)).flatten()
 }
 
-fn label(col: Column<'_>) -> String {
-    match col.1 {
-        Some(v) => format!("{} ({v})", col.0),
-        None => col.0.to_string(),
+/// `a / b` named by their columns (`lttng`, `ebpf (record)`): both are case 1.
+fn columns(a: &Extra<'_>, b: &Extra<'_>) -> CostRatio {
+    CostRatio {
+        numerator: column(a.run),
+        denominator: column(b.run),
+        ..CostRatio::of(a, b)
     }
 }
 
-/// Case-1 mean minus the run's case-0 mean (the loop with a compiler barrier for a body).
-pub fn extra_ns_per_hit(r: &UsdtResult, col: Column<'_>) -> Option<f64> {
-    let traced = find(r, col, Case::Traced)?;
-    let baseline = find(r, (TracerKind::None, None), Case::Baseline)?;
-    Some(traced.summary.mean_ns - baseline.summary.mean_ns)
-}
-
-/// `extra_ns_per_hit` within each round; empty unless both runs have the same number (more
-/// than one) of rounds.
-fn extra_ns_per_round(r: &UsdtResult, col: Column<'_>) -> Vec<f64> {
-    match (
-        find(r, col, Case::Traced),
-        find(r, (TracerKind::None, None), Case::Baseline),
-    ) {
-        (Some(t), Some(b)) => zip_with(&means_per_round(t), &means_per_round(b), |x, y| x - y),
-        _ => Vec::new(),
-    }
-}
-
-/// `f` element-wise; empty unless both have the same length.
-fn zip_with(a: &[f64], b: &[f64], f: impl Fn(f64, f64) -> f64) -> Vec<f64> {
-    if a.len() != b.len() {
-        return Vec::new();
-    }
-    a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
-}
-
-/// The run's mean in each round (empty with one round).
-fn means_per_round(c: &CaseResult) -> Vec<f64> {
-    if c.rounds.len() < 2 {
-        return Vec::new();
-    }
-    c.rounds.iter().map(|s| s.mean_ns).collect()
-}
-
-/// The comparisons that can be made from `r`: eBPF vs bpftrace per mode (extra ns per hit) on
-/// each USDT probe (`usdt`, `usdt-nop5`), and LTTng vs ftrace (case-1 means, as the thesis
-/// compares them).
+/// The comparisons the literature makes that `r` allows: our eBPF backend against bpftrace in
+/// the same mode on each USDT probe (`usdt`, `usdt-nop5`), LTTng against ftrace.
 pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
     let mut out = Vec::new();
     let variants = [HookKind::Usdt, HookKind::UsdtNop5]
@@ -88,69 +226,139 @@ pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
                 .filter_map(move |m| h.variant(Some(m)))
         });
     for variant in variants {
-        let mode = Some(variant.as_str());
-        let ours = (TracerKind::Ebpf, mode);
-        let theirs = (TracerKind::Bpftrace, mode);
-        if let (Some(a), Some(b)) = (extra_ns_per_hit(r, ours), extra_ns_per_hit(r, theirs)) {
-            out.push(CostRatio {
-                measure: "extra ns per hit",
-                numerator: label(ours),
-                denominator: label(theirs),
-                numerator_ns: a,
-                denominator_ns: b,
-                ratio: a / b,
-                per_round: zip_with(
-                    &extra_ns_per_round(r, ours),
-                    &extra_ns_per_round(r, theirs),
-                    |x, y| x / y,
-                ),
-            });
+        let v = Some(variant.as_str());
+        if let (Some(a), Some(b)) = (
+            traced(r, TracerKind::Ebpf, v),
+            traced(r, TracerKind::Bpftrace, v),
+        ) {
+            out.push(columns(&a, &b));
         }
     }
-    let lttng = (TracerKind::Lttng, None);
-    let ftrace = (TracerKind::Ftrace, None);
-    if let (Some(a), Some(b)) = (find(r, lttng, Case::Traced), find(r, ftrace, Case::Traced)) {
-        out.push(CostRatio {
-            measure: "case-1 mean",
-            numerator: label(lttng),
-            denominator: label(ftrace),
-            numerator_ns: a.summary.mean_ns,
-            denominator_ns: b.summary.mean_ns,
-            ratio: a.summary.mean_ns / b.summary.mean_ns,
-            per_round: zip_with(&means_per_round(a), &means_per_round(b), |x, y| x / y),
-        });
+    if let (Some(a), Some(b)) = (
+        traced(r, TracerKind::Lttng, None),
+        traced(r, TracerKind::Ftrace, None),
+    ) {
+        out.push(columns(&a, &b));
     }
     out
+}
+
+/// Every case-1 run's cost over the cheapest one's (as the thesis reads Table 3.1); empty with
+/// fewer than two runs that may enter ratios.
+pub fn over_cheapest(r: &UsdtResult) -> Vec<CostRatio> {
+    let costs: Vec<Extra<'_>> = r
+        .runs
+        .iter()
+        .filter(|c| c.case == Case::Traced && r.in_ratios(c))
+        .filter_map(|c| Extra::of(r, c))
+        .collect();
+    let Some(cheapest) = costs.iter().min_by(|x, y| {
+        x.pooled(Stat::SteadyMean)
+            .total_cmp(&y.pooled(Stat::SteadyMean))
+    }) else {
+        return Vec::new();
+    };
+    costs
+        .iter()
+        .filter(|c| !std::ptr::eq(c.run, cheapest.run))
+        .map(|c| CostRatio::of(c, cheapest))
+        .collect()
+}
+
+/// B / A of every case-1 run measured in both results that may enter ratios in both.
+pub fn across(a: &UsdtResult, b: &UsdtResult) -> Vec<CostRatio> {
+    a.runs
+        .iter()
+        .filter(|ra| ra.case == Case::Traced && a.in_ratios(ra))
+        .filter_map(|ra| {
+            let rb = b.runs.iter().find(|rb| {
+                (rb.tracer, &rb.variant, rb.case, rb.hook_kind)
+                    == (ra.tracer, &ra.variant, ra.case, ra.hook_kind)
+            })?;
+            let (ea, eb) = (Extra::of(a, ra)?, Extra::of(b, rb)?);
+            b.in_ratios(rb)
+                .then(|| CostRatio::across(&ea, &eb, "A", "B"))
+        })
+        .collect()
+}
+
+/// How far a dormant run (case 2 or 3) is from its case 0.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dormant {
+    pub run: String,
+    /// Median minus case 0's median (ns), with its interval over rounds.
+    pub median: Option<Estimate>,
+    /// Mean without disturbed samples minus case 0's (ns).
+    pub mean: Option<Estimate>,
+    /// The plain means' ratio (the thesis' "× case 0").
+    pub mean_ratio: f64,
+}
+
+/// Every case-2 and case-3 run against its case 0.
+pub fn dormant(r: &UsdtResult) -> Vec<Dormant> {
+    r.runs
+        .iter()
+        .filter(|c| matches!(c.case, Case::Dormant | Case::Instrumented))
+        .filter_map(|c| Extra::of(r, c))
+        .map(|e| Dormant {
+            run: label(e.run),
+            median: e.difference(Stat::Median),
+            mean: e.difference(Stat::SteadyMean),
+            mean_ratio: e.run.summary.mean_ns / e.baseline.summary.mean_ns,
+        })
+        .collect()
+}
+
+/// One line per case-1 run left out of ratios for losing events.
+pub fn lossy_notes(r: &UsdtResult) -> Vec<String> {
+    r.runs
+        .iter()
+        .filter(|c| c.is_lossy())
+        .map(|c| {
+            let hits = c.events.map_or(0, |e| e.hits);
+            let fate = if r.config.allow_loss {
+                "kept in ratios (--allow-loss)"
+            } else {
+                "left out of ratios (--allow-loss keeps it)"
+            };
+            format!(
+                "{} lost {} of {hits} events: the drop path is cheaper than recording, so its cost reads too low; {fate}",
+                label(c),
+                c.lost()
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A result with case 0 at 30 ns and the given case-1 means.
-    fn result(case1: &[(TracerKind, Option<&str>, f64)]) -> UsdtResult {
-        result_in_rounds(case1, 1)
-    }
-
-    /// As `result`, every run pooled from `rounds` rounds; round i's mean is the mean + 10 i.
-    fn result_in_rounds(case1: &[(TracerKind, Option<&str>, f64)], rounds: u32) -> UsdtResult {
-        let mut runs = vec![(TracerKind::None, None, Case::Baseline, 30.0)];
-        runs.extend(case1.iter().map(|&(t, v, m)| (t, v, Case::Traced, m)));
+    /// A result whose runs have the given per-round steady means (= medians), case 0 first.
+    fn result(runs: &[(TracerKind, Option<&str>, Case, &[f64])]) -> UsdtResult {
         let runs: Vec<serde_json::Value> = runs
-            .into_iter()
-            .map(|(t, v, c, m)| {
+            .iter()
+            .map(|&(t, v, c, means)| {
                 let summary = |m: f64| {
-                    serde_json::json!({"count": 1, "min_ns": m, "max_ns": m, "mean_ns": m,
+                    serde_json::json!({"count": 1000, "min_ns": m, "max_ns": m, "mean_ns": m,
                     "stddev_ns": 0.0, "p50_ns": m, "p99_ns": m, "p999_ns": m, "p9999_ns": m})
                 };
-                let s = summary(m);
-                let per_round: Vec<_> = (0..rounds)
-                    .map(|i| summary(m + 10.0 * f64::from(i)))
+                let pooled = means.iter().sum::<f64>() / means.len() as f64;
+                let rounds: Vec<_> = means
+                    .iter()
+                    .map(|&m| {
+                        let mut s = summary(m);
+                        s["median_ns"] = m.into();
+                        s["disturbed"] = serde_json::json!({"threshold_ns": 10.0 * m,
+                            "count": 0, "fraction": 0.0, "mean_ns": m});
+                        s
+                    })
                     .collect();
                 serde_json::json!({"tracer": t, "case": c, "variant": v, "workload": "w",
-                    "hook": null, "summary": s, "histogram": "", "timer_overhead": s,
-                    "events": null, "tsc_hz": 1e9, "workload_max_rss_kb": 1, "mlocked": true,
-                    "wall_s": 1.0, "rounds": per_round})
+                    "hook": null, "summary": summary(pooled), "histogram": "",
+                    "timer_overhead": summary(pooled), "events": null, "tsc_hz": 1e9,
+                    "workload_max_rss_kb": 1, "mlocked": true, "wall_s": 1.0,
+                    "rounds": rounds})
             })
             .collect();
         let env = serde_json::to_value(crate::Environment::collect(0)).unwrap();
@@ -164,62 +372,211 @@ mod tests {
         .unwrap()
     }
 
+    const BASE: (TracerKind, Option<&str>, Case, &[f64]) =
+        (TracerKind::None, None, Case::Baseline, &[30.0, 40.0, 35.0]);
+
     #[test]
-    fn ebpf_against_bpftrace_uses_extra_cost_per_hit() {
+    fn ebpf_against_bpftrace_divides_extra_costs_round_by_round() {
         let r = result(&[
-            (TracerKind::Ebpf, Some("aggregate"), 630.0),
-            (TracerKind::Bpftrace, Some("aggregate"), 730.0),
+            BASE,
+            (
+                TracerKind::Ebpf,
+                Some("aggregate"),
+                Case::Traced,
+                &[630.0, 640.0, 635.0],
+            ),
+            (
+                TracerKind::Bpftrace,
+                Some("aggregate"),
+                Case::Traced,
+                &[730.0, 740.0, 735.0],
+            ),
         ]);
         let ratios = reference_ratios(&r);
         assert_eq!(ratios.len(), 1);
-        assert_eq!(ratios[0].numerator_ns, 600.0);
-        assert_eq!(ratios[0].denominator_ns, 700.0);
-        assert!((ratios[0].ratio - 600.0 / 700.0).abs() < 1e-12);
+        let c = &ratios[0];
+        assert_eq!(c.numerator, "ebpf (aggregate)");
+        assert_eq!((c.numerator_ns, c.denominator_ns), (600.0, 700.0));
+        // Case 0 and case 1 move together: every round gives 600 / 700.
+        assert!(c.per_round.iter().all(|x| (x - 6.0 / 7.0).abs() < 1e-12));
+        let mean = c.mean.unwrap();
+        assert!((mean.estimate - 6.0 / 7.0).abs() < 1e-12);
+        assert_eq!(mean.rounds, 3);
+        // The median's interval is never zero-width: rounding to 1-ns buckets alone spreads it.
+        let median = c.median.unwrap();
+        assert!(median.low.unwrap() < median.estimate && median.estimate < median.high.unwrap());
     }
 
     #[test]
-    fn lttng_against_ftrace_uses_case1_means() {
+    fn lttng_against_ftrace_uses_extra_cost_too() {
         let r = result(&[
-            (TracerKind::Lttng, None, 200.0),
-            (TracerKind::Ftrace, None, 1000.0),
+            BASE,
+            (
+                TracerKind::Lttng,
+                None,
+                Case::Traced,
+                &[230.0, 240.0, 235.0],
+            ),
+            (
+                TracerKind::Ftrace,
+                None,
+                Case::Traced,
+                &[1030.0, 1040.0, 1035.0],
+            ),
         ]);
-        let ratios = reference_ratios(&r);
-        assert_eq!(ratios.len(), 1);
-        assert_eq!(ratios[0].ratio, 0.2);
+        let c = &reference_ratios(&r)[0];
+        assert_eq!(c.numerator, "lttng");
+        assert!((c.mean.unwrap().estimate - 0.2).abs() < 1e-12, "{c:?}");
     }
 
     #[test]
-    fn rounds_give_one_ratio_each() {
-        let pair = [
-            (TracerKind::Ebpf, Some("aggregate"), 630.0),
-            (TracerKind::Bpftrace, Some("aggregate"), 730.0),
-        ];
-        assert!(reference_ratios(&result(&pair))[0].per_round.is_empty());
-        let r = reference_ratios(&result_in_rounds(&pair, 3));
-        // Case 0 and case 1 both move by 10 ns a round: the extra cost stays 600 / 700.
-        assert_eq!(r[0].per_round.len(), 3);
-        assert!(r[0]
-            .per_round
-            .iter()
-            .all(|x| (x - 600.0 / 700.0).abs() < 1e-12));
-        let lttng = reference_ratios(&result_in_rounds(
-            &[
-                (TracerKind::Lttng, None, 190.0),
-                (TracerKind::Ftrace, None, 990.0),
-            ],
-            2,
-        ));
-        let want = [190.0 / 990.0, 200.0 / 1000.0];
-        assert_eq!(lttng[0].per_round.len(), 2);
-        assert!(lttng[0]
-            .per_round
-            .iter()
-            .zip(want)
-            .all(|(x, w)| (x - w).abs() < 1e-12));
+    fn one_round_gives_an_estimate_without_interval() {
+        let r = result(&[
+            (TracerKind::None, None, Case::Baseline, &[30.0]),
+            (TracerKind::Lttng, None, Case::Traced, &[230.0]),
+            (TracerKind::Ftrace, None, Case::Traced, &[1030.0]),
+        ]);
+        let m = reference_ratios(&r)[0].mean.unwrap();
+        assert_eq!((m.rounds, m.low, m.high), (1, None, None));
+        assert!((m.estimate - 0.2).abs() < 1e-12);
     }
 
     #[test]
-    fn nothing_to_compare_without_pairs() {
-        assert!(reference_ratios(&result(&[(TracerKind::Ebpf, Some("record"), 900.0)])).is_empty());
+    fn noisy_rounds_widen_the_interval_around_the_truth() {
+        let r = result(&[
+            BASE,
+            (
+                TracerKind::Lttng,
+                None,
+                Case::Traced,
+                &[210.0, 260.0, 230.0],
+            ),
+            (
+                TracerKind::Ftrace,
+                None,
+                Case::Traced,
+                &[1030.0, 1040.0, 1035.0],
+            ),
+        ]);
+        let m = reference_ratios(&r)[0].mean.unwrap();
+        assert!(
+            m.contains(0.2) && m.high.unwrap() - m.low.unwrap() > 0.02,
+            "{m:?}"
+        );
+    }
+
+    #[test]
+    fn lossy_runs_stay_out_of_ratios_unless_allowed() {
+        let mut r = result(&[
+            BASE,
+            (
+                TracerKind::Lttng,
+                None,
+                Case::Traced,
+                &[230.0, 240.0, 235.0],
+            ),
+            (
+                TracerKind::Ftrace,
+                None,
+                Case::Traced,
+                &[1030.0, 1040.0, 1035.0],
+            ),
+        ]);
+        r.runs[1].events = Some(crate::Events {
+            hits: 100,
+            recorded: 90,
+            lost: 10,
+        });
+        assert!(reference_ratios(&r).is_empty());
+        assert!(over_cheapest(&r).is_empty());
+        let notes = lossy_notes(&r);
+        assert!(
+            notes[0].starts_with("lttng case 1 lost 10 of 100 events")
+                && notes[0].contains("left out of ratios"),
+            "{notes:?}"
+        );
+        r.config.allow_loss = true;
+        assert_eq!(reference_ratios(&r).len(), 1);
+        assert!(lossy_notes(&r)[0].contains("kept in ratios"));
+    }
+
+    #[test]
+    fn costs_over_the_cheapest_and_across_results() {
+        let r = result(&[
+            BASE,
+            (
+                TracerKind::Lttng,
+                None,
+                Case::Traced,
+                &[230.0, 240.0, 235.0],
+            ),
+            (
+                TracerKind::Ftrace,
+                None,
+                Case::Traced,
+                &[1030.0, 1040.0, 1035.0],
+            ),
+        ]);
+        let rows = over_cheapest(&r);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].denominator, "lttng case 1");
+        assert!((rows[0].mean.unwrap().estimate - 5.0).abs() < 1e-12);
+        let slower = result(&[
+            BASE,
+            (
+                TracerKind::Lttng,
+                None,
+                Case::Traced,
+                &[425.0, 445.0, 435.0],
+            ),
+        ]);
+        let rows = across(&r, &slower);
+        assert_eq!(rows.len(), 1, "ftrace is only in A");
+        assert_eq!(rows[0].numerator, "B lttng case 1");
+        let m = rows[0].mean.unwrap();
+        assert!((m.estimate - 2.0).abs() < 0.01 && m.contains(2.0), "{m:?}");
+    }
+
+    #[test]
+    fn dormant_runs_are_differences_from_case_0() {
+        let r = result(&[
+            BASE,
+            (TracerKind::Ftrace, None, Case::Dormant, &[30.5, 40.5, 35.5]),
+            (
+                TracerKind::Ftrace,
+                None,
+                Case::Instrumented,
+                &[31.0, 39.0, 37.0],
+            ),
+        ]);
+        let d = dormant(&r);
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].run, "ftrace case 2");
+        let m = d[0].median.unwrap();
+        assert!((m.estimate - 0.5).abs() < 1e-12 && m.contains(0.5) && m.low < m.high);
+        assert!((d[0].mean_ratio - 35.5 / 35.0).abs() < 1e-12);
+        assert!(d[1].mean.unwrap().contains(0.0));
+    }
+
+    #[test]
+    fn uprobe_runs_are_measured_against_the_call_baseline() {
+        let mut r = result(&[
+            BASE,
+            (TracerKind::None, None, Case::Baseline, &[50.0, 50.0, 50.0]),
+            (
+                TracerKind::Ftrace,
+                None,
+                Case::Traced,
+                &[1050.0, 1050.0, 1050.0],
+            ),
+        ]);
+        r.runs[1].hook_kind = HookKind::Uprobe;
+        r.runs[2].hook_kind = HookKind::Uprobe;
+        let e = Extra::of(&r, &r.runs[2]).unwrap();
+        assert_eq!(e.pooled(Stat::SteadyMean), 1000.0);
+        assert!(
+            Extra::of(&r, &r.runs[0]).is_none(),
+            "case 0 has no cost of its own"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Result model of the per-probe microbenchmark (`rtrace-bench usdt`).
 
+use crate::disturbed::{self, Disturbed};
 use crate::{Environment, Events, Summary};
 use rtrace_tracer::TracerKind;
 use serde::{Deserialize, Serialize};
@@ -145,10 +146,11 @@ impl std::fmt::Display for HookKind {
 }
 
 /// Per-hit cost: a case-1 statistic minus the same statistic of case 0 with the same loop body
-/// (the barrier for USDT, the marker call for uprobe/uretprobe), in ns.
+/// (the barrier for USDT, the marker call for uprobe/uretprobe), in ns
+/// (`crate::probe_cost::DEFINITION`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HitCost {
-    /// By mean (the thesis' statistic).
+    /// By mean without disturbed samples.
     pub mean_ns: f64,
     /// By median: robust against the rare long samples a busy machine adds.
     pub p50_ns: f64,
@@ -157,11 +159,11 @@ pub struct HitCost {
 }
 
 impl HitCost {
-    fn between(traced: &Summary, base: &Summary) -> HitCost {
+    fn between(traced: &CaseResult, base: &CaseResult) -> HitCost {
         HitCost {
-            mean_ns: traced.mean_ns - base.mean_ns,
-            p50_ns: traced.p50_ns - base.p50_ns,
-            min_ns: traced.min_ns - base.min_ns,
+            mean_ns: traced.steady_mean_ns() - base.steady_mean_ns(),
+            p50_ns: traced.summary.p50_ns - base.summary.p50_ns,
+            min_ns: traced.summary.min_ns - base.summary.min_ns,
         }
     }
 
@@ -216,21 +218,7 @@ impl HookCosts {
     /// The costs in `r`; no rows when it has no uprobe/uretprobe runs (the usual table already
     /// says everything).
     pub fn of(r: &UsdtResult) -> HookCosts {
-        let find = |h: HookKind| {
-            r.runs
-                .iter()
-                .find(|c| {
-                    c.tracer == TracerKind::None && c.case == Case::Baseline && c.hook_kind == h
-                })
-                .map(|c| &c.summary)
-        };
-        // uprobe and uretprobe rows have the same case 0 (the call): either one serves both.
-        let baseline = |hook: HookKind| match hook {
-            HookKind::Usdt | HookKind::UsdtNop5 => find(HookKind::Usdt),
-            HookKind::Uprobe => find(HookKind::Uprobe).or_else(|| find(HookKind::Uretprobe)),
-            HookKind::Uretprobe => find(HookKind::Uretprobe).or_else(|| find(HookKind::Uprobe)),
-        };
-        let call = match (baseline(HookKind::Uprobe), baseline(HookKind::Usdt)) {
+        let call = match (r.baseline(HookKind::Uprobe), r.baseline(HookKind::Usdt)) {
             (Some(call), Some(barrier)) => Some(HitCost::between(call, barrier)),
             _ => None,
         };
@@ -240,7 +228,10 @@ impl HookCosts {
         }
         for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
             let mode = c.hook_kind.mode_of(c.variant.as_deref()).map(str::to_owned);
-            let cost = baseline(c.hook_kind).map(|b| HitCost::between(&c.summary, b));
+            let cost = r
+                .baseline(c.hook_kind)
+                .filter(|_| r.in_ratios(c))
+                .map(|b| HitCost::between(c, b));
             let i = match rows
                 .iter()
                 .position(|x| x.tracer == c.tracer && x.mode == mode)
@@ -316,6 +307,10 @@ pub struct UsdtConfig {
     /// `rtrace_measure::pacing`); `None`: the loop never paused.
     #[serde(default)]
     pub pacing: Option<rtrace_protocol::Pacing>,
+    /// `--allow-loss`: case-1 runs that lost events still enter ratios (otherwise they are
+    /// marked and left out: the drop path is cheaper than recording).
+    #[serde(default)]
+    pub allow_loss: bool,
 }
 
 fn one_round() -> u32 {
@@ -360,10 +355,77 @@ pub struct CaseResult {
     /// Pauses the loop took to stay under the real-time budget (`UsdtConfig::pacing`).
     #[serde(default)]
     pub rests: u64,
-    /// Each round's own summary, in run order (one entry without `--rounds`; empty in files of
-    /// older versions). `summary` pools them.
+    /// Samples an interrupt, preemption or VM exit landed in (`rtrace_measure::disturbed`), and
+    /// the mean without them; `None` in files of older versions.
     #[serde(default)]
-    pub rounds: Vec<Summary>,
+    pub disturbed: Option<Disturbed>,
+    /// Each round's own statistics, in run order (one entry without `--rounds`; empty in files
+    /// of older versions). `summary` pools them; every interval is made over them.
+    #[serde(default)]
+    pub rounds: Vec<RoundSummary>,
+}
+
+/// One round of a run: a separate workload process.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoundSummary {
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Median interpolated within its 1-ns bucket (`disturbed::median`); absent in files of
+    /// older versions.
+    #[serde(default)]
+    pub median_ns: Option<f64>,
+    /// This round's disturbed samples, by its own median.
+    #[serde(default)]
+    pub disturbed: Option<Disturbed>,
+    /// This round's timer overhead (an empty timed interval, measured in the same process just
+    /// before the loop); absent in files of older versions.
+    #[serde(default)]
+    pub timer_overhead: Option<Summary>,
+    /// When this round ran: its position among all timed runs of the invocation (0: first);
+    /// absent in files of older versions.
+    #[serde(default)]
+    pub seq: Option<u64>,
+}
+
+impl RoundSummary {
+    /// The statistics of one round's histogram; `None` when empty.
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Option<RoundSummary> {
+        Some(RoundSummary {
+            summary: Summary::of(h)?,
+            median_ns: disturbed::median(h),
+            disturbed: Disturbed::of(h),
+            timer_overhead: None,
+            seq: None,
+        })
+    }
+
+    /// Mean without disturbed samples (the plain mean in files of older versions).
+    pub fn steady_mean_ns(&self) -> f64 {
+        self.disturbed.map_or(self.summary.mean_ns, |d| d.mean_ns)
+    }
+
+    /// The interpolated median (the bucket's median in files of older versions).
+    pub fn median_ns(&self) -> f64 {
+        self.median_ns.unwrap_or(self.summary.p50_ns)
+    }
+}
+
+impl CaseResult {
+    /// Mean without disturbed samples (the plain mean in files of older versions).
+    pub fn steady_mean_ns(&self) -> f64 {
+        self.disturbed.map_or(self.summary.mean_ns, |d| d.mean_ns)
+    }
+
+    /// Events reported lost, if a tracer was attached.
+    pub fn lost(&self) -> u64 {
+        self.events.map_or(0, |e| e.lost)
+    }
+
+    /// A traced run that lost events: the drop path is cheaper than recording, so its cost
+    /// reads too low.
+    pub fn is_lossy(&self) -> bool {
+        self.case == Case::Traced && self.lost() > 0
+    }
 }
 
 impl crate::Pool for CaseResult {
@@ -388,6 +450,7 @@ impl crate::Pool for CaseResult {
         pooled.add(rtrace_protocol::decode_histogram(&round.histogram)?)?;
         self.histogram = rtrace_protocol::encode_histogram(&pooled)?;
         self.summary = Summary::of(&pooled).unwrap_or(self.summary);
+        self.disturbed = Disturbed::of(&pooled);
         self.events = match (self.events, round.events) {
             (Some(a), Some(b)) => Some(Events {
                 hits: a.hits + b.hits,
@@ -474,7 +537,8 @@ mod tests {
             mlocked: true,
             wall_s: 1.0,
             rests: 1,
-            rounds: vec![summary],
+            disturbed: Disturbed::of(&h),
+            rounds: vec![RoundSummary::of(&h).unwrap()],
         }
     }
 
@@ -498,7 +562,7 @@ mod tests {
         assert_eq!(pooled.rests, 2);
         assert_eq!(pooled.wall_s, 2.0);
         assert_eq!(pooled.rounds.len(), 2);
-        assert!((pooled.rounds[1].mean_ns - 400.0).abs() < 1.0);
+        assert!((pooled.rounds[1].summary.mean_ns - 400.0).abs() < 1.0);
         let decoded = rtrace_protocol::decode_histogram(&pooled.histogram).unwrap();
         assert_eq!(decoded.len(), 4);
     }

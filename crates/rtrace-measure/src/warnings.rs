@@ -3,7 +3,8 @@
 //! each message says what to do about it.
 
 use crate::sweep::{Source, SweepResult};
-use crate::usdt::UsdtResult;
+use crate::usdt::{CaseResult, RoundSummary, UsdtResult};
+use crate::Pool;
 use crate::{Environment, Events, Summary};
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +49,8 @@ pub enum WarningKind {
     FewIterations,
     /// A configuration started but failed.
     RunFailed,
+    /// The invocation's first timed run differs from the later rounds of the same run.
+    FirstRun,
 }
 
 /// One warning: what was seen and what to do.
@@ -215,11 +218,7 @@ pub fn usdt(r: &UsdtResult) -> Vec<Warning> {
         }
         if let Some(ev) = &run.events {
             w.extend(lost(&scope, ev));
-            let check = match run.case {
-                crate::usdt::Case::Traced => ev.check_exact(),
-                _ => ev.check_none(),
-            };
-            if let Err(e) = check {
+            if let Err(e) = run.accounting() {
                 w.push(Warning::about(WarningKind::AccountingFailed, &scope, format!(
                     "{e}; the numbers of this run are not trustworthy: report it with the result file"
                 )));
@@ -230,7 +229,61 @@ pub fn usdt(r: &UsdtResult) -> Vec<Warning> {
         r.runs.iter().map(|run| (usdt_scope(run), &run.summary)),
         (1.0, "ns"),
     ));
+    w.extend(first_run(&r.runs));
     w
+}
+
+/// How far outside the later rounds' range the first timed run may lie.
+pub const FIRST_RUN_MARGIN: f64 = 0.05;
+
+/// The invocation's first timed run (`rounds[].seq` 0) against the other rounds of the same
+/// run: a start-of-invocation bias shows as a first round outside their whole range, by mean
+/// without disturbed samples or by median, by more than [`FIRST_RUN_MARGIN`].
+fn first_run(runs: &[CaseResult]) -> Option<Warning> {
+    let (run, first) = runs.iter().find_map(|c| {
+        let i = c.rounds.iter().position(|x| x.seq == Some(0))?;
+        Some((c, i))
+    })?;
+    let (stat, value, low, high) = first_round_outside(&run.rounds, first)?;
+    Some(Warning::about(WarningKind::FirstRun, &usdt_scope(run), format!(
+        "the first timed run of this invocation had a {stat} of {value:.2} ns, outside {low:.2}–{high:.2} ns of the later rounds: something at the start (a cold CPU, a daemon starting, the VM changing speed) weighed on it; run again and compare the rounds (`rounds[]` in the JSON)"
+    )))
+}
+
+/// The statistic of round `first` that lies outside the other rounds' range by more than the
+/// margin: (name, value, low, high); `None` with fewer than two other rounds.
+fn first_round_outside(
+    rounds: &[RoundSummary],
+    first: usize,
+) -> Option<(&'static str, f64, f64, f64)> {
+    type Stat = (&'static str, fn(&RoundSummary) -> f64);
+    let stats: [Stat; 2] = [
+        (
+            "mean without disturbed samples",
+            RoundSummary::steady_mean_ns,
+        ),
+        ("median", RoundSummary::median_ns),
+    ];
+    let others: Vec<&RoundSummary> = rounds
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != first)
+        .map(|(_, r)| r)
+        .collect();
+    if others.len() < 2 {
+        return None;
+    }
+    stats.into_iter().find_map(|(name, f)| {
+        let value = f(rounds.get(first)?);
+        let low = others.iter().map(|r| f(r)).fold(f64::INFINITY, f64::min);
+        let high = others
+            .iter()
+            .map(|r| f(r))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let outside =
+            value > high * (1.0 + FIRST_RUN_MARGIN) || value < low * (1.0 - FIRST_RUN_MARGIN);
+        outside.then_some((name, value, low, high))
+    })
 }
 
 /// Every warning about a cyclictest-sweep result.
@@ -325,6 +378,73 @@ mod tests {
 
     fn kinds(w: &[Warning]) -> Vec<WarningKind> {
         w.iter().map(|w| w.kind).collect()
+    }
+
+    fn round(median: f64) -> RoundSummary {
+        let s = Summary {
+            count: 1000,
+            min_ns: median - 2.0,
+            max_ns: median * 3.0,
+            mean_ns: median + 0.5,
+            stddev_ns: 1.0,
+            p50_ns: median.floor(),
+            p99_ns: median + 5.0,
+            p999_ns: median + 8.0,
+            p9999_ns: median + 9.0,
+        };
+        RoundSummary {
+            summary: s,
+            median_ns: Some(median),
+            disturbed: None,
+            timer_overhead: None,
+            seq: None,
+        }
+    }
+
+    #[test]
+    fn a_first_run_outside_the_later_rounds_is_named() {
+        // The pattern: the first run 25 ns, the later rounds 21.
+        let mut rounds: Vec<RoundSummary> = [25.6, 21.7, 21.6, 21.8, 21.7].map(round).to_vec();
+        let (stat, value, low, high) = first_round_outside(&rounds, 0).unwrap();
+        assert_eq!(stat, "mean without disturbed samples");
+        assert_eq!((value, low, high), (26.1, 22.1, 22.3));
+        // A VM that switches between two speeds puts later rounds on both sides: no warning.
+        rounds[3] = round(25.8);
+        assert!(first_round_outside(&rounds, 0).is_none());
+        // Within 5% of the range is not a bias.
+        let close: Vec<RoundSummary> = [22.5, 21.7, 21.6, 21.8].map(round).to_vec();
+        assert!(first_round_outside(&close, 0).is_none());
+        assert!(
+            first_round_outside(&close[..2], 0).is_none(),
+            "too few rounds"
+        );
+    }
+
+    #[test]
+    fn the_first_run_is_found_by_its_sequence_number() {
+        let mut rounds: Vec<RoundSummary> = [21.7, 21.6, 30.0, 21.8].map(round).to_vec();
+        for (i, r) in rounds.iter_mut().enumerate() {
+            r.seq = Some(10 * i as u64 + 7);
+        }
+        rounds[2].seq = Some(0);
+        let run: CaseResult = serde_json::from_value(serde_json::json!({
+            "tracer": "ftrace", "case": 2, "variant": null, "workload": "w", "hook": null,
+            "summary": rounds[0].summary, "histogram": "", "timer_overhead": rounds[0].summary,
+            "events": null, "tsc_hz": 1e9, "workload_max_rss_kb": 1, "mlocked": true,
+            "wall_s": 1.0, "rounds": rounds,
+        }))
+        .unwrap();
+        let w = first_run(std::slice::from_ref(&run)).unwrap();
+        assert_eq!(w.kind, WarningKind::FirstRun);
+        assert_eq!(w.scope.as_deref(), Some("ftrace case 2"));
+        assert!(
+            w.message.contains("30.50 ns, outside 22.10–22.30 ns"),
+            "{w}"
+        );
+        let mut quiet = run.clone();
+        quiet.rounds[2] = round(21.7);
+        quiet.rounds[2].seq = Some(0);
+        assert!(first_run(&[quiet]).is_none());
     }
 
     #[test]

@@ -4,10 +4,11 @@
 use crate::export::{Exporter, Output};
 use crate::result::{AnyResult, Report};
 use anyhow::Result;
+use rtrace_measure::disturbed::Disturbed;
 use rtrace_measure::{Events, Summary};
 
 /// The columns, in order.
-pub const HEADER: [&str; 22] = [
+pub const HEADER: [&str; 25] = [
     "result",
     "experiment",
     "kernel",
@@ -30,6 +31,9 @@ pub const HEADER: [&str; 22] = [
     "recorded",
     "lost",
     "overflows",
+    "mean_without_disturbed_ns",
+    "disturbed",
+    "lossy",
 ];
 
 /// What differs between the experiments' rows.
@@ -42,6 +46,9 @@ struct Row<'a> {
     summary: &'a Summary,
     events: Option<&'a Events>,
     overflows: Option<u64>,
+    disturbed: Option<Disturbed>,
+    /// A case-1 run that lost events (left out of ratios unless `--allow-loss`).
+    lossy: Option<bool>,
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -73,6 +80,8 @@ impl Exporter for Csv {
                         summary: &c.summary,
                         events: c.events.as_ref(),
                         overflows: None,
+                        disturbed: c.disturbed,
+                        lossy: Some(c.is_lossy()),
                     })
                     .collect(),
                 AnyResult::Sweep(r) => r
@@ -87,6 +96,8 @@ impl Exporter for Csv {
                         summary: &run.latency,
                         events: run.accounting.as_ref().map(|a| &a.events),
                         overflows: Some(run.overflows),
+                        disturbed: None,
+                        lossy: None,
                     })
                     .collect(),
             };
@@ -116,6 +127,9 @@ impl Exporter for Csv {
                     opt(row.events.map(|e| e.recorded)),
                     opt(row.events.map(|e| e.lost)),
                     opt(row.overflows),
+                    opt(row.disturbed.map(|d| d.mean_ns)),
+                    opt(row.disturbed.map(|d| d.count)),
+                    opt(row.lossy),
                 ])?;
             }
         }
@@ -144,6 +158,13 @@ mod tests {
         assert_eq!(mean, u.runs[1].summary.mean_ns);
         assert_eq!(&rows[1][4], "ftrace");
         assert_eq!(&rows[1][6], "1");
+        assert_eq!(
+            &rows[1][24], "true",
+            "the fixture's ftrace case 1 lost events"
+        );
+        assert_eq!(&rows[0][24], "false");
+        let steady: f64 = rows[1][22].parse().unwrap();
+        assert_eq!(steady, u.runs[1].steady_mean_ns());
         let last = rows.last().unwrap();
         assert_eq!(&last[1], "cyclictest-sweep");
         assert_eq!(&last[8], "cyclictest");

@@ -1,17 +1,23 @@
 //! Synthetic results, deterministic and shaped like real runs: the exporters' unit tests and
 //! other crates' tests use them (nothing here is measured).
 
+use rtrace_measure::disturbed::Disturbed;
 use rtrace_measure::sweep::{
     Accounting, Configuration, Source, SweepConfig, SweepResult, SweepRun,
 };
-use rtrace_measure::usdt::{Case, CaseResult, UsdtConfig, UsdtResult};
+use rtrace_measure::usdt::{Case, CaseResult, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{Environment, Events, Summary};
 use rtrace_protocol::{encode_histogram, new_histogram};
 use rtrace_tracer::TracerKind;
 
 /// `n` samples around `centre` with a long thin tail (deterministic).
 pub fn samples(n: u64, centre: u64, spread: u64) -> Vec<u64> {
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ centre;
+    seeded_samples(n, centre, spread, 0)
+}
+
+/// [`samples`] from another of the generator's streams (a different round).
+fn seeded_samples(n: u64, centre: u64, spread: u64, seed: u64) -> Vec<u64> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ centre ^ seed.wrapping_mul(0xD1B5_4A32_D192_ED03);
     (0..n)
         .map(|i| {
             x = x
@@ -53,8 +59,25 @@ pub fn environment(preemption: &str) -> Environment {
     }
 }
 
+/// Rounds of every fixture run.
+pub const ROUNDS: u64 = 4;
+
+/// A run of [`ROUNDS`] rounds of 5,000 samples each around `centre`.
 fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
-    let (summary, histogram) = hist(&samples(20_000, centre, centre / 10));
+    let mut pooled = new_histogram();
+    let mut rounds = Vec::new();
+    for round in 0..ROUNDS {
+        let mut h = new_histogram();
+        for v in seeded_samples(5_000, centre, centre / 10, round) {
+            h.record(v).unwrap();
+        }
+        rounds.push(RoundSummary::of(&h).unwrap());
+        pooled.add(&h).unwrap();
+    }
+    let (summary, histogram) = (
+        Summary::of(&pooled).unwrap(),
+        encode_histogram(&pooled).unwrap(),
+    );
     let (timer_overhead, _) = hist(&samples(100, 10, 1));
     CaseResult {
         tracer,
@@ -79,7 +102,8 @@ fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
         mlocked: true,
         wall_s: 0.1,
         rests: 0,
-        rounds: vec![summary],
+        disturbed: Disturbed::of(&pooled),
+        rounds,
     }
 }
 
@@ -108,8 +132,9 @@ pub fn usdt() -> UsdtResult {
             buffer_size_kb: None,
             tracer_options: serde_json::json!({"record": "overwrite"}),
             hooks: vec![rtrace_measure::usdt::HookKind::Usdt],
-            rounds: 1,
+            rounds: ROUNDS as u32,
             pacing: None,
+            allow_loss: false,
         },
         runs,
         warnings: Vec::new(),

@@ -36,6 +36,15 @@ pub fn tracer_label(tracer: TracerKind, variant: Option<&str>) -> String {
     }
 }
 
+/// Marks a case-1 run that lost events in every table (see `probe_cost::lossy_notes`).
+pub const LOSSY: &str = " [lossy]";
+
+/// The tracer column of a run in tables: `ftrace`, `ebpf (record) [lossy]`.
+pub fn run_tracer(c: &CaseResult) -> String {
+    let mark = if c.is_lossy() { LOSSY } else { "" };
+    format!("{}{mark}", tracer_label(c.tracer, c.variant.as_deref()))
+}
+
 /// `ftrace case 1`: how warnings and figures name a usdt run.
 pub fn run_label(c: &CaseResult) -> String {
     format!(
@@ -80,15 +89,17 @@ impl<'a> Table31<'a> {
             .find(|c| c.case == case && (c.tracer, c.variant.as_deref()) == col)
     }
 
-    /// The four numbers of a cell (min, max, mean, s), or `-` for an empty cell.
+    /// The four numbers of a cell (min, max, mean, s), or `-` for an empty cell; the mean of a
+    /// run that lost events carries [`LOSSY`].
     pub fn numbers(&self, col: (TracerKind, Option<&str>), case: Case) -> [String; 4] {
         match self.cell(col, case) {
             Some(c) => {
                 let s = &c.summary;
+                let mark = if c.is_lossy() { LOSSY } else { "" };
                 [
                     int(s.min_ns),
                     int(s.max_ns),
-                    dec2(s.mean_ns),
+                    format!("{}{mark}", dec2(s.mean_ns)),
                     dec2(s.stddev_ns),
                 ]
             }
@@ -131,12 +142,22 @@ pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Mean of case 0, the baseline every ratio is relative to.
-pub fn baseline_mean(r: &UsdtResult) -> Option<f64> {
-    r.runs
-        .iter()
-        .find(|c| c.case == Case::Baseline)
-        .map(|c| c.summary.mean_ns)
+/// A run's plain mean over the plain mean of case 0 with the same loop body (`× case 0`),
+/// two decimals; `-` for case 0 itself or without it.
+pub fn case0_ratio(r: &UsdtResult, c: &CaseResult) -> String {
+    match r.baseline(c.hook_kind) {
+        Some(b) if !std::ptr::eq(b, c) => dec2(c.summary.mean_ns / b.summary.mean_ns),
+        Some(_) => "1.00".into(),
+        None => "-".into(),
+    }
+}
+
+/// Mean without disturbed samples, and how many there were (`-` in files of older versions).
+pub fn steady(c: &CaseResult) -> [String; 2] {
+    match c.disturbed {
+        Some(d) => [ns(d.mean_ns), d.count.to_string()],
+        None => ["-".into(), "-".into()],
+    }
 }
 
 #[cfg(test)]
@@ -164,5 +185,11 @@ mod tests {
         assert_eq!(t.cases, Case::ALL.to_vec());
         assert_eq!(t.numbers(t.columns[0], Case::Traced), ["-", "-", "-", "-"]);
         assert_ne!(t.numbers(t.columns[1], Case::Traced)[0], "-");
+        assert!(t.numbers(t.columns[1], Case::Traced)[2].ends_with(LOSSY));
+        assert!(!t.numbers(t.columns[2], Case::Traced)[2].ends_with(LOSSY));
+        assert_eq!(run_tracer(&r.runs[1]), "ftrace [lossy]");
+        assert_eq!(case0_ratio(&r, &r.runs[0]), "1.00");
+        let want = dec2(r.runs[2].summary.mean_ns / r.runs[0].summary.mean_ns);
+        assert_eq!(case0_ratio(&r, &r.runs[2]), want);
     }
 }

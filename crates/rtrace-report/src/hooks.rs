@@ -60,9 +60,14 @@ mod tests {
     use rtrace_tracer::TracerKind;
 
     /// The fixture's runs again as uprobe and uretprobe rows (ftrace case 1 twice and 2.5 times
-    /// as expensive), plus the call baselines.
+    /// as expensive), plus the call baselines; plain means only (no disturbed samples), lossy
+    /// runs allowed.
     fn with_dynamic_rows() -> UsdtResult {
         let mut r = crate::fixtures::usdt();
+        r.config.allow_loss = true;
+        for c in &mut r.runs {
+            c.disturbed = None;
+        }
         let usdt_runs = r.runs.clone();
         for (kind, factor) in [(HookKind::Uprobe, 2.0), (HookKind::Uretprobe, 2.5)] {
             for c in &usdt_runs {

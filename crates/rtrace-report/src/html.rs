@@ -3,7 +3,9 @@
 
 use crate::export::{Exporter, Output};
 use crate::figures::{self, Figure};
-use crate::format::{baseline_mean, dec2, environment_rows, int, tracer_label, us, Table31};
+use crate::format::{
+    case0_ratio, environment_rows, int, run_tracer, steady, tracer_label, us, Table31,
+};
 use crate::result::{AnyResult, Entry, Report};
 use anyhow::{Context, Result};
 use rtrace_measure::sweep::SweepResult;
@@ -147,7 +149,6 @@ fn table31(r: &UsdtResult) -> String {
 }
 
 fn usdt_details(r: &UsdtResult) -> String {
-    let base = baseline_mean(r);
     let mut out = String::from("<table>\n");
     out.push_str(&header(
         &[
@@ -158,6 +159,8 @@ fn usdt_details(r: &UsdtResult) -> String {
             "p99",
             "p99.9",
             "p99.99",
+            "mean w/o dist.",
+            "disturbed",
             "× case 0",
             "hits",
             "recorded",
@@ -172,14 +175,16 @@ fn usdt_details(r: &UsdtResult) -> String {
         };
         out.push_str(&row(
             &[
-                tracer_label(c.tracer, c.variant.as_deref()),
+                run_tracer(c),
                 c.case.number().to_string(),
                 s.count.to_string(),
                 int(s.p50_ns),
                 int(s.p99_ns),
                 int(s.p999_ns),
                 int(s.p9999_ns),
-                base.map_or("-".into(), |b| dec2(s.mean_ns / b)),
+                steady(c)[0].clone(),
+                steady(c)[1].clone(),
+                case0_ratio(r, c),
                 ev(|e| e.hits),
                 ev(|e| e.recorded),
                 ev(|e| e.lost),
@@ -281,6 +286,16 @@ fn figure(f: &Figure, report: &Report) -> Result<String> {
     ))
 }
 
+/// One list item per line of `text`.
+fn list(text: &str) -> String {
+    let mut out = String::from("<ul>\n");
+    for line in text.lines() {
+        out.push_str(&format!("<li>{}</li>\n", esc(line)));
+    }
+    out.push_str("</ul>\n");
+    out
+}
+
 fn environment(e: &Entry) -> String {
     let mut out = String::from("<table class=\"env\">\n");
     for (k, v) in environment_rows(e.result.environment()) {
@@ -311,6 +326,18 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             out.push_str(&table31(r));
             out.push_str("<h3>Percentiles (ns) and event accounting</h3>\n");
             out.push_str(&usdt_details(r));
+            out.push_str("<h3>How these numbers are made</h3>\n");
+            out.push_str(&list(&crate::statistics::method_lines(r, "")));
+            let dormant = crate::statistics::dormant_lines(r, "");
+            if !dormant.is_empty() {
+                out.push_str("<h3>Dormant cases against case 0 (95% CI over rounds)</h3>\n");
+                out.push_str(&list(&dormant));
+            }
+            let reference = crate::reference::lines(r, "");
+            if !reference.is_empty() {
+                out.push_str("<h3>Reference comparisons (same run)</h3>\n");
+                out.push_str(&list(&reference));
+            }
             serde_json::to_string_pretty(&r.config)?
         }
         AnyResult::Sweep(r) => {
@@ -328,12 +355,14 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             serde_json::to_string_pretty(&r.config)?
         }
     };
-    let (title, rows) = crate::ratios::of_entry(&e.result)?;
-    if !rows.is_empty() {
+    let ratios = crate::ratios::of_entry(&e.result)?;
+    if !ratios.rows.is_empty() {
         out.push_str(&format!(
-            "<h3>{title}</h3>\n<p>Ratio (95% bootstrap confidence interval):</p>\n<ul>\n"
+            "<h3>{}</h3>\n<p>{}:</p>\n<ul>\n",
+            ratios.title,
+            esc(&ratios.method)
         ));
-        for r in rows {
+        for r in ratios.rows {
             out.push_str(&format!("<li>{}</li>\n", esc(&r.sentence())));
         }
         out.push_str("</ul>\n");

@@ -15,6 +15,7 @@ pub mod probes;
 pub mod ratios;
 pub mod reference;
 pub mod result;
+pub mod statistics;
 pub mod svg;
 pub mod sweep_terminal;
 pub mod table;

@@ -4,7 +4,7 @@
 
 use crate::export::{Exporter, Output};
 use crate::figures;
-use crate::format::{baseline_mean, dec2, int, tracer_label, us, Table31};
+use crate::format::{case0_ratio, int, run_tracer, steady, tracer_label, us, Table31};
 use crate::result::{Entry, Report};
 use anyhow::Result;
 use rtrace_measure::sweep::SweepResult;
@@ -74,7 +74,6 @@ pub fn table31(r: &UsdtResult) -> String {
 }
 
 fn usdt_details(r: &UsdtResult) -> String {
-    let base = baseline_mean(r);
     let header: Vec<String> = [
         "tracer",
         "case",
@@ -83,6 +82,8 @@ fn usdt_details(r: &UsdtResult) -> String {
         "p99",
         "p99.9",
         "p99.99",
+        "mean w/o dist.",
+        "disturbed",
         "× case 0",
         "hits",
         "recorded",
@@ -99,14 +100,16 @@ fn usdt_details(r: &UsdtResult) -> String {
                 c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
             };
             vec![
-                tracer_label(c.tracer, c.variant.as_deref()),
+                run_tracer(c),
                 c.case.number().to_string(),
                 s.count.to_string(),
                 int(s.p50_ns),
                 int(s.p99_ns),
                 int(s.p999_ns),
                 int(s.p9999_ns),
-                base.map_or("-".into(), |b| dec2(s.mean_ns / b)),
+                steady(c)[0].clone(),
+                steady(c)[1].clone(),
+                case0_ratio(r, c),
                 ev(|e| e.hits),
                 ev(|e| e.recorded),
                 ev(|e| e.lost),
@@ -182,14 +185,14 @@ fn sweep_table(r: &SweepResult) -> String {
 
 /// The result's ratios as sentences with their bootstrap interval; nothing without pairs.
 fn ratio_list(result: &crate::AnyResult) -> String {
-    let Ok((title, rows)) = crate::ratios::of_entry(result) else {
+    let Ok(ratios) = crate::ratios::of_entry(result) else {
         return String::new();
     };
-    if rows.is_empty() {
+    if ratios.rows.is_empty() {
         return String::new();
     }
-    let mut out = format!("\n### {title}\n\nRatio (95% bootstrap confidence interval):\n\n");
-    for r in rows {
+    let mut out = format!("\n### {}\n\n{}:\n\n", ratios.title, ratios.method);
+    for r in ratios.rows {
         out.push_str(&format!("- {}\n", r.sentence()));
     }
     out
@@ -236,6 +239,13 @@ fn entry(e: &Entry, figures: &[figures::Figure]) -> String {
             out.push_str(&table31(r));
             out.push_str("### Percentiles (ns) and event accounting\n\n");
             out.push_str(&usdt_details(r));
+            out.push_str("\n### How these numbers are made\n\n");
+            out.push_str(&crate::statistics::method_lines(r, "- "));
+            let dormant = crate::statistics::dormant_lines(r, "- ");
+            if !dormant.is_empty() {
+                out.push_str("\n### Dormant cases against case 0 (95% CI over rounds)\n\n");
+                out.push_str(&dormant);
+            }
             let reference = crate::reference::lines(r, "- ");
             if !reference.is_empty() {
                 out.push_str("\n### Reference comparisons (same run)\n\n");
@@ -318,7 +328,12 @@ mod tests {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
         assert_eq!(cells[2..6], ["-", "-", "-", "-"]);
         assert_eq!(cells[6], int(c1.summary.min_ns));
-        assert_eq!(cells[8], dec2(c1.summary.mean_ns));
+        let lossy = format!(
+            "{}{}",
+            crate::format::dec2(c1.summary.mean_ns),
+            crate::format::LOSSY
+        );
+        assert_eq!(cells[8], lossy, "ftrace case 1 lost events: marked");
         assert!(md.contains("| Case | lttng min |"), "second block: {md}");
     }
 

@@ -1,12 +1,14 @@
-//! Ratios between runs with bootstrap confidence intervals, for `compare` and the reports:
-//! "ftrace case 1 is 3.21× (3.18–3.25) lttng case 1 by mean".
+//! Ratios between runs with confidence intervals, for `compare` and the reports. usdt ratios
+//! divide extra ns per hit (`rtrace_measure::probe_cost`), their intervals made over rounds;
+//! sweep ratios divide latency statistics with a bootstrap over the histograms.
 
 use crate::bootstrap::{self, Bootstrap, Interval, Statistic};
-use crate::format::run_label;
 use crate::table::Table;
 use anyhow::{Context, Result};
+use rtrace_measure::interval::{self, Estimate};
+use rtrace_measure::probe_cost::{self, CostRatio};
 use rtrace_measure::sweep::{Configuration, SweepResult};
-use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
+use rtrace_measure::usdt::UsdtResult;
 use serde::Serialize;
 
 /// `numerator / denominator` by mean and by median.
@@ -19,34 +21,48 @@ pub struct RatioRow {
     pub median: Option<Ratio>,
 }
 
-/// A ratio and its confidence interval.
+/// A ratio and its confidence interval (none from a single round).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Ratio {
     pub estimate: f64,
-    pub low: f64,
-    pub high: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
     /// Coverage of `low..high`, e.g. 0.95.
     pub confidence: f64,
+    /// Independent rounds the interval is made of; `None` for a bootstrap over samples.
+    pub rounds: Option<usize>,
 }
 
 impl From<Interval> for Ratio {
     fn from(i: Interval) -> Ratio {
         Ratio {
             estimate: i.estimate,
-            low: i.low,
-            high: i.high,
+            low: Some(i.low),
+            high: Some(i.high),
             confidence: i.confidence,
+            rounds: None,
+        }
+    }
+}
+
+impl From<Estimate> for Ratio {
+    fn from(e: Estimate) -> Ratio {
+        Ratio {
+            estimate: e.estimate,
+            low: e.low,
+            high: e.high,
+            confidence: e.confidence,
+            rounds: Some(e.rounds),
         }
     }
 }
 
 impl std::fmt::Display for Ratio {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:.2}× ({:.2}–{:.2})",
-            self.estimate, self.low, self.high
-        )
+        match (self.low, self.high) {
+            (Some(l), Some(h)) => write!(f, "{:.2}× ({l:.2}–{h:.2})", self.estimate),
+            _ => write!(f, "{:.2}× (1 round: no interval)", self.estimate),
+        }
     }
 }
 
@@ -70,6 +86,16 @@ impl RatioRow {
         })
     }
 
+    /// A ratio of two costs per hit.
+    pub fn cost(c: &CostRatio) -> RatioRow {
+        RatioRow {
+            numerator: c.numerator.clone(),
+            denominator: c.denominator.clone(),
+            mean: c.mean.map(Ratio::from),
+            median: c.median.map(Ratio::from),
+        }
+    }
+
     /// `ftrace case 1 is 3.21× (3.18–3.25) lttng case 1 by mean, 3.05× (3.04–3.06) by median`.
     pub fn sentence(&self) -> String {
         let part = |r: Option<Ratio>| r.map_or("-".into(), |r| r.to_string());
@@ -88,7 +114,7 @@ pub fn table(rows: &[RatioRow]) -> String {
     let confidence = rows
         .iter()
         .find_map(|r| r.mean.or(r.median))
-        .map_or(Bootstrap::default().confidence, |r| r.confidence);
+        .map_or(interval::CONFIDENCE, |r| r.confidence);
     let ci = format!("({:.0}% CI)", confidence * 100.0);
     let mut t = Table::new(
         &[
@@ -110,24 +136,11 @@ pub fn table(rows: &[RatioRow]) -> String {
     t.render()
 }
 
-fn same_run(a: &CaseResult, b: &CaseResult) -> bool {
-    a.tracer == b.tracer && a.variant == b.variant && a.case == b.case
-}
-
-/// B / A for every (tracer, variant, case) measured in both usdt results.
-pub fn usdt_pairs(a: &UsdtResult, b: &UsdtResult) -> Result<Vec<RatioRow>> {
-    a.runs
+/// B / A of the extra ns per hit of every case-1 run measured in both usdt results.
+pub fn usdt_pairs(a: &UsdtResult, b: &UsdtResult) -> Vec<RatioRow> {
+    probe_cost::across(a, b)
         .iter()
-        .filter_map(|ra| b.runs.iter().find(|rb| same_run(ra, rb)).map(|rb| (ra, rb)))
-        .map(|(ra, rb)| {
-            let name = run_label(ra);
-            RatioRow::of(
-                format!("B {name}"),
-                &rb.histogram,
-                format!("A {name}"),
-                &ra.histogram,
-            )
-        })
+        .map(RatioRow::cost)
         .collect()
 }
 
@@ -148,27 +161,12 @@ pub fn sweep_pairs(a: &SweepResult, b: &SweepResult) -> Result<Vec<RatioRow>> {
         .collect()
 }
 
-/// Each tracer's case 1 over the cheapest tracer's case 1 (by mean), as in the thesis' reading
-/// of Table 3.1; empty with fewer than two traced runs.
-pub fn case1_vs_cheapest(r: &UsdtResult) -> Result<Vec<RatioRow>> {
-    let traced: Vec<&CaseResult> = r.runs.iter().filter(|c| c.case == Case::Traced).collect();
-    let Some(cheapest) = traced
+/// Each tracer's extra ns per hit over the cheapest tracer's, as in the thesis' reading of
+/// Table 3.1; empty with fewer than two traced runs that may enter ratios.
+pub fn case1_vs_cheapest(r: &UsdtResult) -> Vec<RatioRow> {
+    probe_cost::over_cheapest(r)
         .iter()
-        .min_by(|x, y| x.summary.mean_ns.total_cmp(&y.summary.mean_ns))
-    else {
-        return Ok(Vec::new());
-    };
-    traced
-        .iter()
-        .filter(|c| !same_run(c, cheapest))
-        .map(|c| {
-            RatioRow::of(
-                run_label(c),
-                &c.histogram,
-                run_label(cheapest),
-                &cheapest.histogram,
-            )
-        })
+        .map(RatioRow::cost)
         .collect()
 }
 
@@ -192,15 +190,37 @@ pub fn sweep_vs_none(r: &SweepResult) -> Result<Vec<RatioRow>> {
         .collect()
 }
 
-/// The ratios a report shows for one result, with a heading that says what they compare.
-pub fn of_entry(result: &crate::AnyResult) -> Result<(&'static str, Vec<RatioRow>)> {
+/// The ratios a report shows for one result: a heading that says what they compare, how the
+/// intervals are made, and the rows.
+pub struct Section {
+    pub title: &'static str,
+    pub method: String,
+    pub rows: Vec<RatioRow>,
+}
+
+pub fn of_entry(result: &crate::AnyResult) -> Result<Section> {
     Ok(match result {
-        crate::AnyResult::Usdt(r) => (
-            "Case 1 relative to the cheapest tracer",
-            case1_vs_cheapest(r)?,
-        ),
-        crate::AnyResult::Sweep(r) => ("Latency relative to no tracer", sweep_vs_none(r)?),
+        crate::AnyResult::Usdt(r) => Section {
+            title: "Extra ns per hit relative to the cheapest tracer",
+            method: usdt_method(r),
+            rows: case1_vs_cheapest(r),
+        },
+        crate::AnyResult::Sweep(r) => Section {
+            title: "Latency relative to no tracer",
+            method:
+                "ratio of means and of medians (95% bootstrap confidence interval over the samples)"
+                    .into(),
+            rows: sweep_vs_none(r)?,
+        },
     })
+}
+
+/// How usdt ratios and their intervals are made, in one sentence.
+pub fn usdt_method(r: &UsdtResult) -> String {
+    let rounds = r.runs.first().map_or(0, |c| c.rounds.len().max(1));
+    let intervals = interval::no_interval_reason(rounds)
+        .unwrap_or_else(|| format!("{} ({rounds} rounds)", interval::METHOD));
+    format!("{}; {intervals}", probe_cost::DEFINITION)
 }
 
 #[cfg(test)]
@@ -209,9 +229,14 @@ mod tests {
     use crate::fixtures;
 
     #[test]
-    fn case1_ratios_name_both_sides_with_an_interval() {
-        let r = fixtures::usdt();
-        let rows = case1_vs_cheapest(&r).unwrap();
+    fn case1_ratios_divide_extra_costs_with_an_interval_over_rounds() {
+        let mut r = fixtures::usdt();
+        assert!(
+            case1_vs_cheapest(&r).is_empty(),
+            "the fixture's ftrace case 1 lost events: out of ratios"
+        );
+        r.config.allow_loss = true;
+        let rows = case1_vs_cheapest(&r);
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
         assert_eq!(
@@ -219,28 +244,57 @@ mod tests {
             ("ftrace case 1", "lttng case 1")
         );
         let mean = row.mean.unwrap();
-        let exact = r.runs[1].summary.mean_ns / r.runs[4].summary.mean_ns;
+        let base = r.runs[0].steady_mean_ns();
+        let exact = (r.runs[1].steady_mean_ns() - base) / (r.runs[4].steady_mean_ns() - base);
         assert!(
             (mean.estimate - exact).abs() / exact < 0.01,
             "{mean:?} vs {exact}"
         );
-        assert!(mean.low < mean.estimate && mean.estimate < mean.high);
+        assert_eq!(mean.rounds, Some(fixtures::ROUNDS as usize));
+        let (low, high) = (mean.low.unwrap(), mean.high.unwrap());
+        assert!(low < mean.estimate && mean.estimate < high);
         let s = row.sentence();
         assert!(
             s.starts_with("ftrace case 1 is ") && s.contains("lttng case 1 by mean"),
             "{s}"
         );
         assert!(table(&rows).contains("mean ratio (95% CI)"));
+        let method = usdt_method(&r);
+        assert!(
+            method.contains("extra ns per hit") && method.contains("4 rounds"),
+            "{method}"
+        );
+    }
+
+    #[test]
+    fn one_round_prints_no_interval_and_says_why() {
+        let e = Estimate {
+            estimate: 2.0,
+            low: None,
+            high: None,
+            rounds: 1,
+            confidence: 0.95,
+        };
+        assert_eq!(Ratio::from(e).to_string(), "2.00× (1 round: no interval)");
     }
 
     #[test]
     fn pairs_match_runs_of_both_results() {
-        let (a, b) = (fixtures::usdt(), fixtures::usdt());
-        let rows = usdt_pairs(&a, &b).unwrap();
-        assert_eq!(rows.len(), a.runs.len());
+        let (mut a, mut b) = (fixtures::usdt(), fixtures::usdt());
+        let rows = usdt_pairs(&a, &b);
+        assert_eq!(
+            rows.len(),
+            1,
+            "lttng case 1: the lossy ftrace run stays out"
+        );
+        a.config.allow_loss = true;
+        b.config.allow_loss = true;
+        let rows = usdt_pairs(&a, &b);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].numerator, "B lttng case 1");
         let one = rows[1].mean.unwrap();
         assert!(
-            (one.estimate - 1.0).abs() < 1e-9 && one.low < 1.0 && one.high > 1.0,
+            (one.estimate - 1.0).abs() < 1e-9 && one.low.unwrap() < 1.0 && one.high.unwrap() > 1.0,
             "{one:?}"
         );
         let (sa, sb) = (

@@ -1,7 +1,8 @@
-//! The literature's comparisons as lines: our eBPF backend against bpftrace in the same mode
-//! (extra ns per hit), LTTng against ftrace (case-1 means).
+//! The literature's comparisons as lines: our eBPF backend against bpftrace in the same mode,
+//! LTTng against ftrace, both as ratios of extra ns per hit with intervals over rounds.
 
-use rtrace_measure::probe_cost::reference_ratios;
+use crate::ratios::Ratio;
+use rtrace_measure::probe_cost::{reference_ratios, CostRatio};
 use rtrace_measure::usdt::UsdtResult;
 
 /// One line per comparison `r` allows, under a heading; empty when none.
@@ -12,16 +13,7 @@ pub fn lines(r: &UsdtResult, bullet: &str) -> String {
     }
     let mut out = String::new();
     for c in &ratios {
-        out.push_str(&format!(
-            "{bullet}{} ÷ {} ({}): {:.0} ns ÷ {:.0} ns = {:.3}{}\n",
-            c.numerator,
-            c.denominator,
-            c.measure,
-            c.numerator_ns,
-            c.denominator_ns,
-            c.ratio,
-            spread(&c.per_round)
-        ));
+        out.push_str(&format!("{bullet}{}\n", sentence(c)));
     }
     if ratios.iter().any(|c| c.numerator.starts_with("ebpf")) {
         out.push_str(&format!(
@@ -31,37 +23,39 @@ pub fn lines(r: &UsdtResult, bullet: &str) -> String {
     out
 }
 
-/// ` (per round: 0.91-1.02, median 0.95, 5 rounds)`; empty with one round.
-fn spread(per_round: &[f64]) -> String {
-    if per_round.len() < 2 {
-        return String::new();
-    }
-    let mut v = per_round.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+/// `lttng ÷ ftrace (extra ns per hit): 160 ns ÷ 820 ns = 0.20× (0.18–0.22) by
+/// mean, 0.19× (0.18–0.20) by median`.
+pub fn sentence(c: &CostRatio) -> String {
+    let part = |e: Option<rtrace_measure::interval::Estimate>| {
+        e.map_or("-".to_owned(), |e| Ratio::from(e).to_string())
     };
     format!(
-        " (per round: {:.3}–{:.3}, median {median:.3}, {n} rounds)",
-        v[0],
-        v[n - 1]
+        "{} ÷ {} (extra ns per hit): {:.0} ns ÷ {:.0} ns = {} by mean, {} by median",
+        c.numerator,
+        c.denominator,
+        c.numerator_ns,
+        c.denominator_ns,
+        part(c.mean),
+        part(c.median)
     )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::spread;
+    use super::*;
+    use crate::fixtures;
 
     #[test]
-    fn spread_names_range_and_median() {
-        assert_eq!(spread(&[0.9]), "");
-        assert_eq!(
-            spread(&[1.0, 0.8, 0.9]),
-            " (per round: 0.800–1.000, median 0.900, 3 rounds)"
+    fn lttng_against_ftrace_as_extra_costs_with_intervals() {
+        let mut r = fixtures::usdt();
+        assert_eq!(lines(&r, "- "), "", "ftrace case 1 lost events");
+        r.config.allow_loss = true;
+        let text = lines(&r, "- ");
+        assert!(
+            text.starts_with("- lttng ÷ ftrace (extra ns per hit): ")
+                && text.contains("× (")
+                && text.contains("by median"),
+            "{text}"
         );
-        assert!(spread(&[1.0, 0.8]).contains("median 0.900"));
     }
 }

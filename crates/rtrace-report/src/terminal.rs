@@ -3,7 +3,7 @@
 //! (the CLI asks when stdout is a terminal); `report.txt` is the same text without colour.
 
 use crate::export::{Exporter, Output};
-use crate::format::{baseline_mean, ns, tracer_label};
+use crate::format::{case0_ratio, ns, run_tracer, steady};
 use crate::result::{AnyResult, Report};
 use crate::table::Table;
 use anstyle::{AnsiColor, Style};
@@ -50,11 +50,23 @@ pub fn usdt(r: &UsdtResult, paint: Paint) -> String {
         r.config.iterations, r.config.cpu, e.kernel_release, e.preemption, e.cpu_model
     ));
     out.push_str("\n\n");
-    let base = baseline_mean(r);
     let mut t = Table::new(
         &[
-            "tracer", "case", "min", "max", "mean", "stddev", "p50", "p99", "p99.9", "x case0",
-            "hits", "recorded", "lost",
+            "tracer",
+            "case",
+            "min",
+            "max",
+            "mean",
+            "mean w/o dist.",
+            "disturbed",
+            "stddev",
+            "p50",
+            "p99",
+            "p99.9",
+            "x case0",
+            "hits",
+            "recorded",
+            "lost",
         ],
         2,
     );
@@ -63,17 +75,20 @@ pub fn usdt(r: &UsdtResult, paint: Paint) -> String {
         let ev = |f: fn(&rtrace_measure::Events) -> u64| {
             c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
         };
+        let [steady_mean, disturbed] = steady(c);
         t.row(vec![
-            tracer_label(c.tracer, c.variant.as_deref()),
+            run_tracer(c),
             c.case.number().to_string(),
             ns(s.min_ns),
             ns(s.max_ns),
             ns(s.mean_ns),
+            steady_mean,
+            disturbed,
             ns(s.stddev_ns),
             ns(s.p50_ns),
             ns(s.p99_ns),
             ns(s.p999_ns),
-            base.map_or("-".into(), |b| format!("{:.2}", s.mean_ns / b)),
+            case0_ratio(r, c),
             ev(|e| e.hits),
             ev(|e| e.recorded),
             ev(|e| e.lost),
@@ -89,12 +104,18 @@ pub fn usdt(r: &UsdtResult, paint: Paint) -> String {
             first.tsc_hz / 1e9
         ));
     }
-    if let Ok(rows) = crate::ratios::case1_vs_cheapest(r) {
-        if !rows.is_empty() {
-            out.push_str("\ncase 1 relative to the cheapest tracer (95% bootstrap CI):\n");
-            for row in rows {
-                out.push_str(&format!("  {}\n", row.sentence()));
-            }
+    out.push_str("\nhow these numbers are made:\n");
+    out.push_str(&crate::statistics::method_lines(r, "  "));
+    let dormant = crate::statistics::dormant_lines(r, "  ");
+    if !dormant.is_empty() {
+        out.push_str("\ndormant cases against case 0 (95% CI over rounds):\n");
+        out.push_str(&dormant);
+    }
+    let rows = crate::ratios::case1_vs_cheapest(r);
+    if !rows.is_empty() {
+        out.push_str("\nextra ns per hit relative to the cheapest tracer (95% CI over rounds):\n");
+        for row in rows {
+            out.push_str(&format!("  {}\n", row.sentence()));
         }
     }
     let reference = crate::reference::lines(r, "  ");

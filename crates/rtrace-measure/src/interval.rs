@@ -1,0 +1,238 @@
+//! Confidence intervals whose unit is an independent run: a round (`--rounds`), i.e. a separate
+//! workload process with its own address layout, cache placement and machine state.
+//!
+//! Samples of one process are not independent (a VM's speed drifts between states lasting
+//! seconds), so resampling them gives intervals far too narrow: two invocations exclude each
+//! other. A round is. With few rounds a percentile bootstrap under-covers badly, so the
+//! interval is Student's t over the rounds: on log ratios for a ratio (the ratio's interval is
+//! then asymmetric and never crosses zero), on differences for a difference.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Coverage of every interval.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// How the intervals are made, in words, for reports.
+pub const METHOD: &str = "95% Student-t interval over rounds (each round is a separate workload process): on per-round log ratios for ratios, on per-round differences for differences";
+
+/// A point estimate from `rounds` independent rounds and its interval; `None` bounds with one
+/// round (there is no spread to estimate).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub estimate: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    /// Rounds the estimate is made of.
+    pub rounds: usize,
+    /// Coverage of `low..high`.
+    pub confidence: f64,
+}
+
+impl Estimate {
+    /// `low..high` contains `x`; `false` without an interval.
+    pub fn contains(&self, x: f64) -> bool {
+        matches!((self.low, self.high), (Some(l), Some(h)) if l <= x && x <= h)
+    }
+}
+
+/// Why an estimate has no interval, for reports; `None` when it has one.
+pub fn no_interval_reason(rounds: usize) -> Option<String> {
+    (rounds < 2).then(|| {
+        format!("{rounds} round: no interval (an interval needs at least 2 independent rounds; run with --rounds 10)")
+    })
+}
+
+/// The two-sided `CONFIDENCE` quantile of Student's t with `df` degrees of freedom.
+fn t_quantile(df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df)
+        .map(|t| t.inverse_cdf(1.0 - (1.0 - CONFIDENCE) / 2.0))
+        .unwrap_or(f64::INFINITY)
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Sample variance (n - 1).
+fn variance(xs: &[f64]) -> f64 {
+    let m = mean(xs);
+    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() as f64 - 1.0)
+}
+
+/// Mean of `xs` (one value per round) with its t interval. `floor_var` is a lower bound on the
+/// variance of one value (e.g. what rounding to a histogram bucket alone adds), so that rounds
+/// that happen to agree exactly still get an interval of honest width. `None` when `xs` is
+/// empty or not finite.
+pub fn mean_of(xs: &[f64], floor_var: f64) -> Option<Estimate> {
+    if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let n = xs.len();
+    let estimate = mean(xs);
+    if n < 2 {
+        return Some(Estimate {
+            estimate,
+            low: None,
+            high: None,
+            rounds: n,
+            confidence: CONFIDENCE,
+        });
+    }
+    let half = t_quantile(n as f64 - 1.0) * (variance(xs).max(floor_var) / n as f64).sqrt();
+    Some(Estimate {
+        estimate,
+        low: Some(estimate - half),
+        high: Some(estimate + half),
+        rounds: n,
+        confidence: CONFIDENCE,
+    })
+}
+
+/// Geometric mean of per-round ratios with the t interval of their logs; `None` unless every
+/// ratio is positive. `floor_var` bounds the variance of one log ratio from below.
+pub fn ratio_of(ratios: &[f64], floor_var: f64) -> Option<Estimate> {
+    if ratios.iter().any(|&r| r <= 0.0) {
+        return None;
+    }
+    let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+    let e = mean_of(&logs, floor_var)?;
+    Some(Estimate {
+        estimate: e.estimate.exp(),
+        low: e.low.map(f64::exp),
+        high: e.high.map(f64::exp),
+        ..e
+    })
+}
+
+/// `b / a` of two independent sets of rounds (e.g. two invocations): the geometric means'
+/// ratio with Welch's t interval on the logs. `None` unless every value is positive.
+pub fn ratio_between(a: &[f64], b: &[f64], floor_var: f64) -> Option<Estimate> {
+    if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|&x| x <= 0.0 || !x.is_finite()) {
+        return None;
+    }
+    let (la, lb): (Vec<f64>, Vec<f64>) = (
+        a.iter().map(|x| x.ln()).collect(),
+        b.iter().map(|x| x.ln()).collect(),
+    );
+    let log_ratio = mean(&lb) - mean(&la);
+    let rounds = a.len().min(b.len());
+    if rounds < 2 {
+        return Some(Estimate {
+            estimate: log_ratio.exp(),
+            low: None,
+            high: None,
+            rounds,
+            confidence: CONFIDENCE,
+        });
+    }
+    let (va, vb) = (
+        variance(&la).max(floor_var) / la.len() as f64,
+        variance(&lb).max(floor_var) / lb.len() as f64,
+    );
+    // Welch–Satterthwaite degrees of freedom.
+    let df = (va + vb).powi(2)
+        / (va.powi(2) / (la.len() as f64 - 1.0) + vb.powi(2) / (lb.len() as f64 - 1.0));
+    let half = t_quantile(df) * (va + vb).sqrt();
+    Some(Estimate {
+        estimate: log_ratio.exp(),
+        low: Some((log_ratio - half).exp()),
+        high: Some((log_ratio + half).exp()),
+        rounds,
+        confidence: CONFIDENCE,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles_match_the_tables() {
+        assert!((t_quantile(1.0) - 12.706).abs() < 1e-3);
+        assert!((t_quantile(4.0) - 2.776).abs() < 1e-3);
+        assert!((t_quantile(9.0) - 2.262).abs() < 1e-3);
+        assert!((t_quantile(1e6) - 1.960).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_mean_of_rounds_has_the_t_interval() {
+        let e = mean_of(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.0).unwrap();
+        assert_eq!(e.estimate, 3.0);
+        // s = 1.5811, se = 0.7071, t(4) = 2.776.
+        assert!(
+            (e.high.unwrap() - (3.0 + 2.776 * (0.5f64).sqrt())).abs() < 1e-3,
+            "{e:?}"
+        );
+        assert!(e.contains(1.1) && !e.contains(0.9));
+        assert_eq!(e.rounds, 5);
+    }
+
+    #[test]
+    fn one_round_has_no_interval_and_says_why() {
+        let e = mean_of(&[7.0], 0.0).unwrap();
+        assert_eq!((e.estimate, e.low, e.high), (7.0, None, None));
+        assert!(!e.contains(7.0));
+        assert!(no_interval_reason(1).unwrap().contains("--rounds"));
+        assert!(no_interval_reason(2).is_none());
+        assert!(mean_of(&[], 0.0).is_none());
+    }
+
+    #[test]
+    fn identical_rounds_get_the_floor_width_not_zero() {
+        let e = mean_of(&[21.0; 8], 1.0 / 12.0).unwrap();
+        let width = e.high.unwrap() - e.low.unwrap();
+        assert!(width > 0.1 && width < 1.0, "{e:?}");
+        let zero = mean_of(&[21.0; 8], 0.0).unwrap();
+        assert_eq!(zero.low, zero.high);
+    }
+
+    #[test]
+    fn ratios_are_geometric_with_asymmetric_bounds() {
+        let e = ratio_of(&[2.0, 8.0], 0.0).unwrap();
+        assert!((e.estimate - 4.0).abs() < 1e-12);
+        let (l, h) = (e.low.unwrap(), e.high.unwrap());
+        assert!(l > 0.0 && (e.estimate / l - h / e.estimate).abs() < 1e-9);
+        assert!(ratio_of(&[1.0, -1.0], 0.0).is_none());
+    }
+
+    #[test]
+    fn ratio_between_two_invocations() {
+        let a = [100.0, 102.0, 98.0, 101.0, 99.0];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.5).collect();
+        let e = ratio_between(&a, &b, 0.0).unwrap();
+        assert!((e.estimate - 1.5).abs() < 1e-9);
+        assert!(
+            e.contains(1.5) && !e.contains(1.4) && !e.contains(1.6),
+            "{e:?}"
+        );
+        let same = ratio_between(&a, &a, 0.0).unwrap();
+        assert!(same.contains(1.0));
+        assert!(ratio_between(&a, &[0.0], 0.0).is_none());
+    }
+
+    /// The interval's coverage, simulated: rounds drawn around a true ratio with a spread
+    /// between rounds; 95% of the intervals must contain the truth (within simulation error).
+    #[test]
+    fn t_intervals_over_five_rounds_cover_95_percent() {
+        // A small deterministic generator (no dependency): uniform sums approximate a normal.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut uniform = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let mut normal = move || (0..12).map(|_| uniform()).sum::<f64>() - 6.0;
+        let trials = 4000;
+        let mut covered = 0;
+        for _ in 0..trials {
+            let ratios: Vec<f64> = (0..5).map(|_| (0.2 + 0.05 * normal()).exp()).collect();
+            if ratio_of(&ratios, 0.0).unwrap().contains(0.2f64.exp()) {
+                covered += 1;
+            }
+        }
+        let coverage = covered as f64 / trials as f64;
+        assert!((0.935..0.965).contains(&coverage), "coverage {coverage}");
+    }
+}
