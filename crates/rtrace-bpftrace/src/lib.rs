@@ -140,7 +140,9 @@ pub fn remove_stale() -> Result<Vec<String>> {
             .collect();
     let pids: Vec<u32> = orphans.iter().map(|(p, _)| *p).collect();
     rtrace_tracer::owner::stop_processes(&pids, Duration::from_secs(2));
-    stale.finish();
+    // Dead runs' lock files go last, in `owner::remove_dead_locks`, once every backend has
+    // judged their tags: a lock file removed here would make the next backend misjudge them.
+    drop(stale);
     Ok(orphans
         .into_iter()
         .map(|(pid, tag)| format!("bpftrace (pid {pid}) of run {tag}"))

@@ -255,7 +255,9 @@ pub fn remove_stale() -> Result<Vec<String>> {
             removed.push(format!("LTTng session {name}"));
         }
     }
-    stale.finish();
+    // Dead runs' lock files go last, in `owner::remove_dead_locks`, once every backend has
+    // judged their tags: a lock file removed here would make the next backend misjudge them.
+    drop(stale);
     Ok(removed)
 }
 

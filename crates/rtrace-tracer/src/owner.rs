@@ -73,11 +73,19 @@ pub fn run_tag() -> Result<String> {
 }
 
 /// The tag of a name made by [`run_tag`] (`rtrace_<tag>_<seq>`), if it is one. Tags of older
-/// versions (decimal pids) parse too: they have no lock file, so their objects count as gone.
+/// versions (decimal pids) parse too: without a lock file, their objects count as gone once that
+/// pid is.
 pub fn owner_tag(name: &str) -> Option<&str> {
     let (tag, seq) = name.strip_prefix(PREFIX)?.rsplit_once('_')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     (digits(seq) && is_tag(tag)).then_some(tag)
+}
+
+/// The pid of an older version's tag (`rtrace_<pid>_<seq>`, before runs took locks).
+fn legacy_pid(tag: &str) -> Option<u32> {
+    (tag.len() < TAG_LEN && tag.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| tag.parse().ok())
+        .flatten()
 }
 
 fn is_tag(s: &str) -> bool {
@@ -164,7 +172,12 @@ fn dead_run(tag: &str) -> Option<DeadRun> {
                 path,
                 lock: Some(l),
             }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(DeadRun { path, lock: None }),
+        // An older version named objects after its pid and took no lock: spare them while that
+        // pid lives (this run's tags have 16 digits, pids at most 7).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match legacy_pid(tag) {
+            Some(pid) if crate::process::is_alive(pid) => None,
+            _ => Some(DeadRun { path, lock: None }),
+        },
         // Cannot tell: spare it.
         Err(_) => None,
     }
@@ -198,7 +211,8 @@ impl Stale {
             .is_some()
     }
 
-    /// Removes the lock files of the dead runs seen (their objects have been removed).
+    /// Removes the lock files of the dead runs seen (their objects have been removed). Only
+    /// [`remove_dead_locks`] calls it, after every backend: backends drop their `Stale`.
     pub fn finish(self) {
         for run in self.runs.into_values().flatten() {
             if run.lock.is_some() {
@@ -431,6 +445,9 @@ mod tests {
         assert!(!stale.is_dead_name(&format!("rtrace_{held}_3")));
         assert!(stale.is_dead(&absent));
         assert!(!stale.is_dead("not-a-tag"));
+        // An older version's pid tag without a lock file: spared while the pid lives.
+        assert!(!stale.is_dead(&std::process::id().to_string()));
+        assert!(stale.is_dead("4194303"), "above pid_max");
         assert!(!stale.is_dead(run_id().unwrap()), "this run lives");
         stale.finish();
         assert!(!path(&free).exists(), "a dead run's lock file goes");
