@@ -241,3 +241,109 @@ pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig)
         .expect("send signal");
 }
+
+/// Pids of processes whose `comm` is one of `names`.
+pub fn pids_named(names: &[&str]) -> std::collections::BTreeSet<u32> {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|c| names.contains(&c.trim()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Ids of the BPF programs or links (`what`: `prog` / `link`) loaded now, from bpftool.
+pub fn bpf_ids(what: &str) -> std::collections::BTreeSet<u64> {
+    let out = Command::new("bpftool")
+        .args(["-j", what, "show"])
+        .output()
+        .expect("bpftool (apt-get install bpftool)");
+    if out.stdout.iter().all(u8::is_ascii_whitespace) {
+        return Default::default();
+    }
+    let v: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("bpftool json");
+    v.iter().filter_map(|x| x["id"].as_u64()).collect()
+}
+
+/// Names of the LTTng sessions of the running session daemon (empty without one).
+pub fn lttng_sessions() -> Vec<String> {
+    let Ok(out) = Command::new("lttng")
+        .args(["--no-sessiond", "--mi", "xml", "list"])
+        .output()
+    else {
+        return Vec::new();
+    };
+    let xml = String::from_utf8_lossy(&out.stdout);
+    let mut names: Vec<String> = xml
+        .split("<session>")
+        .skip(1)
+        .filter_map(|s| {
+            let s = s.split_once("<name>")?.1;
+            Some(s.split_once("</name>")?.0.to_owned())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Everything a run of any tracer could leave on the machine: tracefs objects, BPF programs and
+/// links, LTTng sessions and daemons, bpftrace and workload processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineState {
+    pub tracefs: String,
+    pub bpf_progs: std::collections::BTreeSet<u64>,
+    pub bpf_links: std::collections::BTreeSet<u64>,
+    pub lttng_sessions: Vec<String>,
+    pub lttng_daemons: std::collections::BTreeSet<u32>,
+    pub bpftraces: std::collections::BTreeSet<u32>,
+    pub workloads: std::collections::BTreeSet<u32>,
+}
+
+impl MachineState {
+    pub fn now() -> MachineState {
+        MachineState {
+            tracefs: tracefs_snapshot(),
+            bpf_progs: bpf_ids("prog"),
+            bpf_links: bpf_ids("link"),
+            lttng_sessions: lttng_sessions(),
+            lttng_daemons: pids_named(&["lttng-sessiond", "lttng-consumerd"]),
+            bpftraces: pids_named(&["bpftrace"]),
+            workloads: pids_named(&["workload", "workload-lttng"]),
+        }
+    }
+
+    /// Waits up to `secs` for the machine to be back to `self` (the kernel frees BPF objects and
+    /// daemons exit a moment later); the difference otherwise.
+    pub fn returns(&self, secs: u64) -> Result<(), String> {
+        let mut now = MachineState::now();
+        if wait_for(secs, || {
+            now = MachineState::now();
+            &now == self
+        }) {
+            Ok(())
+        } else {
+            Err(format!("expected {self:#?}\nfound {now:#?}"))
+        }
+    }
+}
+
+/// The tag the live rtrace-bench process `pid` names its objects with (`rtrace_<tag>_<seq>`),
+/// read from its lock file in the run directory (which says `pid N ...`); `None` before it
+/// took its lock or after it ended.
+pub fn run_tag_of(pid: u32) -> Option<String> {
+    let dir = std::fs::read_dir("/run/rtrace-bench").ok()?;
+    let holder = format!("pid {pid} ");
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_owned();
+            let tag = name.strip_suffix(".lock")?;
+            let is_tag = tag.len() == 16 && tag.bytes().all(|b| b.is_ascii_hexdigit());
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            (is_tag && text.starts_with(&holder)).then(|| tag.to_owned())
+        })
+        .next()
+}

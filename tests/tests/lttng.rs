@@ -103,7 +103,7 @@ fn traced(
 /// Sessions this test process created that still exist.
 fn our_sessions() -> Vec<String> {
     let out = Command::new("lttng").args(["list"]).output().unwrap();
-    let prefix = format!("rtrace_{}_", std::process::id());
+    let prefix = format!("rtrace_{}_", rtrace_tracer::owner::run_id().unwrap());
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
         .filter(|w| w.starts_with(&prefix))
@@ -210,35 +210,62 @@ fn drop_without_finish_destroys_the_session() {
 }
 
 #[test]
-fn remove_stale_destroys_only_sessions_of_dead_runs() {
+fn remove_stale_destroys_only_sessions_of_runs_that_are_gone() {
+    use nix::fcntl::{Flock, FlockArg};
     let t = tracer(None, None, EventKind::Tracepoint);
     t.ensure_sessiond(&[0]).unwrap();
-    let mut dead = Command::new("true").spawn().unwrap();
-    let dead_pid = dead.id();
-    dead.wait().unwrap();
+    let run_dir = rtrace_tracer::owner::run_dir();
+    std::fs::create_dir_all(&run_dir).unwrap();
+    // A run whose lock file is gone, one whose lock is free, one whose lock is held.
+    let (absent, free, held) = ("dead0000dead0001", "dead0000dead0002", "dead0000dead0003");
+    let lock = |tag: &str| run_dir.join(format!("{tag}.lock"));
+    let _ = std::fs::remove_file(lock(absent));
+    std::fs::write(lock(free), "").unwrap();
+    std::fs::write(lock(held), "").unwrap();
+    let holder = Flock::lock(
+        std::fs::File::open(lock(held)).unwrap(),
+        FlockArg::LockExclusive,
+    )
+    .map_err(|(_, e)| e)
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let stale = format!("rtrace_{dead_pid}_7");
-    let live = "rtrace_1_7".to_owned(); // pid 1 is always alive
-    for name in [&stale, &live] {
-        let out = format!("--output={}", dir.path().join(name).display());
+    let name = |tag: &str| format!("rtrace_{tag}_7");
+    for tag in [absent, free, held] {
+        let out = format!("--output={}", dir.path().join(tag).display());
         let st = Command::new("lttng")
-            .args(["create", name, &out])
+            .args(["create", &name(tag), &out])
             .stdout(Stdio::null())
             .status()
             .unwrap();
         assert!(st.success());
     }
-    let removed = t.remove_stale().unwrap();
+    let removed = rtrace_lttng::remove_stale().unwrap();
+    // Lock files go last, once every backend has judged the tags (as `tracers::remove_stale`).
+    rtrace_tracer::owner::remove_dead_locks();
     let list =
         String::from_utf8(Command::new("lttng").arg("list").output().unwrap().stdout).unwrap();
     let _ = Command::new("lttng")
-        .args(["destroy", &live])
+        .args(["destroy", &name(held)])
         .stdout(Stdio::null())
         .status();
-    assert!(removed.iter().any(|r| r.contains(&stale)), "{removed:?}");
-    assert!(!removed.iter().any(|r| r.contains(&live)), "{removed:?}");
-    assert!(!list.contains(&stale), "{list}");
-    assert!(list.contains(&live), "{list}");
+    drop(holder);
+    let _ = std::fs::remove_file(lock(held));
+    for gone in [absent, free] {
+        assert!(
+            removed.iter().any(|r| r.contains(&name(gone))),
+            "{removed:?}"
+        );
+        assert!(!list.contains(&name(gone)), "{list}");
+    }
+    assert!(
+        !lock(free).exists(),
+        "a dead run's lock file goes once its objects are gone"
+    );
+    assert!(
+        !removed.iter().any(|r| r.contains(&name(held))),
+        "{removed:?}"
+    );
+    assert!(list.contains(&name(held)), "{list}");
 }
 
 #[test]
@@ -312,4 +339,42 @@ fn disabled_tracepoint_is_tested_inline_in_the_timed_loop() {
             );
         }
     }
+}
+
+/// Whether an lttng-sessiond of this user answers.
+fn sessiond_running() -> bool {
+    Command::new("lttng")
+        .args(["--no-sessiond", "list"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_daemon_we_started_outlives_its_starter_while_another_run_uses_it() {
+    if sessiond_running() {
+        println!("SKIPPED: a session daemon runs already (this test needs to start one)");
+        return;
+    }
+    let starter = tracer(None, None, EventKind::Tracepoint);
+    assert!(starter.ensure_sessiond(&[0]).unwrap().is_some(), "started");
+    let user = tracer(None, None, EventKind::Tracepoint);
+    let w = Workload::start("event", 1000, EventKind::Tracepoint);
+    let dir = tempfile::tempdir().unwrap();
+    let a = user
+        .attach(&target("event", w.pid, dir.path(), RecordMode::Stream))
+        .unwrap();
+    drop(starter);
+    assert!(sessiond_running(), "the starter stopped a daemon in use");
+    let hits = w.run();
+    let stats = a
+        .finish()
+        .expect("the session survives its daemon's starter");
+    assert_eq!(stats.recorded + stats.lost, hits);
+    drop(user);
+    assert!(
+        rtrace_tests::wait_for(15, || !sessiond_running()),
+        "the last user did not stop the daemon a run started"
+    );
 }

@@ -60,8 +60,8 @@ fn default_rounds_give_intervals_over_rounds() {
         "95% Student-t interval over rounds",
         "(10 rounds)",
         "10 × its run's median",
-        "ftrace case 2 − case 0: median ",
-        "ebpf (record) case 3 − case 0: median ",
+        "ftrace case 2 − case 0 net of each process's empty interval: median ",
+        "ebpf (record) case 3 − case 0 net of each process's empty interval: median ",
         " by mean, ",
     ] {
         assert!(stdout.contains(needle), "{needle:?} missing:\n{stdout}");

@@ -5,7 +5,7 @@
 //! Run as root: `cargo build --release --workspace --bins` then
 //! `cargo test --release -p rtrace-tests --test sweep -- --test-threads=1`.
 
-use rtrace_tests::{bin, tracefs_snapshot};
+use rtrace_tests::{bin, run_tag_of, tracefs_snapshot};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -20,25 +20,20 @@ fn sweep_cmd(out: &Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// Runs to the end; its output.
 fn run(cmd: &mut Command) -> Output {
-    run_pid(cmd).0
-}
-
-/// Runs to the end; its output and pid (the owner in our tracefs names `rtrace_<pid>_<seq>`).
-fn run_pid(cmd: &mut Command) -> (Output, u32) {
     let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run rtrace-bench");
-    let pid = child.id();
     let out = child.wait_with_output().expect("wait for rtrace-bench");
     eprintln!(
         "stdout:\n{}\nstderr:\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (out, pid)
+    out
 }
 
 fn result(out: &Path) -> Value {
@@ -73,13 +68,12 @@ fn have_cyclictest() -> bool {
         .is_ok()
 }
 
-/// Nothing of the run `pid` in tracefs: no `rtrace_<pid>_*` instance or uprobe group. (Other
-/// users' state may change meanwhile: root tests of other crates can run concurrently.)
-fn assert_clean(pid: u32) {
+/// Nothing of the run tagged `tag` in tracefs: no `rtrace_<tag>_*` instance or uprobe group.
+fn assert_clean(tag: &str) {
     let after = tracefs_snapshot();
     assert!(
-        !after.contains(&format!("rtrace_{pid}_")),
-        "tracing state of run {pid} left behind:\n{after}"
+        !after.contains(&format!("rtrace_{tag}_")),
+        "tracing state of run {tag} left behind:\n{after}"
     );
 }
 
@@ -87,9 +81,14 @@ fn assert_clean(pid: u32) {
 fn short_sweep_of_every_available_configuration() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("copy.json");
-    let (out, pid) = run_pid(sweep_cmd(dir.path(), &SHORT).arg("--json").arg(&json));
+    let before = tracefs_snapshot();
+    let out = run(sweep_cmd(dir.path(), &SHORT).arg("--json").arg(&json));
     assert!(out.status.success(), "sweep failed: {:?}", out.status);
-    assert_clean(pid);
+    assert_eq!(
+        tracefs_snapshot(),
+        before,
+        "the sweep left tracing state behind"
+    );
 
     let r = result(dir.path());
     assert_eq!(
@@ -159,7 +158,8 @@ fn short_sweep_of_every_available_configuration() {
 }
 
 /// SIGINTs the sweep once `ready` says it is mid-run; it must exit 130 and leave nothing behind.
-fn interrupt_when(args: &[&str], ready: impl Fn(&Path, u32) -> bool) -> u32 {
+/// Returns the run's tag.
+fn interrupt_when(args: &[&str], ready: impl Fn(&Path, u32) -> bool) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut child = sweep_cmd(dir.path(), args)
         .stdout(Stdio::null())
@@ -179,6 +179,7 @@ fn interrupt_when(args: &[&str], ready: impl Fn(&Path, u32) -> bool) -> u32 {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
+    let tag = run_tag_of(child.id()).expect("a run that traces holds its lock");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -196,7 +197,7 @@ fn interrupt_when(args: &[&str], ready: impl Fn(&Path, u32) -> bool) -> u32 {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(130), "{status:?}");
-    assert_clean(child.id());
+    assert_clean(&tag);
     let out = dir.path().display().to_string();
     let leftover = std::fs::read_dir("/proc")
         .unwrap()
@@ -210,17 +211,20 @@ fn interrupt_when(args: &[&str], ready: impl Fn(&Path, u32) -> bool) -> u32 {
         "a process of the interrupted sweep is still running"
     );
     assert_eq!(result(dir.path())["experiment"], "cyclictest-sweep");
-    child.id()
+    tag
 }
 
 /// A tracefs instance of the run `pid` exists.
 fn our_instance_exists(pid: u32) -> bool {
+    let Some(tag) = run_tag_of(pid) else {
+        return false;
+    };
     std::fs::read_dir("/sys/kernel/tracing/instances")
         .map(|d| {
             d.filter_map(|e| e.ok()).any(|e| {
                 e.file_name()
                     .to_string_lossy()
-                    .starts_with(&format!("rtrace_{pid}_"))
+                    .starts_with(&format!("rtrace_{tag}_"))
             })
         })
         .unwrap_or(false)
@@ -275,7 +279,7 @@ fn sigint_during_an_lttng_run_leaves_no_session() {
         return;
     }
     // Interrupt once a session of ours is recording.
-    let pid = interrupt_when(
+    let tag = interrupt_when(
         &[
             "--configs",
             "usdt-lttng",
@@ -287,15 +291,17 @@ fn sigint_during_an_lttng_run_leaves_no_session() {
         ],
         |out, pid| {
             out.join("usdt-lttng-builtin").exists()
-                && Command::new("lttng").arg("list").output().is_ok_and(|o| {
-                    String::from_utf8_lossy(&o.stdout).contains(&format!("rtrace_{pid}_"))
+                && run_tag_of(pid).is_some_and(|tag| {
+                    Command::new("lttng").arg("list").output().is_ok_and(|o| {
+                        String::from_utf8_lossy(&o.stdout).contains(&format!("rtrace_{tag}_"))
+                    })
                 })
         },
     );
     let list = Command::new("lttng").arg("list").output().unwrap();
     let sessions = String::from_utf8_lossy(&list.stdout);
     assert!(
-        !sessions.contains(&format!("rtrace_{pid}_")),
+        !sessions.contains(&format!("rtrace_{tag}_")),
         "LTTng session of the interrupted sweep left behind:\n{sessions}"
     );
 }

@@ -3,7 +3,7 @@
 //! and medians (bootstrap interval); or two usdt results as ratios B / A of every case-1 run's
 //! extra ns per hit (interval over the rounds of both).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use rtrace_measure::sweep::SweepResult;
 use rtrace_report::ratios::{self, RatioRow};
@@ -22,6 +22,9 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: &CompareArgs) -> Result<i32> {
+    if let Some(j) = &args.json {
+        crate::output::check_file("--json", j)?;
+    }
     let (a, b) = (crate::report::load(&args.a)?, crate::report::load(&args.b)?);
     let (json, rows) = match (&a, &b) {
         (AnyResult::Sweep(a), AnyResult::Sweep(b)) => sweeps(args, a, b)?,
@@ -50,7 +53,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         json["ratios"] = serde_json::to_value(&rows)?;
         let mut bytes = serde_json::to_vec_pretty(&json)?;
         bytes.push(b'\n');
-        std::fs::write(j, bytes).with_context(|| format!("cannot write {}", j.display()))?;
+        crate::output::write_atomic(j, &bytes)?;
     }
     Ok(0)
 }

@@ -1,9 +1,12 @@
 //! `rtrace-bench count`: run any command with one USDT probe, uprobe or uretprobe traced; report
-//! recorded/lost.
+//! recorded/lost. Exits with the command's status (128 + signal when it was killed); SIGINT,
+//! SIGTERM and SIGHUP kill the command, remove the tracer's state and exit 128 + the signal.
 
 use crate::options::{CountOptions, CountProbe};
-use crate::{signals, tracers};
+use crate::{output, signals, tracers};
 use anyhow::{bail, Context, Result};
+use rtrace_measure::spawn::interrupted;
+use rtrace_measure::WorkloadError;
 use rtrace_tracer::{Hook, Target};
 use serde::Serialize;
 use std::io::Write;
@@ -62,12 +65,19 @@ pub fn run(o: CountOptions) -> Result<i32> {
         bail!("`count` needs a tracer: pass --tracer ftrace|ebpf|bpftrace");
     };
     tracer.check(&hook)?;
+    if let Some(j) = &o.json {
+        output::check_file("--json", j)?;
+    }
+    let run_dir = match &o.out {
+        Some(d) => Some(output::claim_dir("--out", d, true)?),
+        None => None,
+    };
     signals::install();
-    tracer.remove_stale()?;
+    tracers::remove_stale()?;
 
     let tmp;
-    let out_dir: &Path = match &o.out {
-        Some(d) => d,
+    let out_dir: &Path = match &run_dir {
+        Some(d) => &d.path,
         None => {
             tmp = tempfile::tempdir()?;
             tmp.path()
@@ -75,6 +85,8 @@ pub fn run(o: CountOptions) -> Result<i32> {
     };
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let mut child = spawn_held(&o.command, read_end)?;
+    // A signal now kills the command, and we unwind through the cleanup below.
+    let watched = rtrace_measure::spawn::watch(child.id());
     let target = Target {
         hook,
         pid: Some(child.id()),
@@ -88,14 +100,25 @@ pub fn run(o: CountOptions) -> Result<i32> {
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(e);
+            return Err(if interrupted() {
+                WorkloadError::Interrupted.into()
+            } else {
+                e
+            });
         }
     };
     let mut go = std::fs::File::from(write_end);
-    go.write_all(b"g")
-        .context("the command died before it started")?;
+    let started = go.write_all(b"g");
     drop(go);
     let status = child.wait()?;
+    drop(watched);
+    if interrupted() {
+        // The tracer comes off (dropping the attachment removes its state); main exits
+        // 128 + the signal.
+        drop(attachment);
+        return Err(WorkloadError::Interrupted.into());
+    }
+    started.context("the command died before it started")?;
     let stats = attachment.finish()?;
     let r = CountResult {
         tracer: o.tracer.to_string(),
@@ -118,10 +141,18 @@ pub fn run(o: CountOptions) -> Result<i32> {
         status
     );
     if let Some(j) = &o.json {
-        std::fs::write(j, serde_json::to_vec_pretty(&r)?)
-            .with_context(|| format!("cannot write {}", j.display()))?;
+        output::write_atomic(j, &serde_json::to_vec_pretty(&r)?)?;
     }
-    Ok(if status.success() { 0 } else { 1 })
+    Ok(exit_code(status))
+}
+
+/// The command's exit status as a shell reports it: its code, or 128 + the signal that killed it.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
 }
 
 /// Starts the command held (see [`crate::hold::held_command`]).
@@ -131,4 +162,22 @@ fn spawn_held(command: &[String], read_end: OwnedFd) -> Result<std::process::Chi
         .context("cannot start the command")?;
     drop(read_end);
     Ok(child)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_the_shell_s() {
+        let status = |script: &str| {
+            std::process::Command::new("sh")
+                .args(["-c", script])
+                .status()
+                .unwrap()
+        };
+        assert_eq!(exit_code(status("exit 0")), 0);
+        assert_eq!(exit_code(status("exit 3")), 3);
+        assert_eq!(exit_code(status("kill -TERM $$")), 143);
+    }
 }

@@ -1,10 +1,13 @@
-//! rtrace-bench: parse → typed options → run → export. Errors print as one `Error:` line.
+//! rtrace-bench: parse → typed options → run → export. Errors print as one `Error:` line; exit
+//! 1, or 128 + the signal when interrupted.
 
 mod cli;
 mod compare;
 mod count;
+mod cpus;
 mod hold;
 mod options;
+mod output;
 mod probes;
 mod progress;
 mod report;
@@ -23,12 +26,14 @@ fn main() {
         Err(e) => {
             eprintln!("Error: {e:#}");
             if rtrace_measure::spawn::interrupted() {
-                130
+                signals::exit_code()
             } else {
                 1
             }
         }
     };
+    // Everything this run created is removed by now: its lock file goes too.
+    rtrace_tracer::owner::release();
     std::process::exit(code);
 }
 

@@ -2,16 +2,25 @@
 //! machine has been touched when it happens.
 
 use crate::cli::{CaseArg, CountArgs, HookArg, RecordArg, TracerArg, TracerArgs, UsdtArgs};
+use crate::cpus::Cpus;
 use rtrace_measure::usdt::{Case, HookKind};
 use rtrace_tracer::{RecordMode, TracerKind};
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OptionsError {
-    #[error("CPU {cpu} is out of range: this machine has CPUs 0-{last}; pass --cpu 0..{last}")]
-    CpuOutOfRange { cpu: usize, last: usize },
-    #[error("--cpu {0} leaves no CPU for the harness: this machine has one CPU online")]
-    NoHarnessCpu(usize),
+    #[error("CPU {cpu} is not usable here: this process may use CPUs {usable} (online and allowed by its cpuset); pass one of them, e.g. --cpu {last}")]
+    CpuNotUsable {
+        cpu: usize,
+        usable: String,
+        last: usize,
+    },
+    #[error("measuring on CPU {cpu} leaves no CPU for the harness: this process may use CPUs {usable} only; run on a machine (or cpuset) with two CPUs or more")]
+    NoHarnessCpu { cpu: usize, usable: String },
+    #[error("CPU {cpu} is measured by another live run ({holder}): wait for it to end, or pass another --cpu")]
+    CpuBusy { cpu: usize, holder: String },
+    #[error("no CPU left for this run: another live run measures on CPU {busy} ({holder}) and this run needs a measured CPU and a harness CPU apart from it; wait for it to end")]
+    NoFreeCpu { busy: String, holder: String },
     #[error("--priority {0} is not a SCHED_FIFO priority: use 1..99")]
     Priority(i32),
     #[error("--iterations must be at least 1")]
@@ -24,31 +33,6 @@ pub enum OptionsError {
     ProbeSyntax(String),
     #[error("--tracer all is for `usdt`; `count` takes one tracer")]
     CountAll,
-}
-
-/// Measured CPU and the CPUs left to the harness.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cpus {
-    pub measured: usize,
-    pub harness: Vec<usize>,
-}
-
-impl Cpus {
-    pub fn choose(requested: Option<usize>, online: usize) -> Result<Cpus, OptionsError> {
-        let last = online.saturating_sub(1);
-        let measured = requested.unwrap_or(last);
-        if measured > last {
-            return Err(OptionsError::CpuOutOfRange {
-                cpu: measured,
-                last,
-            });
-        }
-        let harness: Vec<usize> = (0..online).filter(|&c| c != measured).collect();
-        if harness.is_empty() {
-            return Err(OptionsError::NoHarnessCpu(measured));
-        }
-        Ok(Cpus { measured, harness })
-    }
 }
 
 /// Backend settings shared by `usdt` and `count`.
@@ -94,21 +78,17 @@ impl From<TracerArgs> for TracerOptions {
             lttng_num_subbuf: a.lttng_num_subbuf,
             lttng_tracef: a.lttng_event == crate::cli::LttngEventArg::Tracef,
             bpf_modes: {
-                let mut m: Vec<BpfMode> = a
-                    .bpf_mode
-                    .iter()
-                    .map(|m| match m {
-                        crate::cli::BpfModeArg::Record => BpfMode::Record,
-                        crate::cli::BpfModeArg::RecordWakeup => BpfMode::RecordWakeup,
-                        crate::cli::BpfModeArg::Aggregate => BpfMode::Aggregate,
-                    })
-                    .collect();
-                let mut seen = Vec::new();
-                m.retain(|x| {
-                    let new = !seen.contains(x);
-                    seen.push(*x);
-                    new
-                });
+                // Each mode once, in the order first given: a repeated mode is not a round.
+                let mut m: Vec<BpfMode> = Vec::new();
+                for mode in a.bpf_mode.iter().map(|m| match m {
+                    crate::cli::BpfModeArg::Record => BpfMode::Record,
+                    crate::cli::BpfModeArg::RecordWakeup => BpfMode::RecordWakeup,
+                    crate::cli::BpfModeArg::Aggregate => BpfMode::Aggregate,
+                }) {
+                    if !m.contains(&mode) {
+                        m.push(mode);
+                    }
+                }
                 if m.is_empty() {
                     m.push(BpfMode::Record);
                 }
@@ -142,15 +122,9 @@ pub struct UsdtOptions {
     pub tracer: TracerOptions,
     pub json: Option<PathBuf>,
     pub out: PathBuf,
+    /// Whether `--out` gave `out` (else it is the default, created exclusively).
+    pub out_given: bool,
     pub workload_dir: PathBuf,
-}
-
-/// CPUs online (not only those of our affinity mask: the harness pins itself).
-pub fn online_cpus() -> usize {
-    nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
-        .ok()
-        .flatten()
-        .map_or(1, |n| n as usize)
 }
 
 fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
@@ -262,10 +236,11 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             warmup: a.warmup,
             rounds,
             allow_loss: a.allow_loss,
-            cpus: Cpus::choose(a.cpu, online_cpus())?,
+            cpus: Cpus::from_request(a.cpu)?,
             priority: check_priority(a.priority)?,
             tracer: a.tracer_args.into(),
             json: a.json,
+            out_given: a.out.is_some(),
             out: a.out.unwrap_or_else(|| default_out("usdt")),
             workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
         })
@@ -340,7 +315,12 @@ impl TryFrom<CountArgs> for CountOptions {
     fn try_from(a: CountArgs) -> Result<Self, OptionsError> {
         let tracer = tracer_kind(a.tracer).ok_or(OptionsError::CountAll)?;
         let probe = parse_count_probe(&a.probe)?;
-        let online = online_cpus();
+        // `count` measures nothing: its consumers take every usable CPU but the last.
+        let usable = crate::cpus::usable();
+        let harness = match usable.split_last() {
+            Some((_, rest)) if !rest.is_empty() => rest.to_vec(),
+            _ => usable.clone(),
+        };
         Ok(CountOptions {
             tracer,
             probe,
@@ -350,8 +330,9 @@ impl TryFrom<CountArgs> for CountOptions {
             out: a.out,
             command: a.command,
             cpus: Cpus {
-                measured: online.saturating_sub(1),
-                harness: (0..online.saturating_sub(1).max(1)).collect(),
+                measured: usable.last().copied().unwrap_or(0),
+                harness,
+                requested: None,
             },
         })
     }
@@ -373,26 +354,12 @@ mod tests {
     }
 
     #[test]
-    fn cpu_choice() {
-        assert_eq!(
-            Cpus::choose(None, 2).unwrap(),
-            Cpus {
-                measured: 1,
-                harness: vec![0]
-            }
-        );
-        assert_eq!(Cpus::choose(Some(0), 4).unwrap().harness, vec![1, 2, 3]);
-        assert_eq!(
-            Cpus::choose(Some(2), 2),
-            Err(OptionsError::CpuOutOfRange { cpu: 2, last: 1 })
-        );
-        assert_eq!(Cpus::choose(None, 1), Err(OptionsError::NoHarnessCpu(0)));
-    }
-
-    #[test]
     fn out_of_range_cpu_message_names_the_fix() {
         let e = usdt(&["--cpu", "4096"]).unwrap_err().to_string();
-        assert!(e.contains("--cpu 0.."), "{e}");
+        assert!(
+            e.contains("CPU 4096 is not usable") && e.contains("--cpu "),
+            "{e}"
+        );
     }
 
     #[test]
@@ -447,6 +414,20 @@ mod tests {
         assert_eq!(
             o.tracer.bpf_modes,
             [BpfMode::RecordWakeup, BpfMode::Record, BpfMode::Aggregate]
+        );
+    }
+
+    #[test]
+    fn a_repeated_bpf_mode_is_one_column() {
+        let o = usdt(&["-t", "ebpf", "--bpf-mode", "record,aggregate,record"]).unwrap();
+        assert_eq!(
+            o.tracer.bpf_modes,
+            vec![BpfMode::Record, BpfMode::Aggregate]
+        );
+        let o = usdt(&["--bpf-mode", "aggregate", "--bpf-mode", "record,aggregate"]).unwrap();
+        assert_eq!(
+            o.tracer.bpf_modes,
+            vec![BpfMode::Aggregate, BpfMode::Record]
         );
     }
 

@@ -22,6 +22,12 @@ pub struct ReportArgs {
 
 /// Reads any result file; errors name the file and the fix.
 pub fn load(path: &Path) -> Result<AnyResult> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        anyhow::bail!(
+            "{} is not a regular file: give the path of a result file (usdt.json, cyclictest-sweep.json)",
+            path.display()
+        );
+    }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read {}: check the path", path.display()))?;
     AnyResult::from_json(&text).with_context(|| format!("{}", path.display()))
@@ -35,8 +41,7 @@ pub fn write_dir(dir: &Path, report: &Report) -> Result<PathBuf> {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        std::fs::write(&path, &out.bytes)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        crate::output::write_atomic(&path, &out.bytes)?;
     }
     Ok(dir.join("index.html"))
 }
@@ -53,11 +58,11 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         .map(|p| Ok((Some(p.display().to_string()), load(p)?)))
         .collect::<Result<Vec<_>>>()?;
     let report = Report::new(results);
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| crate::options::default_out("report"));
-    let index = write_dir(&dir, &report)?;
+    let dir = match &args.out {
+        Some(d) => crate::output::claim_dir("--out", d, true)?,
+        None => crate::output::claim_dir("--out", &crate::options::default_out("report"), false)?,
+    };
+    let index = write_dir(&dir.path, &report)?;
     for e in &report.entries {
         match &e.result {
             AnyResult::Usdt(r) => {

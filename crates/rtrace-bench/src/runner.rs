@@ -4,7 +4,7 @@
 //! `rtrace-report`); the runner owns everything around them:
 //!
 //! - the start: Ctrl-C handling, the harness pinned off the measured CPU, stale state of killed
-//!   runs removed ([`remove_stale`], the one call site), the output directory;
+//!   runs removed ([`crate::tracers::remove_stale`], the one call site), the output directory;
 //! - an untimed priming run ([`Experiment::prime`]), then rounds in alternating order (A B C,
 //!   then C B A): a machine whose speed drifts weighs on every run alike;
 //! - pooling each run's rounds ([`rtrace_measure::pool::keep`]) and checking every round's event
@@ -19,7 +19,6 @@ use rtrace_measure::pool::{self, Pool};
 use rtrace_measure::spawn::interrupted;
 use rtrace_measure::WorkloadError;
 use rtrace_report::{AnyResult, Report};
-use rtrace_tracer::Tracer;
 use std::path::PathBuf;
 
 /// What an experiment gives the runner.
@@ -38,9 +37,6 @@ pub trait Experiment {
     fn describe(&self, _step: &Self::Step) -> String {
         String::new()
     }
-
-    /// The tracer backends the plan uses (their leftovers of killed runs are removed first).
-    fn tracers(&self) -> Vec<&dyn Tracer>;
 
     /// An untimed run before the first round, so that the first timed run is not the first
     /// process after the measured CPU sat idle (caches, page cache, the host's vCPU). Nothing
@@ -142,9 +138,10 @@ pub fn run<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Resul
     for n in &notes {
         eprintln!("note: {n}");
     }
-    signals::install();
+    // The signal thread is started after pinning, so it inherits the harness CPUs.
     signals::pin_harness(&setup.harness)?;
-    remove_stale(&exp.tracers())?;
+    signals::install();
+    crate::tracers::remove_stale()?;
     std::fs::create_dir_all(&setup.out)
         .with_context(|| format!("cannot create output directory {}", setup.out.display()))?;
     let failures = measure(exp, plan, setup)?;
@@ -217,29 +214,12 @@ fn measure<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Resul
     Ok(failures)
 }
 
-/// Removes what killed runs of `tracers` left behind (uprobe events, instances, BPF links,
-/// sessions), before the experiment changes anything. Every experiment's stale cleanup is this
-/// one call.
-fn remove_stale(tracers: &[&dyn Tracer]) -> Result<()> {
-    let mut cleaned = Vec::new();
-    for t in tracers {
-        if cleaned.contains(&t.kind()) {
-            continue;
-        }
-        cleaned.push(t.kind());
-        for removed in t.remove_stale()? {
-            eprintln!("note: removed stale {removed} left by a killed run");
-        }
-    }
-    Ok(())
-}
-
 /// Writes the result file into the output directory and to `--json`.
 fn write_json<E: Experiment>(exp: &mut E, setup: &Setup) -> Result<()> {
     let bytes = exp.json()?;
     let default = setup.out.join(format!("{}.json", E::NAME));
     for path in std::iter::once(&default).chain(setup.json.as_ref()) {
-        std::fs::write(path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::output::write_atomic(path, &bytes)?;
     }
     Ok(())
 }
@@ -290,9 +270,6 @@ mod tests {
         type Run = Measured;
         fn label(&self, step: &&'static str) -> String {
             format!("step {step}")
-        }
-        fn tracers(&self) -> Vec<&dyn Tracer> {
-            Vec::new()
         }
         fn prime(&mut self) -> Result<()> {
             assert!(
@@ -389,9 +366,6 @@ mod tests {
             type Run = Measured;
             fn label(&self, step: &&'static str) -> String {
                 self.0.label(step)
-            }
-            fn tracers(&self) -> Vec<&dyn Tracer> {
-                Vec::new()
             }
             fn run(&mut self, step: &&'static str, round: &Round) -> Result<Measured> {
                 self.0.run(step, round)

@@ -73,6 +73,23 @@ pub fn build(kind: TracerKind, opts: &TracerOptions) -> Result<Option<Box<dyn Tr
     Ok(variants(kind, opts)?.into_iter().next().map(|v| v.tracer))
 }
 
+/// Removes what runs that are gone left behind, for every backend whatever tracers this run uses
+/// (a dead ftrace run's uprobes trap in an eBPF run too): orphaned bpftrace processes, tracefs
+/// instances and uprobe events, LTTng sessions and the session daemons runs started; eBPF
+/// objects are fd-based and went with their run. Then the lock files of those runs. Ownership is
+/// judged by lock (`rtrace_tracer::owner`), never by pid. Prints one note per object removed.
+/// Every experiment calls this once, before it changes anything.
+pub fn remove_stale() -> Result<()> {
+    let mut removed = rtrace_bpftrace::remove_stale()?;
+    removed.extend(rtrace_ftrace::remove_stale()?);
+    removed.extend(rtrace_lttng::remove_stale()?);
+    rtrace_tracer::owner::remove_dead_locks();
+    for r in removed {
+        eprintln!("note: removed stale {r} left by a killed run");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 
 use crate::options::{TracerChoice, TracerOptions, UsdtOptions};
 use crate::runner::{self, Round, Setup};
-use crate::tracers;
+use crate::{output, tracers};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
@@ -144,10 +144,18 @@ fn columns(o: &UsdtOptions) -> Result<(Vec<Column>, Vec<String>)> {
     Ok((cols, notes))
 }
 
-pub fn run(o: UsdtOptions) -> Result<i32> {
+pub fn run(mut o: UsdtOptions) -> Result<i32> {
     let baseline_bin = workload_bin(&o.workload_dir, Instrumentation::Usdt);
     require_bin(&baseline_bin)?;
     let (cols, notes) = columns(&o)?;
+    // Every check passed; take the CPUs and the output directory (the first changes).
+    if let Some(j) = &o.json {
+        output::check_file("--json", j)?;
+    }
+    let (cpus, _cpu) = o.cpus.claim()?;
+    o.cpus = cpus;
+    let run_dir = output::claim_dir("--out", &o.out, o.out_given)?;
+    o.out = run_dir.path.clone();
     let result = UsdtResult {
         experiment: "usdt".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -294,10 +302,6 @@ impl runner::Experiment for Usdt {
 
     fn describe(&self, &(_, case, _): &Step) -> String {
         case.describe().into()
-    }
-
-    fn tracers(&self) -> Vec<&dyn Tracer> {
-        self.cols.iter().map(|c| c.tracer.as_ref()).collect()
     }
 
     /// A short baseline run, discarded.
@@ -449,9 +453,10 @@ fn run_case(
     let timer = decode_histogram(&outcome.done.timer_overhead)?;
     let timer_overhead = Summary::of(&timer).context("workload recorded no timer samples")?;
     let round_summary = RoundSummary {
-        timer_overhead: Some(timer_overhead),
         seq: Some(round.seq),
-        ..RoundSummary::of(&hist).context("workload recorded no samples")?
+        ..RoundSummary::of(&hist)
+            .context("workload recorded no samples")?
+            .with_timer(&timer)
     };
     Ok(CaseResult {
         tracer: tracer_kind,

@@ -1,4 +1,5 @@
-//! The bpftrace process: started, watched until its probes are attached, stopped with SIGINT,
+//! The bpftrace process: started (dying with the thread that started it, and tagged with the
+//! run in `RTRACE_BENCH_RUN`), watched until its probes are attached, stopped with SIGINT,
 //! killed if dropped.
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -52,7 +53,14 @@ impl Bpftrace {
         cpus: &[usize],
     ) -> Result<Bpftrace> {
         let mut cmd = Command::new(program);
-        cmd.args(args)
+        // Dies with us (a SIGKILLed harness must not leave its probe on the workload binary),
+        // and carries our run's tag in case it ever outlives us (`crate::remove_stale`).
+        rtrace_tracer::die_with_parent(&mut cmd)
+            .args(args)
+            .env(
+                rtrace_tracer::owner::RUN_ENV,
+                rtrace_tracer::owner::run_id()?,
+            )
             .env(NOTIFY_ATTACHED, "1")
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())

@@ -8,7 +8,8 @@
 //!
 //! `attach` returns once bpftrace reports its probes attached (it prints
 //! [`output::NOTIFY_ATTACHED`] when asked; "Attaching N probes..." comes *before* attaching).
-//! `finish` stops bpftrace with SIGINT; dropping the attachment kills it.
+//! `finish` stops bpftrace with SIGINT; dropping the attachment kills it; it dies with the
+//! thread that attached it, and [`remove_stale`] stops one whose run is gone.
 //!
 //! One process (`Target::pid`): USDT counts use `-p PID` (bpftrace 0.17 resolves the probes
 //! through that process's memory maps, so it must already run the binary, not be a shell about
@@ -124,6 +125,28 @@ impl Tracer for BpftraceTracer {
             events,
         }))
     }
+}
+
+/// Stops the bpftrace processes of runs that are gone (they carry the run's tag in
+/// `RTRACE_BENCH_RUN`, see [`rtrace_tracer::owner`]): a bpftrace that outlived its run keeps its
+/// probes on the traced binary, and every later run would pay their trap. Returns what was
+/// stopped.
+pub fn remove_stale() -> Result<Vec<String>> {
+    let mut stale = rtrace_tracer::owner::Stale::new();
+    let orphans: Vec<(u32, String)> =
+        rtrace_tracer::owner::marked_processes(rtrace_tracer::owner::RUN_ENV)
+            .into_iter()
+            .filter(|(_, tag)| stale.is_dead(tag))
+            .collect();
+    let pids: Vec<u32> = orphans.iter().map(|(p, _)| *p).collect();
+    rtrace_tracer::owner::stop_processes(&pids, Duration::from_secs(2));
+    // Dead runs' lock files go last, in `owner::remove_dead_locks`, once every backend has
+    // judged their tags: a lock file removed here would make the next backend misjudge them.
+    drop(stale);
+    Ok(orphans
+        .into_iter()
+        .map(|(pid, tag)| format!("bpftrace (pid {pid}) of run {tag}"))
+        .collect())
 }
 
 /// Adds the fix for bpftrace 0.17's "No probes to attach" with `-p`.

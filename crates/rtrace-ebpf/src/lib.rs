@@ -18,7 +18,7 @@
 //!
 //! Cleanup: every BPF object is fd-based and owned by the session thread, which closes them and
 //! waits until the kernel has freed them before `finish` or `Drop` returns; a killed process
-//! leaves nothing behind, so [`Tracer::remove_stale`] has nothing to do.
+//! leaves nothing behind, so this backend has no stale cleanup.
 //!
 //! libbpf's messages never reach the terminal during a run; errors quote the relevant one
 //! (e.g. the verifier's reason). `RTRACE_LIBBPF_LOG=1` prints them all to stderr.

@@ -1,11 +1,17 @@
 //! ftrace backend: writes tracefs itself (no trace-cmd).
 //!
-//! Per attachment: a private instance `rtrace_<pid>_<seq>` (own buffer, own enable switches,
+//! Per attachment: a private instance `rtrace_<tag>_<seq>` (own buffer, own enable switches,
 //! `set_event_pid` filter), and for USDT hooks one uprobe event per probe site in a run-unique
 //! group of the same name, appended to the global `uprobe_events` with O_APPEND and removed with
 //! `-:GROUP/EVENT`; uprobe/uretprobe hooks get one `p:`/`r:` event on the function's file offset,
 //! the same way. Kernel tracepoints (e.g. `syscalls:sys_exit_clock_nanosleep`) are only
 //! enabled in the instance. Accounting comes from the instance's `per_cpu/cpuN/stats`.
+//!
+//! `set_event_pid` takes pids of the initial PID namespace. Inside another PID namespace (a
+//! container) the pids a run sees are not those: there, USDT and uprobe events are not filtered
+//! by process (the uprobe is on the binary, so every process running it counts, and the
+//! accounting check fails if another one does), and kernel tracepoints kept to one process are
+//! refused. Paths written to tracefs are whitelisted (`uprobe::plain_path`).
 
 mod instance;
 mod stale;
@@ -79,9 +85,16 @@ impl Tracer for FtraceTracer {
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
+        let pid = target
+            .pid
+            .filter(|_| rtrace_tracer::in_initial_pid_namespace());
+        if target.pid.is_some() && pid.is_none() {
+            if let Hook::KernelTracepoint { category, name } = &target.hook {
+                bail!("ftrace cannot keep kernel event {category}:{name} to one process inside a PID namespace (set_event_pid takes the host's pids): run rtrace-bench in the host's PID namespace, or use --tracer ebpf");
+            }
+        }
         let fs = Tracefs::mount_if_needed()?;
-        stale::remove_dead(&fs)?;
-        let tag = rtrace_tracer::run_tag();
+        let tag = rtrace_tracer::run_tag()?;
         let mut a = FtraceAttachment {
             fs: fs.clone(),
             instance: None,
@@ -103,7 +116,7 @@ impl Tracer for FtraceTracer {
                 "0"
             },
         )?;
-        if let Some(pid) = target.pid {
+        if let Some(pid) = pid {
             inst.write("options/event-fork", "1")?;
             // set_event_pid filters by thread id: list every thread the process has now;
             // event-fork adds threads and children created later.
@@ -149,12 +162,17 @@ impl Tracer for FtraceTracer {
         }
         Ok(Box::new(a))
     }
+}
 
-    fn remove_stale(&self) -> Result<Vec<String>> {
-        match Tracefs::find() {
-            Some(fs) => stale::remove_dead(&fs),
-            None => Ok(Vec::new()),
-        }
+/// Removes the instances and uprobe events of runs that are gone (see
+/// [`rtrace_tracer::owner`]); nothing without root or tracefs. Returns what was removed.
+pub fn remove_stale() -> Result<Vec<String>> {
+    if rtrace_tracer::require_root("ftrace").is_err() {
+        return Ok(Vec::new());
+    }
+    match Tracefs::find() {
+        Some(fs) => stale::remove_dead(&fs),
+        None => Ok(Vec::new()),
     }
 }
 

@@ -1,43 +1,49 @@
 //! State left by runs that died without cleaning up (SIGKILL): instances and uprobe groups named
-//! `rtrace_<pid>_<seq>` whose pid is gone. Only those are touched.
+//! `rtrace_<tag>_<seq>` whose run is gone (its lock is free or absent, see
+//! [`rtrace_tracer::owner`]). Only those are touched.
 
 use crate::tracefs::Tracefs;
 use anyhow::Result;
-use rtrace_tracer::{is_alive, owner_pid};
-
-fn dead(name: &str) -> bool {
-    owner_pid(name).is_some_and(|pid| pid != std::process::id() && !is_alive(pid))
-}
+use rtrace_tracer::owner::Stale;
 
 /// Removes dead runs' instances first (disabling their events), then their uprobe events.
 /// Returns a description of each removed object.
 pub fn remove_dead(fs: &Tracefs) -> Result<Vec<String>> {
+    let mut stale = Stale::new();
     let mut removed = Vec::new();
     if let Ok(dir) = std::fs::read_dir(fs.path("instances")) {
         for e in dir.filter_map(|e| e.ok()) {
             let name = e.file_name().to_string_lossy().into_owned();
-            if dead(&name) && std::fs::remove_dir(e.path()).is_ok() {
+            // Another cleaner may have removed it meanwhile: only count what we removed.
+            if stale.is_dead_name(&name) && std::fs::remove_dir(e.path()).is_ok() {
                 removed.push(format!("instance {name}"));
             }
         }
     }
     for line in fs.read("uprobe_events")?.lines() {
         // `p:GROUP/EVENT /path:0x...` or `r:...`
-        let Some(spec) = line.split_whitespace().next() else {
+        let Some(ev) = event_of(line) else {
             continue;
         };
-        let Some((_, ev)) = spec.split_once(':') else {
-            continue;
-        };
-        let Some((group, _)) = ev.split_once('/') else {
-            continue;
-        };
-        if dead(group) {
-            fs.append_event("uprobe_events", &format!("-:{ev}"))?;
-            removed.push(format!("uprobe {ev}"));
+        let group = ev.split_once('/').map_or(ev, |(g, _)| g);
+        if stale.is_dead_name(group) {
+            // It may be gone already (another cleaner); it cannot be in use (its run is dead).
+            if fs.append_event("uprobe_events", &format!("-:{ev}")).is_ok() {
+                removed.push(format!("uprobe {ev}"));
+            }
         }
     }
+    // Dead runs' lock files go last, in `owner::remove_dead_locks`, once every backend has
+    // judged their tags: a lock file removed here would make the next backend misjudge them.
+    drop(stale);
     Ok(removed)
+}
+
+/// `GROUP/EVENT` of a `uprobe_events` line.
+fn event_of(line: &str) -> Option<&str> {
+    let spec = line.split_whitespace().next()?;
+    let (_, ev) = spec.split_once(':')?;
+    ev.contains('/').then_some(ev)
 }
 
 #[cfg(test)]
@@ -45,10 +51,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_names_of_dead_owners_count() {
-        assert!(!dead(&format!("rtrace_{}_0", std::process::id())));
-        assert!(!dead("rtrace_1_0"), "pid 1 is alive");
-        assert!(dead("rtrace_4194303_0"), "pid above pid_max is dead");
-        assert!(!dead("someone_else"));
+    fn events_of_uprobe_lines() {
+        assert_eq!(
+            event_of("p:rtrace_ab_0/event /bin/x:0x10 arg1=%di:s64"),
+            Some("rtrace_ab_0/event")
+        );
+        assert_eq!(event_of("r:g/e /bin/x:0x10"), Some("g/e"));
+        assert_eq!(event_of(""), None);
+        assert_eq!(event_of("garbage"), None);
     }
 }

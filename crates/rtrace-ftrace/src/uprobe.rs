@@ -83,13 +83,31 @@ fn event_name(function: &str) -> String {
     e
 }
 
-/// `binary` as tracefs takes it: UTF-8 without whitespace.
+/// The characters a path written to tracefs may contain. tracefs splits a definition at
+/// whitespace, ends it at `#` (a comment), and reads `:` and `(` as the start of the offset and
+/// the semaphore: any of them would make the uprobe land elsewhere than asked.
+fn plain_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'+')
+}
+
+/// `binary` as tracefs takes it: letters, digits and `/._-+` only (see [`plain_char`]).
 fn plain_path(binary: &Path) -> Result<&str> {
-    let path = binary.to_str().context("binary path is not UTF-8")?;
-    if path.chars().any(char::is_whitespace) {
-        bail!("binary path `{path}` contains whitespace, which tracefs cannot parse: move or link the binary to a path without spaces");
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = binary.as_os_str().as_bytes();
+    match bytes.iter().find(|&&b| !plain_char(b)) {
+        None => Ok(binary.to_str().context("unreachable: ASCII path")?),
+        Some(&b) => {
+            let what = if b.is_ascii_graphic() || b == b' ' {
+                format!("`{}`", b as char)
+            } else {
+                format!("byte 0x{b:02x}")
+            };
+            bail!(
+                "binary path {} contains {what}, which tracefs would misread: make a symlink to the binary from a path of letters, digits and /._-+ only (e.g. `ln -s PATH /tmp/prog`) and pass that",
+                binary.display()
+            )
+        }
     }
-    Ok(path)
 }
 
 #[cfg(test)]
@@ -150,7 +168,27 @@ mod tests {
 
     #[test]
     fn hostile_names_and_paths_are_rejected() {
+        use std::os::unix::ffi::OsStrExt;
         assert!(definitions("g", Path::new("/bin/x"), &[site("a/b", 1, None)]).is_err());
-        assert!(definitions("g", Path::new("/bin/x y"), &[site("ev", 1, None)]).is_err());
+        let non_utf8 = std::ffi::OsStr::from_bytes(b"/tmp/\xff/prog");
+        for bad in [
+            Path::new("/bin/x y"),
+            Path::new("/d/lnk:0x1000#/libc.so.6"),
+            Path::new("/d/caf\u{e9}/prog"),
+            Path::new("/d/a(0x10)/prog"),
+            Path::new(non_utf8),
+        ] {
+            let e = definitions("g", bad, &[site("ev", 1, None)])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("symlink"), "{e}");
+            let e = function_definition("g", bad, "f", 1, false)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("symlink"), "{e}");
+        }
+        for fine in ["/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/a/b-c/d_e.f"] {
+            assert!(definitions("g", Path::new(fine), &[site("ev", 1, None)]).is_ok());
+        }
     }
 }

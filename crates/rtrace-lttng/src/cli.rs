@@ -46,7 +46,7 @@ pub fn lttng_mi(args: &[&str]) -> Result<String> {
 /// Runs `cmd` to completion; fails with its command line and the first lines of its stderr.
 pub fn run(cmd: &mut Command) -> Result<String> {
     let line = command_line(cmd);
-    let out = cmd
+    let out = rtrace_tracer::die_with_parent(cmd)
         .stdin(Stdio::null())
         .output()
         .with_context(|| format!("cannot run `{line}`"))?;

@@ -61,7 +61,7 @@ pub fn count_by_name(dir: &Path, names: &[&str]) -> Result<Vec<u64>> {
         return Ok(counts);
     }
     let needles: Vec<String> = names.iter().map(|n| format!(" {n}: ")).collect();
-    let mut child = Command::new("babeltrace2")
+    let mut child = rtrace_tracer::die_with_parent(&mut Command::new("babeltrace2"))
         .arg(cli::path_arg(dir)?)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

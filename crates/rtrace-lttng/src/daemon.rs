@@ -1,28 +1,55 @@
-//! The LTTng session daemon: found running, or started by us and stopped when we are done.
+//! The LTTng session daemon: found running, or started by us; stopped by whoever finds a daemon
+//! that a run started without users.
+//!
+//! Every user of a daemon (a [`Sessiond`] handle, found or started) holds a shared lock on
+//! `<run dir>/lttng-sessiond.users` (see [`rtrace_tracer::owner`]) from before it looks for the
+//! daemon until it is dropped. A daemon a run starts carries [`DAEMON_ENV`] `=<tag>` in its
+//! environment (its consumer daemons inherit it). [`stop_if_unused`] stops the marked daemons
+//! when it can lock the users file exclusively: the last handle does it when dropped, and the
+//! stale cleanup of any later run does it when the daemon's users were killed. A daemon started
+//! otherwise (by the user, by systemd) is never stopped.
 
 use crate::cli;
 use anyhow::{bail, Context, Result};
+use nix::fcntl::Flock;
+use rtrace_tracer::owner;
+use std::fs::File;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A session daemon this backend can talk to. When we started it, dropping the last handle
-/// stops it (SIGTERM, then wait until it is gone); one that was already running is left alone.
+/// Environment variable marking a session daemon started by a run: `RTRACE_BENCH_DAEMON=<tag>`.
+pub const DAEMON_ENV: &str = "RTRACE_BENCH_DAEMON";
+
+/// The users lock in the run directory.
+const USERS: &str = "lttng-sessiond.users";
+
+/// How long a marked daemon gets to exit after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// A session daemon this backend can talk to; see the module documentation for who stops it.
 #[derive(Debug)]
 pub struct Sessiond {
     /// Pid of the daemon we started, `None` for one we found.
     started: Option<u32>,
+    /// Our shared lock on the users file.
+    users: Option<Flock<File>>,
 }
 
 impl Sessiond {
     /// The running session daemon of this user, or a new one started with `--daemonize` and
     /// pinned to `cpus` (its consumer daemons inherit the affinity). Empty `cpus`: no pinning.
     pub fn ensure(cpus: &[usize]) -> Result<Sessiond> {
+        // Waits while a last user stops the daemon, then starts a new one below.
+        let users = Some(owner::lock_shared(USERS)?);
         if cli::lttng(&["list"]).is_ok() {
-            return Ok(Sessiond { started: None });
+            return Ok(Sessiond {
+                started: None,
+                users,
+            });
         }
         let mut cmd = Command::new("lttng-sessiond");
-        cmd.arg("--daemonize");
+        cmd.arg("--daemonize").env(DAEMON_ENV, owner::run_id()?);
         if !cpus.is_empty() {
             let mut set = nix::sched::CpuSet::new();
             for &c in cpus {
@@ -44,7 +71,10 @@ impl Sessiond {
         loop {
             let pid = running_pid();
             if let (Some(pid), true) = (pid, cli::lttng(&["list"]).is_ok()) {
-                return Ok(Sessiond { started: Some(pid) });
+                return Ok(Sessiond {
+                    started: Some(pid),
+                    users,
+                });
             }
             if Instant::now() > deadline {
                 bail!(
@@ -69,19 +99,39 @@ impl Sessiond {
 
 impl Drop for Sessiond {
     fn drop(&mut self) {
-        let Some(pid) = self.started else { return };
-        let target = nix::unistd::Pid::from_raw(pid as i32);
-        if nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGTERM).is_err() {
-            return;
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while alive(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if alive(pid) {
-            let _ = nix::sys::signal::kill(target, nix::sys::signal::Signal::SIGKILL);
+        drop(self.users.take());
+        let _ = stop_if_unused();
+    }
+}
+
+/// Stops the session daemons a run started (marked with [`DAEMON_ENV`]) if nobody uses them;
+/// returns a description of each one stopped.
+pub fn stop_if_unused() -> Result<Vec<String>> {
+    let Some(_alone) = owner::try_lock_exclusive(USERS)? else {
+        return Ok(Vec::new());
+    };
+    let marked = |comm: &str| -> Vec<u32> {
+        owner::marked_processes(DAEMON_ENV)
+            .into_iter()
+            .map(|(pid, _)| pid)
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+            })
+            .collect()
+    };
+    let mut stopped = Vec::new();
+    // The session daemon stops its consumer daemons; any left (it was SIGKILLed) go after it.
+    for comm in ["lttng-sessiond", "lttng-consumerd"] {
+        let pids = marked(comm);
+        if !pids.is_empty() {
+            owner::stop_processes(&pids, STOP_GRACE);
+            stopped.extend(
+                pids.iter()
+                    .map(|p| format!("{comm} (pid {p}) started by a run")),
+            );
         }
     }
+    Ok(stopped)
 }
 
 /// Where this user's session daemon writes its pid: `/var/run/lttng` for root, else
@@ -105,17 +155,5 @@ pub fn running_pid() -> Option<u32> {
         .trim()
         .parse()
         .ok()?;
-    alive(pid).then_some(pid)
-}
-
-/// Alive and not a zombie (a daemonized process is reaped by whoever adopted it, maybe late).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // state is the first field after the parenthesised command name
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(true),
-        Err(_) => false,
-    }
+    rtrace_tracer::is_running(pid).then_some(pid)
 }

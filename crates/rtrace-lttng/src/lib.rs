@@ -29,11 +29,13 @@
 //! # Sessions and the session daemon
 //!
 //! `attach` uses the running `lttng-sessiond` of this user, or starts one (`--daemonize`,
-//! pinned to `Target::consumer_cpus`; the consumer daemons inherit that). A daemon we started
-//! is stopped when the [`LttngTracer`] and every attachment made from it are dropped. Each
-//! attachment owns a session named [`rtrace_tracer::run_tag`] (`rtrace_<pid>_<seq>`) with one
-//! channel `rtrace`; `finish` and `Drop` destroy it, and [`Tracer::remove_stale`] destroys the
-//! sessions of dead runs.
+//! pinned to `Target::consumer_cpus`; the consumer daemons inherit that, and the run's tag in
+//! `RTRACE_BENCH_DAEMON`). Every [`LttngTracer`] that uses a daemon holds a shared lock on it
+//! until it and its attachments are dropped; the last one stops a daemon that a run started,
+//! even if another run started it (module `daemon`). Each attachment owns a session named
+//! [`rtrace_tracer::run_tag`] (`rtrace_<tag>_<seq>`) with one channel `rtrace`; `finish` and
+//! `Drop` destroy it, and [`remove_stale`] destroys the sessions of runs that are gone and
+//! stops daemons runs started that nobody uses.
 //!
 //! # Record modes and accounting
 //!
@@ -220,11 +222,18 @@ impl Tracer for LttngTracer {
             sessiond,
         )?))
     }
+}
 
-    fn remove_stale(&self) -> Result<Vec<String>> {
-        cli::require_tools()?;
-        session::remove_stale()
+/// Destroys the sessions of runs that are gone, then stops the session daemons runs started
+/// if nobody uses them any more (see `daemon`); nothing without lttng-tools. Returns what was
+/// removed.
+pub fn remove_stale() -> Result<Vec<String>> {
+    if cli::require_tools().is_err() {
+        return Ok(Vec::new());
     }
+    let mut removed = session::remove_stale()?;
+    removed.extend(daemon::stop_if_unused()?);
+    Ok(removed)
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ impl LttngSession {
             Hook::Usdt { .. } => bail!("LTTng cannot trace USDT probes"),
             Hook::Uprobe { .. } => bail!("LTTng has no uprobe/uretprobe hook"),
         };
-        let name = rtrace_tracer::run_tag();
+        let name = rtrace_tracer::run_tag()?;
         let out = target.out_dir.join("lttng").join(&name);
         std::fs::create_dir_all(target.out_dir.join("lttng"))
             .with_context(|| format!("cannot create {}", target.out_dir.display()))?;
@@ -240,22 +240,24 @@ fn wait_registered(pid: u32, event: &str) -> Result<()> {
     }
 }
 
-/// Destroys the sessions named `rtrace_<pid>_<seq>` whose owner process is gone.
+/// Destroys the sessions named `rtrace_<tag>_<seq>` whose run is gone (see
+/// [`rtrace_tracer::owner`]). Returns what was removed.
 pub fn remove_stale() -> Result<Vec<String>> {
     let Ok(xml) = cli::lttng_mi(&["list"]) else {
         // No session daemon: no session can be left over.
         return Ok(Vec::new());
     };
+    let mut stale = rtrace_tracer::owner::Stale::new();
     let mut removed = Vec::new();
     for name in mi::session_names(&xml) {
-        if let Some(pid) = rtrace_tracer::owner_pid(&name) {
-            if !rtrace_tracer::is_alive(pid) {
-                cli::lttng(&["destroy", &name])
-                    .with_context(|| format!("cannot destroy stale LTTng session {name}"))?;
-                removed.push(format!("LTTng session {name}"));
-            }
+        // Another cleaner may destroy it meanwhile: only count what we destroyed.
+        if stale.is_dead_name(&name) && cli::lttng(&["destroy", &name]).is_ok() {
+            removed.push(format!("LTTng session {name}"));
         }
     }
+    // Dead runs' lock files go last, in `owner::remove_dead_locks`, once every backend has
+    // judged their tags: a lock file removed here would make the next backend misjudge them.
+    drop(stale);
     Ok(removed)
 }
 

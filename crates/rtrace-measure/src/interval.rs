@@ -14,7 +14,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 pub const CONFIDENCE: f64 = 0.95;
 
 /// How the intervals are made, in words, for reports.
-pub const METHOD: &str = "95% Student-t interval over rounds (each round is a separate workload process): on per-round log ratios for ratios, on per-round differences for differences";
+pub const METHOD: &str = "95% Student-t interval over rounds (each round is a separate workload process) on the per-round log ratios";
 
 /// A point estimate from `rounds` independent rounds and its interval; `None` bounds with one
 /// round (there is no spread to estimate).
@@ -143,6 +143,53 @@ pub fn ratio_between(a: &[f64], b: &[f64], floor_var: f64) -> Option<Estimate> {
     })
 }
 
+/// The median of `xs` (one value per round) with a distribution-free interval from order
+/// statistics: the widest symmetric pair of ranks whose coverage (binomial) is at least
+/// [`CONFIDENCE`]; with fewer than 6 rounds no pair reaches it and the interval is the range,
+/// its coverage (`confidence`) said as it is. Robust against a round that switched state
+/// mid-way. Never narrower than `resolution` on each side. `None` when empty or not finite.
+pub fn median_of(xs: &[f64], resolution: f64) -> Option<Estimate> {
+    if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let estimate = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    if n < 2 {
+        return Some(Estimate {
+            estimate,
+            low: None,
+            high: None,
+            rounds: n,
+            confidence: CONFIDENCE,
+        });
+    }
+    // Coverage of [x(k), x(n+1-k)] (1-based) is 1 - 2 P(Bin(n, 1/2) < k).
+    let below = |k: usize| -> f64 { (0..k).map(|i| binomial(n, i) * 0.5f64.powi(n as i32)).sum() };
+    let mut k = 1;
+    while k < n / 2 && 1.0 - 2.0 * below(k + 1) >= CONFIDENCE {
+        k += 1;
+    }
+    let (low, high) = (v[k - 1], v[n - k]);
+    Some(Estimate {
+        estimate,
+        low: Some(low.min(estimate - resolution)),
+        high: Some(high.max(estimate + resolution)),
+        rounds: n,
+        confidence: 1.0 - 2.0 * below(k),
+    })
+}
+
+/// n choose k as a float.
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +256,28 @@ mod tests {
         let same = ratio_between(&a, &a, 0.0).unwrap();
         assert!(same.contains(1.0));
         assert!(ratio_between(&a, &[0.0], 0.0).is_none());
+    }
+
+    #[test]
+    fn median_intervals_from_order_statistics() {
+        let xs: Vec<f64> = (1..=10).map(f64::from).collect();
+        let e = median_of(&xs, 0.0).unwrap();
+        assert_eq!(e.estimate, 5.5);
+        // n = 10: [x(2), x(9)] covers 97.9%; [x(3), x(8)] only 89%.
+        assert_eq!((e.low, e.high), (Some(2.0), Some(9.0)));
+        assert!((e.confidence - 0.9785).abs() < 1e-3, "{e:?}");
+        // One wild round does not move it.
+        let mut wild = xs.clone();
+        wild[9] = 1000.0;
+        assert_eq!(median_of(&wild, 0.0).unwrap().high, Some(9.0));
+        // Five rounds cannot reach 95%: the range, with its real coverage.
+        let five = median_of(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.0).unwrap();
+        assert_eq!((five.low, five.high), (Some(1.0), Some(5.0)));
+        assert!((five.confidence - 0.9375).abs() < 1e-9);
+        // Identical rounds keep the resolution's width.
+        let same = median_of(&[0.0; 8], 0.3).unwrap();
+        assert_eq!((same.low, same.high), (Some(-0.3), Some(0.3)));
+        assert!(median_of(&[], 0.0).is_none());
     }
 
     /// The interval's coverage, simulated: rounds drawn around a true ratio with a spread

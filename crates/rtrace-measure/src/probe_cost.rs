@@ -20,6 +20,11 @@ pub enum Stat {
     SteadyMean,
     /// Median interpolated within its bucket.
     Median,
+    /// Median minus the process's own empty timed interval (`RoundSummary::timer_ns`): what
+    /// is left once this VM's speed state at that moment is taken out.
+    NetMedian,
+    /// Mean without disturbed samples minus the process's own empty timed interval.
+    NetSteadyMean,
 }
 
 impl Stat {
@@ -27,26 +32,31 @@ impl Stat {
     /// bucket; a mean of 10⁵ samples is not rounded to speak of.
     fn rounding_var(self) -> f64 {
         match self {
-            Stat::SteadyMean => 0.0,
-            Stat::Median => 1.0 / 12.0,
+            Stat::SteadyMean | Stat::NetSteadyMean => 0.0,
+            Stat::Median | Stat::NetMedian => 1.0 / 12.0,
         }
     }
 
     fn of_run(self, c: &CaseResult) -> f64 {
         match self {
-            Stat::SteadyMean => c.steady_mean_ns(),
-            Stat::Median => c.summary.p50_ns,
+            Stat::SteadyMean | Stat::NetSteadyMean => c.steady_mean_ns(),
+            Stat::Median | Stat::NetMedian => c.summary.p50_ns,
         }
     }
 
+    /// One value per round; empty when a round lacks what the statistic needs (files of
+    /// older versions have no per-round timer).
     fn per_round(self, c: &CaseResult) -> Vec<f64> {
         c.rounds
             .iter()
             .map(|r| match self {
-                Stat::SteadyMean => r.steady_mean_ns(),
-                Stat::Median => r.median_ns(),
+                Stat::SteadyMean => Some(r.steady_mean_ns()),
+                Stat::Median => Some(r.median_ns()),
+                Stat::NetMedian => Some(r.median_ns() - r.timer_ns()?),
+                Stat::NetSteadyMean => Some(r.steady_mean_ns() - r.timer_ns()?),
             })
-            .collect()
+            .collect::<Option<Vec<f64>>>()
+            .unwrap_or_default()
     }
 }
 
@@ -95,19 +105,28 @@ impl<'a> Extra<'a> {
     /// pass over the plan); the pooled value alone for files without rounds; empty when the
     /// two have different numbers of rounds.
     pub fn per_round(&self, stat: Stat) -> Vec<f64> {
-        let (a, b) = (stat.per_round(self.run), stat.per_round(self.baseline));
-        if a.is_empty() && b.is_empty() {
+        let old_file = self.run.rounds.is_empty() && self.baseline.rounds.is_empty();
+        if old_file && matches!(stat, Stat::SteadyMean | Stat::Median) {
             return vec![self.pooled(stat)];
         }
+        let (a, b) = (stat.per_round(self.run), stat.per_round(self.baseline));
         if a.len() != b.len() {
             return Vec::new();
         }
         a.iter().zip(&b).map(|(x, y)| x - y).collect()
     }
 
-    /// The difference with its interval over rounds (dormant cases: how far from case 0).
+    /// The difference with its interval over rounds (dormant cases: how far from case 0):
+    /// the mean of the per-round differences with its t interval.
     pub fn difference(&self, stat: Stat) -> Option<Estimate> {
         interval::mean_of(&self.per_round(stat), 2.0 * stat.rounding_var())
+    }
+
+    /// The median of the per-round differences with its order-statistic interval (robust
+    /// against a round whose state changed between its timer and its loop); `None` without
+    /// per-round values (files of older versions for the net statistics).
+    pub fn median_difference(&self, stat: Stat) -> Option<Estimate> {
+        interval::median_of(&self.per_round(stat), (2.0 * stat.rounding_var()).sqrt())
     }
 }
 
@@ -412,10 +431,19 @@ pub fn across(a: &UsdtResult, b: &UsdtResult) -> Vec<CostRatio> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Dormant {
     pub run: String,
-    /// Median minus case 0's median (ns), with its interval over rounds.
+    /// Per round, (the run's median − its process's empty interval) − (the same for case 0):
+    /// the median over rounds with its order-statistic interval (ns). This VM switches
+    /// between speed states that move every timed interval by ~4 ns; the difference net of
+    /// each process's own empty interval takes the state out.
+    pub net_median: Option<Estimate>,
+    /// The same with means without disturbed samples.
+    pub net_mean: Option<Estimate>,
+    /// Median minus case 0's median (ns), round by round, with the t interval.
     pub median: Option<Estimate>,
-    /// Mean without disturbed samples minus case 0's (ns).
+    /// Mean without disturbed samples minus case 0's (ns), round by round.
     pub mean: Option<Estimate>,
+    /// The pooled medians (the tables' p50) of the run and of case 0.
+    pub p50_ns: (f64, f64),
     /// The plain means' ratio (the thesis' "× case 0").
     pub mean_ratio: f64,
 }
@@ -428,8 +456,11 @@ pub fn dormant(r: &UsdtResult) -> Vec<Dormant> {
         .filter_map(|c| Extra::of(r, c))
         .map(|e| Dormant {
             run: label(e.run),
+            net_median: e.median_difference(Stat::NetMedian),
+            net_mean: e.median_difference(Stat::NetSteadyMean),
             median: e.difference(Stat::Median),
             mean: e.difference(Stat::SteadyMean),
+            p50_ns: (e.run.summary.p50_ns, e.baseline.summary.p50_ns),
             mean_ratio: e.run.summary.mean_ns / e.baseline.summary.mean_ns,
         })
         .collect()
@@ -808,6 +839,43 @@ mod tests {
         assert!((m.estimate - 0.5).abs() < 1e-12 && m.contains(0.5) && m.low < m.high);
         assert!((d[0].mean_ratio - 35.5 / 35.0).abs() < 1e-12);
         assert!(d[1].mean.unwrap().contains(0.0));
+        assert!(d[0].net_median.is_none(), "no per-round timer in this file");
+    }
+
+    #[test]
+    fn net_differences_take_the_speed_state_out() {
+        // Case 0 and case 2 in opposite states round by round (21 vs 25 ns), each process's
+        // empty interval 0.7 ns below its loop: net, case 2 costs 0.1 ns more.
+        let mut r = result(&[
+            (
+                TracerKind::None,
+                None,
+                Case::Baseline,
+                &[21.7, 25.7, 21.7, 25.7, 21.7, 25.7],
+            ),
+            (
+                TracerKind::Ftrace,
+                None,
+                Case::Dormant,
+                &[25.8, 21.8, 25.8, 21.8, 25.8, 21.8],
+            ),
+        ]);
+        for c in &mut r.runs {
+            let extra = if c.case == Case::Dormant { 0.1 } else { 0.0 };
+            for round in &mut c.rounds {
+                round.timer_median_ns = Some(round.median_ns.unwrap() - 0.7 - extra);
+            }
+        }
+        let d = &dormant(&r)[0];
+        let raw = d.median.unwrap();
+        assert!(raw.high.unwrap() - raw.low.unwrap() > 4.0, "{raw:?}");
+        let net = d.net_median.unwrap();
+        assert!((net.estimate - 0.1).abs() < 1e-9, "{net:?}");
+        assert!(
+            net.contains(0.1) && net.high.unwrap() - net.low.unwrap() < 1.0,
+            "{net:?}"
+        );
+        assert!((d.net_mean.unwrap().estimate - 0.1).abs() < 1e-9);
     }
 
     #[test]

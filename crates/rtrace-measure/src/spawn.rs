@@ -8,14 +8,18 @@ use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-/// Pid of the workload currently running (0: none), for [`interrupt`].
+/// Pid of the workload (or command) currently running (0: none), for [`interrupt`].
 static CURRENT: AtomicI32 = AtomicI32::new(0);
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The signal that interrupted us (0: none yet).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-/// Called from a signal-handling thread (Ctrl-C, SIGTERM): kills the running workload so the
-/// harness unwinds through its normal error path, which removes all tracing state.
-pub fn interrupt() {
+/// Called from a signal-handling thread (SIGINT, SIGTERM, SIGHUP: `signal`): kills the running
+/// workload so the harness unwinds through its normal error path, which removes all tracing
+/// state.
+pub fn interrupt(signal: i32) {
     INTERRUPTED.store(true, Ordering::SeqCst);
+    let _ = SIGNAL.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
     let pid = CURRENT.load(Ordering::SeqCst);
     if pid > 0 {
         let _ = nix::sys::signal::kill(
@@ -28,6 +32,34 @@ pub fn interrupt() {
 /// Whether [`interrupt`] was called.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// The first signal passed to [`interrupt`], if any.
+pub fn interrupting_signal() -> Option<i32> {
+    Some(SIGNAL.load(Ordering::SeqCst)).filter(|&s| s != 0)
+}
+
+/// Makes `pid` the process an interruption kills (a command that `count` runs, whose tracer
+/// must come off when we are stopped), until the guard is dropped. Kills it at once if we were
+/// interrupted already.
+pub fn watch(pid: u32) -> Watched {
+    CURRENT.store(pid as i32, Ordering::SeqCst);
+    if interrupted() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    Watched(())
+}
+
+/// See [`watch`].
+pub struct Watched(());
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        CURRENT.store(0, Ordering::SeqCst);
+    }
 }
 
 /// The workload did not complete the handshake.

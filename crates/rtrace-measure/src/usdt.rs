@@ -381,6 +381,9 @@ pub struct RoundSummary {
     /// before the loop); absent in files of older versions.
     #[serde(default)]
     pub timer_overhead: Option<Summary>,
+    /// Median of `timer_overhead` interpolated within its bucket.
+    #[serde(default)]
+    pub timer_median_ns: Option<f64>,
     /// When this round ran: its position among all timed runs of the invocation (0: first);
     /// absent in files of older versions.
     #[serde(default)]
@@ -395,8 +398,26 @@ impl RoundSummary {
             median_ns: disturbed::median(h),
             disturbed: Disturbed::of(h),
             timer_overhead: None,
+            timer_median_ns: None,
             seq: None,
         })
+    }
+
+    /// The round's timer overhead and its interpolated median, measured in the same process
+    /// just before the loop.
+    pub fn with_timer(self, timer: &hdrhistogram::Histogram<u64>) -> RoundSummary {
+        RoundSummary {
+            timer_overhead: Summary::of(timer),
+            timer_median_ns: disturbed::median(timer),
+            ..self
+        }
+    }
+
+    /// The process's own empty timed interval (interpolated median): this VM's speed state
+    /// when the round ran. `None` in files of older versions.
+    pub fn timer_ns(&self) -> Option<f64> {
+        self.timer_median_ns
+            .or_else(|| self.timer_overhead.map(|t| t.p50_ns))
     }
 
     /// Mean without disturbed samples (the plain mean in files of older versions).

@@ -397,6 +397,7 @@ mod tests {
             median_ns: Some(median),
             disturbed: None,
             timer_overhead: None,
+            timer_median_ns: None,
             seq: None,
         }
     }

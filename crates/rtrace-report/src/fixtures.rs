@@ -71,7 +71,11 @@ fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
         for v in seeded_samples(5_000, centre, centre / 10, round) {
             h.record(v).unwrap();
         }
-        rounds.push(RoundSummary::of(&h).unwrap());
+        let mut timer = new_histogram();
+        for v in seeded_samples(1_000, 10, 1, round) {
+            timer.record(v).unwrap();
+        }
+        rounds.push(RoundSummary::of(&h).unwrap().with_timer(&timer));
         pooled.add(&h).unwrap();
     }
     let (summary, histogram) = (

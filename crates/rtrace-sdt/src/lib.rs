@@ -106,6 +106,10 @@ pub enum SdtError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The path is a directory, a device, a FIFO...: never read (a FIFO blocks, `/dev/zero`
+    /// never ends).
+    #[error("{path} is not a regular file: give the path of a compiled binary or shared library")]
+    NotAFile { path: PathBuf },
     /// The file is not an ELF file, or its headers are truncated or corrupt.
     #[error("{path} is not an ELF file: {reason} (give the path of a compiled binary or shared library)")]
     NotElf { path: PathBuf, reason: String },
@@ -205,11 +209,18 @@ pub fn find(path: &Path, provider: &str, name: &str) -> Result<Vec<Probe>, SdtEr
     Ok(sites)
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, SdtError> {
-    std::fs::read(path).map_err(|source| SdtError::Io {
+/// The bytes of the regular file `path`; its type is checked before it is opened.
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, SdtError> {
+    let io = |source| SdtError::Io {
         path: path.to_owned(),
         source,
-    })
+    };
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Err(SdtError::NotAFile {
+            path: path.to_owned(),
+        });
+    }
+    std::fs::read(path).map_err(io)
 }
 
 impl RawProbe {

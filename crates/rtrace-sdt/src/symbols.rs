@@ -23,10 +23,7 @@ pub struct Function {
 /// Defined functions of `path` whose name matches the glob `pattern` (`*`, `?`, `[...]`),
 /// sorted by name, without duplicates (a symbol in both symtab and dynsym is listed once).
 pub fn functions(path: &Path, pattern: &str) -> Result<Vec<Function>, SdtError> {
-    let data = std::fs::read(path).map_err(|source| SdtError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let data = crate::read(path)?;
     let not_elf = |reason: String| SdtError::NotElf {
         path: path.to_owned(),
         reason,

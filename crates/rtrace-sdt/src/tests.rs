@@ -366,6 +366,15 @@ fn errors_name_the_fix() {
     assert!(matches!(err, SdtError::Io { .. }), "{err:?}");
     assert!(err.to_string().contains("check the path"), "{err}");
 
+    // Never opened: a FIFO would block, /dev/zero never ends.
+    for special in [Path::new("/dev/zero"), dir.path()] {
+        let err = probes(special).unwrap_err();
+        assert!(matches!(err, SdtError::NotAFile { .. }), "{err:?}");
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let err = crate::functions(special, "*").unwrap_err();
+        assert!(matches!(err, SdtError::NotAFile { .. }), "{err:?}");
+    }
+
     let script = dir.path().join("script.sh");
     std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
     let err = probes(&script).unwrap_err();

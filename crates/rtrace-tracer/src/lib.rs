@@ -6,10 +6,14 @@
 //! also remove everything it created: that is how error paths and Ctrl-C clean up.
 
 mod names;
+pub mod owner;
 mod process;
 
-pub use names::{owner_pid, run_tag, validate_name, NameError, PREFIX};
-pub use process::{is_alive, require_root, NotRoot};
+pub use names::{validate_name, NameError};
+pub use owner::{run_tag, PREFIX};
+pub use process::{
+    die_with_parent, in_initial_pid_namespace, is_alive, is_running, require_root, NotRoot,
+};
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -182,12 +186,6 @@ pub trait Tracer {
     /// LTTng workload fires). Empty by default.
     fn workload_env(&self) -> Vec<(String, String)> {
         Vec::new()
-    }
-
-    /// Removes state left behind by runs of this tool that died without cleaning up
-    /// (SIGKILL). Must only touch state whose owner process is gone. Returns what was removed.
-    fn remove_stale(&self) -> anyhow::Result<Vec<String>> {
-        Ok(Vec::new())
     }
 }
 

@@ -25,27 +25,6 @@ pub fn validate_name(what: &'static str, name: &str) -> Result<(), NameError> {
     }
 }
 
-/// Prefix of every kernel object name this tool creates; followed by the owner pid so that a
-/// later run can tell whether the owner is still alive.
-pub const PREFIX: &str = "rtrace_";
-
-/// A run-unique tag `rtrace_<pid>_<seq>`: `seq` counts up within this process.
-pub fn run_tag() -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static SEQ: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{PREFIX}{}_{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// The owner pid encoded in a name made by [`run_tag`], if it is one.
-pub fn owner_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix(PREFIX)?;
-    rest.split('_').next()?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,15 +49,5 @@ mod tests {
         ] {
             assert!(validate_name("probe", bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn tags_are_unique_and_carry_the_pid() {
-        let a = run_tag();
-        let b = run_tag();
-        assert_ne!(a, b);
-        assert_eq!(owner_pid(&a), Some(std::process::id()));
-        assert_eq!(owner_pid("other_1_2"), None);
-        assert_eq!(owner_pid("rtrace_x_2"), None);
     }
 }

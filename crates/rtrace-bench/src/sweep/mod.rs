@@ -19,7 +19,7 @@ use rtrace_measure::sweep::{
 };
 use rtrace_measure::{run_workload_message, Environment, Events, Summary, WorkloadError};
 use rtrace_protocol::{decode_histogram, encode_histogram, CyclicConfig, Message, WorkloadConfig};
-use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer, TracerKind};
+use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -73,7 +73,7 @@ fn prepare(o: &SweepOptions, config: Configuration) -> Result<Plan> {
     })
 }
 
-pub fn run(o: SweepOptions) -> Result<i32> {
+pub fn run(mut o: SweepOptions) -> Result<i32> {
     let mut unavailable = Vec::new();
     let mut plans = Vec::new();
     for &config in &o.configs {
@@ -115,17 +115,18 @@ pub fn run(o: SweepOptions) -> Result<i32> {
         eprintln!("note: {}{what} unavailable: {}", u.config, u.reason);
     }
 
-    signals::install();
-    signals::pin_harness(&o.cpus.harness)?;
-    let mut cleaned: Vec<TracerKind> = Vec::new();
-    for p in &plans {
-        if let Some(t) = p.tracer.as_ref().filter(|t| !cleaned.contains(&t.kind())) {
-            cleaned.push(t.kind());
-            for removed in t.remove_stale()? {
-                eprintln!("note: removed stale {removed} left by a killed run");
-            }
-        }
+    // Every check passed; take the CPUs and the output directory (the first changes).
+    if let Some(j) = &o.json {
+        crate::output::check_file("--json", j)?;
     }
+    let (cpus, _cpu) = o.cpus.claim()?;
+    o.cpus = cpus;
+    o.main_cpu = options::main_cpu(o.main_cpu_requested, &o.cpus, &crate::cpus::usable())?;
+    let run_dir = crate::output::claim_dir("--out", &o.out, o.out_given)?;
+    o.out = run_dir.path.clone();
+    signals::pin_harness(&o.cpus.harness)?;
+    signals::install();
+    tracers::remove_stale()?;
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
 
@@ -256,7 +257,7 @@ fn write_json(o: &SweepOptions, r: &SweepResult) -> Result<()> {
     let bytes = rtrace_report::json::sweep(r)?;
     let default = o.out.join("cyclictest-sweep.json");
     for path in std::iter::once(&default).chain(o.json.as_ref()) {
-        std::fs::write(path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::output::write_atomic(path, &bytes)?;
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! touched when it happens.
 
 use crate::cli::TracerArgs;
-use crate::options::{default_out, default_workload_dir, Cpus, OptionsError, TracerOptions};
+use crate::cpus::Cpus;
+use crate::options::{default_out, default_workload_dir, OptionsError, TracerOptions};
 use clap::{Args, ValueEnum};
 use rtrace_measure::sweep::{Configuration, Space};
 use std::path::PathBuf;
@@ -94,8 +95,8 @@ pub enum SweepOptionsError {
     Priority(i32),
     #[error("--histogram-us {0} is out of range: use 1..=1000000 (cyclictest keeps at most 1,000,000 buckets)")]
     Histogram(u64),
-    #[error("--main-cpu {cpu} is out of range: this machine has CPUs 0-{last}")]
-    MainCpuOutOfRange { cpu: usize, last: usize },
+    #[error("--main-cpu {cpu} is not usable here: this process may use CPUs {usable}")]
+    MainCpuNotUsable { cpu: usize, usable: String },
     #[error("--main-cpu {0} is the measured CPU: give the main thread another CPU")]
     SameCpu(usize),
 }
@@ -118,12 +119,16 @@ pub struct SweepOptions {
     pub loops: u64,
     pub cpus: Cpus,
     pub main_cpu: usize,
+    /// `--main-cpu`, if given.
+    pub main_cpu_requested: Option<usize>,
     pub priority: i32,
     pub histogram_us: u64,
     pub cyclictest: CyclictestChoice,
     pub tracer: TracerOptions,
     pub json: Option<PathBuf>,
     pub out: PathBuf,
+    /// Whether `--out` gave `out` (else it is the default, created exclusively).
+    pub out_given: bool,
     pub workload_dir: PathBuf,
 }
 
@@ -175,7 +180,7 @@ pub fn shuffle<T>(items: &mut [T], seed: u64) {
 }
 
 impl SweepOptions {
-    pub fn from_args(a: SweepArgs, online: usize) -> Result<SweepOptions, SweepOptionsError> {
+    pub fn from_args(a: SweepArgs, usable: &[usize]) -> Result<SweepOptions, SweepOptionsError> {
         if !(1..=1_000_000).contains(&a.interval_us) {
             return Err(SweepOptionsError::Interval(a.interval_us));
         }
@@ -188,17 +193,8 @@ impl SweepOptions {
         if !(1..=MAX_BUCKETS).contains(&a.histogram_us) {
             return Err(SweepOptionsError::Histogram(a.histogram_us));
         }
-        let cpus = Cpus::choose(a.cpu, online)?;
-        let main_cpu = a.main_cpu.unwrap_or(cpus.harness[0]);
-        if main_cpu >= online {
-            return Err(SweepOptionsError::MainCpuOutOfRange {
-                cpu: main_cpu,
-                last: online - 1,
-            });
-        }
-        if main_cpu == cpus.measured {
-            return Err(SweepOptionsError::SameCpu(main_cpu));
-        }
+        let cpus = Cpus::choose(a.cpu, usable, &[])?;
+        let main_cpu = main_cpu(a.main_cpu, &cpus, usable)?;
         let mut configs = configurations(&a.configs);
         let shuffle_seed = a.shuffle.then(|| {
             a.seed.unwrap_or_else(|| {
@@ -222,11 +218,13 @@ impl SweepOptions {
             loops: a.loops,
             cpus,
             main_cpu,
+            main_cpu_requested: a.main_cpu,
             priority: a.priority,
             histogram_us: a.histogram_us,
             cyclictest,
             tracer: a.tracer_args.into(),
             json: a.json,
+            out_given: a.out.is_some(),
             out: a.out.unwrap_or_else(|| default_out("cyclictest-sweep")),
             workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
         })
@@ -237,8 +235,28 @@ impl TryFrom<SweepArgs> for SweepOptions {
     type Error = SweepOptionsError;
 
     fn try_from(a: SweepArgs) -> Result<Self, SweepOptionsError> {
-        SweepOptions::from_args(a, crate::options::online_cpus())
+        SweepOptions::from_args(a, &crate::cpus::usable())
     }
+}
+
+/// The CPU of cyclictest's main thread: `requested`, else the first harness CPU; never the
+/// measured one.
+pub fn main_cpu(
+    requested: Option<usize>,
+    cpus: &Cpus,
+    usable: &[usize],
+) -> Result<usize, SweepOptionsError> {
+    let main = requested.unwrap_or(cpus.harness[0]);
+    if !usable.contains(&main) {
+        return Err(SweepOptionsError::MainCpuNotUsable {
+            cpu: main,
+            usable: crate::cpus::list(usable),
+        });
+    }
+    if main == cpus.measured {
+        return Err(SweepOptionsError::SameCpu(main));
+    }
+    Ok(main)
 }
 
 #[cfg(test)]
@@ -251,7 +269,9 @@ mod tests {
         let mut v = vec!["rtrace-bench", "cyclictest-sweep"];
         v.extend_from_slice(args);
         match Cli::try_parse_from(v).unwrap().command {
-            Command::CyclictestSweep(a) => SweepOptions::from_args(a, online),
+            Command::CyclictestSweep(a) => {
+                SweepOptions::from_args(a, &(0..online).collect::<Vec<_>>())
+            }
             _ => unreachable!(),
         }
     }
@@ -311,12 +331,15 @@ mod tests {
         );
         assert_eq!(
             e(&["--main-cpu", "9"]),
-            SweepOptionsError::MainCpuOutOfRange { cpu: 9, last: 3 }
+            SweepOptionsError::MainCpuNotUsable {
+                cpu: 9,
+                usable: "0-3".into()
+            }
         );
-        assert!(e(&["--cpu", "7"]).to_string().contains("--cpu 0..3"));
+        assert!(e(&["--cpu", "7"]).to_string().contains("--cpu 3"));
         assert!(matches!(
             parse(&[], 1).unwrap_err(),
-            SweepOptionsError::Cpus(OptionsError::NoHarnessCpu(0))
+            SweepOptionsError::Cpus(OptionsError::NoHarnessCpu { cpu: 0, .. })
         ));
     }
 

@@ -1,0 +1,215 @@
+//! The CPUs of a run: the measured CPU and the harness CPUs, chosen among the CPUs that are
+//! online and that this process may use (its affinity mask, which a cgroup cpuset or `taskset`
+//! restricts), and never a CPU that another live run measures on: a measuring run holds
+//! `cpu-N.lock` in the run directory (`rtrace_tracer::owner::try_lock`) while it measures on
+//! CPU N.
+
+use crate::options::OptionsError;
+use anyhow::{bail, Result};
+use rtrace_tracer::owner::{self, NamedLock};
+
+/// Measured CPU and the CPUs left to the harness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cpus {
+    pub measured: usize,
+    pub harness: Vec<usize>,
+    /// `--cpu`, if given (then the measured CPU is not moved to a free one).
+    pub requested: Option<usize>,
+}
+
+impl Cpus {
+    /// The measured CPU (`requested`, else the last usable one that leaves a harness CPU) and
+    /// the harness CPUs (every other usable CPU), avoiding the CPUs in `busy` (measured by other
+    /// live runs, with a description of the run).
+    pub fn choose(
+        requested: Option<usize>,
+        usable: &[usize],
+        busy: &[(usize, String)],
+    ) -> Result<Cpus, OptionsError> {
+        let is_busy = |c: usize| busy.iter().any(|(b, _)| *b == c);
+        let free: Vec<usize> = usable.iter().copied().filter(|&c| !is_busy(c)).collect();
+        let harness_of =
+            |m: usize| -> Vec<usize> { free.iter().copied().filter(|&c| c != m).collect() };
+        let no_room = |m: usize| match busy.first() {
+            Some((_, holder)) => OptionsError::NoFreeCpu {
+                busy: list(&busy.iter().map(|(c, _)| *c).collect::<Vec<_>>()),
+                holder: holder.clone(),
+            },
+            None => OptionsError::NoHarnessCpu {
+                cpu: m,
+                usable: list(usable),
+            },
+        };
+        let measured = match requested {
+            Some(c) if !usable.contains(&c) => {
+                return Err(OptionsError::CpuNotUsable {
+                    cpu: c,
+                    usable: list(usable),
+                    last: usable.last().copied().unwrap_or(0),
+                })
+            }
+            Some(c) => {
+                if let Some((_, holder)) = busy.iter().find(|(b, _)| *b == c) {
+                    return Err(OptionsError::CpuBusy {
+                        cpu: c,
+                        holder: holder.clone(),
+                    });
+                }
+                c
+            }
+            None => match free.iter().rev().find(|&&m| !harness_of(m).is_empty()) {
+                Some(&m) => m,
+                None => return Err(no_room(usable.last().copied().unwrap_or(0))),
+            },
+        };
+        let harness = harness_of(measured);
+        if harness.is_empty() {
+            return Err(no_room(measured));
+        }
+        Ok(Cpus {
+            measured,
+            harness,
+            requested,
+        })
+    }
+
+    /// [`Cpus::choose`] among the usable CPUs, as if no other run measured.
+    pub fn from_request(requested: Option<usize>) -> Result<Cpus, OptionsError> {
+        Cpus::choose(requested, &usable(), &[])
+    }
+
+    /// Takes the measured CPU for this run: chooses again among the CPUs no other live run
+    /// measures on (the measured CPU moves if `--cpu` was not given) and locks it. Hold the lock
+    /// for the whole run.
+    pub fn claim(&self) -> Result<(Cpus, NamedLock)> {
+        let usable = usable();
+        // Another run may take a CPU between our look and our lock: look again.
+        for _ in 0..5 {
+            let mut busy = Vec::new();
+            for &c in &usable {
+                if let Err(holder) = owner::try_lock(&cpu_lock(c))? {
+                    busy.push((c, holder));
+                }
+            }
+            let cpus = Cpus::choose(self.requested, &usable, &busy)?;
+            if let Ok(lock) = owner::try_lock(&cpu_lock(cpus.measured))? {
+                return Ok((cpus, lock));
+            }
+        }
+        bail!("other runs keep taking the free CPUs: wait for them to end")
+    }
+}
+
+fn cpu_lock(cpu: usize) -> String {
+    format!("cpu-{cpu}")
+}
+
+/// CPUs that are online and in this process's affinity mask (cpuset), ascending.
+pub fn usable() -> Vec<usize> {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_list(&s));
+    let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
+    let count = nix::sched::CpuSet::count();
+    (0..count)
+        .filter(|&c| online.as_ref().is_none_or(|o| o.contains(&c)))
+        .filter(|&c| {
+            allowed
+                .as_ref()
+                .is_none_or(|a| a.is_set(c).unwrap_or(false))
+        })
+        .collect()
+}
+
+/// The kernel's CPU list syntax: `0-3,5,7-8`.
+pub fn parse_list(s: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.trim().parse::<usize>().ok()?..=b.trim().parse().ok()?),
+            None => cpus.push(part.trim().parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+/// `cpus` in the kernel's CPU list syntax.
+pub fn list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pick(
+        req: Option<usize>,
+        usable: &[usize],
+        busy: &[usize],
+    ) -> Result<(usize, Vec<usize>), OptionsError> {
+        let busy: Vec<(usize, String)> = busy.iter().map(|&c| (c, format!("run on {c}"))).collect();
+        Cpus::choose(req, usable, &busy).map(|c| (c.measured, c.harness))
+    }
+
+    #[test]
+    fn the_last_usable_cpu_is_measured_the_others_are_the_harness() {
+        assert_eq!(pick(None, &[0, 1], &[]), Ok((1, vec![0])));
+        assert_eq!(pick(Some(0), &[0, 1, 2, 3], &[]), Ok((0, vec![1, 2, 3])));
+        // CPU 2 offline, or outside the cpuset: never chosen, never the harness.
+        assert_eq!(pick(None, &[0, 1, 3], &[]), Ok((3, vec![0, 1])));
+        assert_eq!(pick(None, &[2, 3], &[]), Ok((3, vec![2])));
+    }
+
+    #[test]
+    fn unusable_cpus_are_refused_with_the_fix() {
+        let e = pick(Some(2), &[0, 1, 3], &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("CPU 2") && e.contains("0-1,3") && e.contains("--cpu 3"),
+            "{e}"
+        );
+        let e = pick(None, &[0], &[]).unwrap_err().to_string();
+        assert!(e.contains("no CPU for the harness"), "{e}");
+        assert!(pick(Some(0), &[0], &[]).is_err());
+    }
+
+    #[test]
+    fn cpus_of_other_live_runs_are_avoided() {
+        // Not given --cpu: measure on the next free CPU, keep the harness off the busy one.
+        assert_eq!(pick(None, &[0, 1, 2, 3], &[3]), Ok((2, vec![0, 1])));
+        // Given --cpu: refuse a busy one.
+        let e = pick(Some(3), &[0, 1, 2, 3], &[3]).unwrap_err().to_string();
+        assert!(
+            e.contains("another live run") && e.contains("run on 3"),
+            "{e}"
+        );
+        // Two CPUs, one busy: no pair left.
+        let e = pick(None, &[0, 1], &[1]).unwrap_err().to_string();
+        assert!(e.contains("another live run"), "{e}");
+        let e = pick(Some(0), &[0, 1], &[1]).unwrap_err().to_string();
+        assert!(e.contains("another live run"), "{e}");
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_list("0-1\n"), Some(vec![0, 1]));
+        assert_eq!(parse_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
+        assert_eq!(parse_list("x"), None);
+        assert_eq!(list(&[0, 2, 3, 4, 7]), "0,2-4,7");
+        assert_eq!(list(&[1]), "1");
+        assert!(!usable().is_empty());
+    }
+}
