@@ -49,6 +49,7 @@ pub fn run(o: Options) -> Result<()> {
         Command::new(&bench)
             .args(["usdt", "--tracer", "all", "--priority", "99"])
             .args(["--bpf-mode", "record,record-wakeup,aggregate"])
+            .args(["--lttng-event", "tracepoint,tracef"])
             .args(["--hook", "usdt,usdt-nop5,uprobe,uretprobe"])
             .args(["--iterations", &o.iterations.to_string()])
             .arg("--out")

@@ -78,12 +78,20 @@ pub enum RecordArg {
     Stream,
 }
 
+/// Default per-CPU trace buffer for every tracer (KiB): LTTng's default channel holds 2 MiB per
+/// CPU; 4 MiB per CPU holds ~0.1 s of this workload's events in each backend's format.
+pub const DEFAULT_BUFFER_KB: u64 = 4096;
+
 /// Options every tracer backend takes.
 #[derive(Args, Debug, Clone)]
 pub struct TracerArgs {
-    /// Per-CPU trace buffer size in KiB (ftrace buffer_size_kb).
-    #[arg(long, value_name = "KIB")]
-    pub buffer_size_kb: Option<u64>,
+    /// Per-CPU trace buffer size in KiB, the same for every tracer so that none is favoured:
+    /// ftrace's instance `buffer_size_kb`, LTTng's sub-buffers (4 × size/4 unless
+    /// --lttng-subbuf-size), the eBPF ring buffer (one ring shared by all CPUs: size × CPUs),
+    /// bpftrace's perf buffer (`BPFTRACE_PERF_RB_PAGES`). Each tracer's buffer is recorded in the
+    /// result and shown in the report.
+    #[arg(long, value_name = "KIB", default_value_t = DEFAULT_BUFFER_KB)]
+    pub buffer_size_kb: u64,
     /// Recording mode: `stream` keeps every event on disk (the thesis' case 1, "storing all
     /// logs"); `overwrite` is a flight recorder (ftrace ring buffer, LTTng snapshot session).
     #[arg(long, value_enum, default_value_t = RecordArg::Stream)]
@@ -94,10 +102,11 @@ pub struct TracerArgs {
     /// LTTng sub-buffer count (power of two); default: LTTng's.
     #[arg(long, value_name = "N")]
     pub lttng_num_subbuf: Option<u32>,
-    /// LTTng loop event: the structured tracepoint `rtrace:event`, or the thesis'
+    /// LTTng loop events (comma separated: each one is measured as its own column, named in the
+    /// report): the structured tracepoint `rtrace:event`, and/or the thesis'
     /// `lttng_ust_tracef("%s (%d)", "event", i)`.
-    #[arg(long, value_enum, default_value_t = LttngEventArg::Tracepoint)]
-    pub lttng_event: LttngEventArg,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "tracepoint")]
+    pub lttng_event: Vec<LttngEventArg>,
     /// eBPF and bpftrace modes (comma separated: each one is measured as its own column):
     /// `record` sends every event to a file (ring buffer / printf), `aggregate` only counts
     /// (per-CPU counter and log2 histogram / `count()`). `record-wakeup` is eBPF's record with

@@ -19,17 +19,31 @@ pub struct Cpus {
 
 impl Cpus {
     /// The measured CPU (`requested`, else the last usable one that leaves a harness CPU) and
-    /// the harness CPUs (every other usable CPU), avoiding the CPUs in `busy` (measured by other
-    /// live runs, with a description of the run).
+    /// the harness CPUs (every other usable CPU but the measured CPU's SMT siblings, which share
+    /// its core; only when nothing else is left do they serve, and the SMT warning says so),
+    /// avoiding the CPUs in `busy` (measured by other live runs, with a description of the run).
     pub fn choose(
         requested: Option<usize>,
         usable: &[usize],
         busy: &[(usize, String)],
+        siblings: impl Fn(usize) -> Vec<usize>,
     ) -> Result<Cpus, OptionsError> {
         let is_busy = |c: usize| busy.iter().any(|(b, _)| *b == c);
         let free: Vec<usize> = usable.iter().copied().filter(|&c| !is_busy(c)).collect();
-        let harness_of =
-            |m: usize| -> Vec<usize> { free.iter().copied().filter(|&c| c != m).collect() };
+        let harness_of = |m: usize| -> Vec<usize> {
+            let others: Vec<usize> = free.iter().copied().filter(|&c| c != m).collect();
+            let core = siblings(m);
+            let apart: Vec<usize> = others
+                .iter()
+                .copied()
+                .filter(|c| !core.contains(c))
+                .collect();
+            if apart.is_empty() {
+                others
+            } else {
+                apart
+            }
+        };
         let no_room = |m: usize| match busy.first() {
             Some((_, holder)) => OptionsError::NoFreeCpu {
                 busy: list(&busy.iter().map(|(c, _)| *c).collect::<Vec<_>>()),
@@ -75,7 +89,7 @@ impl Cpus {
 
     /// [`Cpus::choose`] among the usable CPUs, as if no other run measured.
     pub fn from_request(requested: Option<usize>) -> Result<Cpus, OptionsError> {
-        Cpus::choose(requested, &usable(), &[])
+        Cpus::choose(requested, &usable(), &[], smt_siblings)
     }
 
     /// Takes the measured CPU for this run: chooses again among the CPUs no other live run
@@ -91,13 +105,24 @@ impl Cpus {
                     busy.push((c, holder));
                 }
             }
-            let cpus = Cpus::choose(self.requested, &usable, &busy)?;
+            let cpus = Cpus::choose(self.requested, &usable, &busy, smt_siblings)?;
             if let Ok(lock) = owner::try_lock(&cpu_lock(cpus.measured))? {
                 return Ok((cpus, lock));
             }
         }
         bail!("other runs keep taking the free CPUs: wait for them to end")
     }
+}
+
+/// The CPUs that share `cpu`'s core (`topology/thread_siblings_list`, `cpu` itself included);
+/// empty when the kernel does not say.
+pub fn smt_siblings(cpu: usize) -> Vec<usize> {
+    std::fs::read_to_string(format!(
+        "/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+    ))
+    .ok()
+    .and_then(|s| parse_list(s.trim()))
+    .unwrap_or_default()
 }
 
 fn cpu_lock(cpu: usize) -> String {
@@ -162,7 +187,32 @@ mod tests {
         busy: &[usize],
     ) -> Result<(usize, Vec<usize>), OptionsError> {
         let busy: Vec<(usize, String)> = busy.iter().map(|&c| (c, format!("run on {c}"))).collect();
-        Cpus::choose(req, usable, &busy).map(|c| (c.measured, c.harness))
+        Cpus::choose(req, usable, &busy, |_| Vec::new()).map(|c| (c.measured, c.harness))
+    }
+
+    #[test]
+    fn the_harness_keeps_off_the_measured_cpu_s_smt_sibling() {
+        // CPUs 1 and 3 share a core: measuring 3, the harness is 0 and 2, not 1.
+        let core = |c: usize| match c {
+            1 | 3 => vec![1, 3],
+            c => vec![c],
+        };
+        let cpus = Cpus::choose(None, &[0, 1, 2, 3], &[], core).unwrap();
+        assert_eq!((cpus.measured, cpus.harness), (3, vec![0, 2]));
+        // Only the sibling is left: it serves (the SMT warning says so).
+        let cpus = Cpus::choose(Some(3), &[1, 3], &[], core).unwrap();
+        assert_eq!(cpus.harness, vec![1]);
+        // This machine's own topology: the harness never holds a sibling of the measured CPU
+        // unless nothing else is left.
+        let here = Cpus::from_request(None);
+        if let Ok(c) = here {
+            let core = smt_siblings(c.measured);
+            if c.harness.iter().any(|h| core.contains(h)) {
+                assert!(usable()
+                    .iter()
+                    .all(|u| *u == c.measured || core.contains(u)));
+            }
+        }
     }
 
     #[test]

@@ -42,7 +42,8 @@ pub struct TracerOptions {
     pub record: RecordMode,
     pub lttng_subbuf_size: Option<u64>,
     pub lttng_num_subbuf: Option<u32>,
-    pub lttng_tracef: bool,
+    /// LTTng event kinds, each once, in the order given (at least one).
+    pub lttng_events: Vec<rtrace_lttng::EventKind>,
     /// eBPF/bpftrace modes, each a column of its own; never empty.
     pub bpf_modes: Vec<BpfMode>,
 }
@@ -69,14 +70,28 @@ impl BpfMode {
 impl From<TracerArgs> for TracerOptions {
     fn from(a: TracerArgs) -> Self {
         TracerOptions {
-            buffer_size_kb: a.buffer_size_kb,
+            buffer_size_kb: Some(a.buffer_size_kb),
             record: match a.record {
                 RecordArg::Overwrite => RecordMode::Overwrite,
                 RecordArg::Stream => RecordMode::Stream,
             },
             lttng_subbuf_size: a.lttng_subbuf_size,
             lttng_num_subbuf: a.lttng_num_subbuf,
-            lttng_tracef: a.lttng_event == crate::cli::LttngEventArg::Tracef,
+            lttng_events: {
+                let mut k: Vec<rtrace_lttng::EventKind> = Vec::new();
+                for kind in a.lttng_event.iter().map(|e| match e {
+                    crate::cli::LttngEventArg::Tracepoint => rtrace_lttng::EventKind::Tracepoint,
+                    crate::cli::LttngEventArg::Tracef => rtrace_lttng::EventKind::Tracef,
+                }) {
+                    if !k.contains(&kind) {
+                        k.push(kind);
+                    }
+                }
+                if k.is_empty() {
+                    k.push(rtrace_lttng::EventKind::Tracepoint);
+                }
+                k
+            },
             bpf_modes: {
                 // Each mode once, in the order first given: a repeated mode is not a round.
                 let mut m: Vec<BpfMode> = Vec::new();
@@ -410,6 +425,11 @@ mod tests {
     #[test]
     fn bpf_modes_keep_their_order_without_repeats() {
         assert_eq!(usdt(&[]).unwrap().tracer.bpf_modes, [BpfMode::Record]);
+        assert_eq!(
+            usdt(&[]).unwrap().tracer.buffer_size_kb,
+            Some(crate::cli::DEFAULT_BUFFER_KB),
+            "one buffer size for every tracer by default"
+        );
         let o = usdt(&["--bpf-mode", "record-wakeup,record,record-wakeup,aggregate"]).unwrap();
         assert_eq!(
             o.tracer.bpf_modes,

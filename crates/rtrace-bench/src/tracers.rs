@@ -6,7 +6,8 @@ use rtrace_tracer::{Tracer, TracerKind};
 
 /// A backend and the mode that tells it apart from other columns of the same tracer.
 pub struct Variant {
-    /// `record` / `aggregate` for eBPF and bpftrace; `None` where a tracer has one mode.
+    /// `record` / `record-wakeup` / `aggregate` for eBPF and bpftrace, `tracepoint` / `tracef` for
+    /// LTTng; `None` where a tracer has one mode.
     pub name: Option<&'static str>,
     pub tracer: Box<dyn Tracer>,
 }
@@ -19,17 +20,17 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
     Ok(match kind {
         TracerKind::None => Vec::new(),
         TracerKind::Ftrace => single(Box::new(rtrace_ftrace::FtraceTracer::new())),
-        TracerKind::Lttng => single(Box::new(rtrace_lttng::LttngTracer::new(
-            rtrace_lttng::LttngOptions {
-                subbuf_size: opts.lttng_subbuf_size,
-                num_subbuf: opts.lttng_num_subbuf,
-                event_kind: if opts.lttng_tracef {
-                    rtrace_lttng::EventKind::Tracef
-                } else {
-                    rtrace_lttng::EventKind::Tracepoint
-                },
-            },
-        )?)),
+        TracerKind::Lttng => opts
+            .lttng_events
+            .iter()
+            .map(|&kind| {
+                Ok(Variant {
+                    name: Some(lttng_event_name(kind)),
+                    tracer: Box::new(rtrace_lttng::LttngTracer::new(lttng_options(opts, kind))?)
+                        as Box<dyn Tracer>,
+                })
+            })
+            .collect::<Result<_>>()?,
         TracerKind::Ebpf => opts
             .bpf_modes
             .iter()
@@ -68,6 +69,73 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
     })
 }
 
+/// The column name of an LTTng event kind: the report always says which kind a row measured.
+pub fn lttng_event_name(kind: rtrace_lttng::EventKind) -> &'static str {
+    match kind {
+        rtrace_lttng::EventKind::Tracepoint => "tracepoint",
+        rtrace_lttng::EventKind::Tracef => "tracef",
+    }
+}
+
+fn lttng_options(
+    opts: &TracerOptions,
+    event_kind: rtrace_lttng::EventKind,
+) -> rtrace_lttng::LttngOptions {
+    rtrace_lttng::LttngOptions {
+        subbuf_size: opts.lttng_subbuf_size,
+        num_subbuf: opts.lttng_num_subbuf,
+        event_kind,
+    }
+}
+
+/// The trace buffer each of `kinds` gets for `--buffer-size-kb` (the same per-CPU size for every
+/// tracer by default), described by the backend that sizes it; recorded in the result.
+pub fn buffers(
+    kinds: &[TracerKind],
+    opts: &TracerOptions,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let kb = opts.buffer_size_kb;
+    let mut out = std::collections::BTreeMap::new();
+    for &kind in kinds {
+        let text = match kind {
+            TracerKind::None => continue,
+            TracerKind::Ftrace => rtrace_ftrace::buffer_description(kb),
+            TracerKind::Lttng => {
+                lttng_options(opts, rtrace_lttng::EventKind::Tracepoint).buffer_description(kb)
+            }
+            TracerKind::Ebpf => rtrace_ebpf::buffer_description(kb)?,
+            TracerKind::Bpftrace => rtrace_bpftrace::buffer_description(kb)?,
+        };
+        out.insert(kind.name().to_owned(), text);
+    }
+    Ok(out)
+}
+
+/// What could not be made equal between tracers in this run, by tracer name (the report says
+/// it beside the buffers): bpftrace's wake-up policy, and an LTTng session daemon found running
+/// whose threads may share `measured` (a run pins only the daemons it starts).
+pub fn unequal(
+    kinds: &[TracerKind],
+    measured: usize,
+) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for &kind in kinds {
+        match kind {
+            TracerKind::Bpftrace => {
+                out.insert(kind.name().to_owned(), "its printf perf buffer wakes the reader on every event (bpftrace has no setting for it; eBPF's `record-wakeup` column has the same policy)".to_owned());
+            }
+            TracerKind::Lttng => {
+                let found = rtrace_lttng::daemons_allowed_on(measured);
+                if !found.is_empty() {
+                    out.insert(kind.name().to_owned(), format!("a session daemon found running is used as it is, not pinned: {} may run on measured CPU {measured}; stop it (`pkill lttng-sessiond`) so that the run starts its own on the harness CPUs", found.join(", ")));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The backend for `kind` in its first configured mode; `None` for [`TracerKind::None`].
 pub fn build(kind: TracerKind, opts: &TracerOptions) -> Result<Option<Box<dyn Tracer>>> {
     Ok(variants(kind, opts)?.into_iter().next().map(|v| v.tracer))
@@ -102,13 +170,43 @@ mod tests {
             record: RecordMode::Stream,
             lttng_subbuf_size: None,
             lttng_num_subbuf: None,
-            lttng_tracef: false,
+            lttng_events: vec![rtrace_lttng::EventKind::Tracepoint],
             bpf_modes,
         }
     }
 
     fn names(kind: TracerKind, o: &TracerOptions) -> Vec<Option<&'static str>> {
         variants(kind, o).unwrap().iter().map(|v| v.name).collect()
+    }
+
+    #[test]
+    fn every_tracer_gets_the_same_per_cpu_buffer_by_default() {
+        let o = TracerOptions {
+            buffer_size_kb: Some(crate::cli::DEFAULT_BUFFER_KB),
+            ..opts(vec![BpfMode::Record])
+        };
+        let b = buffers(&TracerKind::ALL, &o).unwrap();
+        assert_eq!(b.len(), 4, "{b:?}");
+        let ncpus = possible_cpus();
+        for (tracer, text) in &b {
+            // The eBPF ring is shared and rounded up to a power of two: equal when the CPU count
+            // is a power of two.
+            if tracer != "ebpf" || ncpus.is_power_of_two() {
+                assert!(text.contains("4096 KiB per CPU"), "{tracer}: {text}");
+            }
+        }
+    }
+
+    /// Possible CPUs as the kernel lists them (`0-1` -> 2).
+    fn possible_cpus() -> usize {
+        let s = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap();
+        s.trim()
+            .split(',')
+            .map(|r| match r.split_once('-') {
+                Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+                None => 1,
+            })
+            .sum()
     }
 
     #[test]

@@ -177,6 +177,16 @@ pub fn run(mut o: UsdtOptions) -> Result<i32> {
             priority: o.priority,
             buffer_size_kb: o.tracer.buffer_size_kb,
             tracer_options: tracer_options_json(&o.tracer),
+            buffers: {
+                let mut kinds: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
+                kinds.dedup();
+                crate::tracers::buffers(&kinds, &o.tracer)?
+            },
+            unequal: {
+                let mut kinds: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
+                kinds.dedup();
+                crate::tracers::unequal(&kinds, o.cpus.measured)
+            },
             hooks: o.hooks.clone(),
             rounds: o.rounds,
             pacing: rtrace_measure::pacing::for_this_machine(o.priority),
@@ -375,7 +385,7 @@ pub(crate) fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
         "record": t.record,
         "lttng_subbuf_size": t.lttng_subbuf_size,
         "lttng_num_subbuf": t.lttng_num_subbuf,
-        "lttng_event": if t.lttng_tracef { "tracef" } else { "tracepoint" },
+        "lttng_event": t.lttng_events.iter().map(|&k| crate::tracers::lttng_event_name(k)).collect::<Vec<_>>(),
         "bpf_modes": t.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
     })
 }

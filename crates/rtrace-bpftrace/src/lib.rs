@@ -29,6 +29,16 @@ use std::time::{Duration, Instant};
 
 pub use output::NOTIFY_ATTACHED;
 
+/// The perf buffer a run asking for `buffer_size_kb` per CPU gets (`BPFTRACE_PERF_RB_PAGES`), as
+/// the report shows it.
+pub fn buffer_description(buffer_size_kb: Option<u64>) -> Result<String> {
+    let pages = script::perf_rb_pages(buffer_size_kb.unwrap_or(DEFAULT_BUFFER_KB))?;
+    Ok(format!(
+        "perf buffer of {pages} pages = {} KiB per CPU",
+        pages * 4
+    ))
+}
+
 /// Where Debian installs bpftrace.
 pub const BPFTRACE: &str = "/usr/bin/bpftrace";
 

@@ -36,6 +36,18 @@ use rtrace_tracer::{Attachment, EventStats, Hook, Target, Tracer, TracerKind};
 use serde::{Deserialize, Serialize};
 
 pub use plan::NANOSLEEP_EXIT;
+
+/// The ring buffer a run asking for `buffer_size_kb` per CPU gets (one ring shared by all
+/// possible CPUs, sized to their total), as the report shows it.
+pub fn buffer_description(buffer_size_kb: Option<u64>) -> Result<String> {
+    let ncpus = libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")?;
+    let bytes = u64::from(plan::ring_bytes(buffer_size_kb, ncpus)?);
+    Ok(format!(
+        "one ring buffer of {} KiB shared by {ncpus} CPUs (= {} KiB per CPU)",
+        bytes / 1024,
+        bytes / 1024 / ncpus.max(1) as u64
+    ))
+}
 pub use session::{AGGREGATE_FILE, EVENTS_FILE, POLL_INTERVAL};
 pub use sink::EVENTS_HEADER;
 

@@ -164,6 +164,14 @@ impl Tracer for FtraceTracer {
     }
 }
 
+/// The instance buffer a run asking for `buffer_size_kb` per CPU gets, as the report shows it.
+pub fn buffer_description(buffer_size_kb: Option<u64>) -> String {
+    match buffer_size_kb {
+        Some(kb) => format!("instance buffer_size_kb = {kb} KiB per CPU"),
+        None => "the kernel's default instance buffer per CPU".into(),
+    }
+}
+
 /// Removes the instances and uprobe events of runs that are gone (see
 /// [`rtrace_tracer::owner`]); nothing without root or tracefs. Returns what was removed.
 pub fn remove_stale() -> Result<Vec<String>> {

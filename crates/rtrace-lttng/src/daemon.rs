@@ -149,6 +149,44 @@ pub fn pid_file() -> PathBuf {
 }
 
 /// Pid of this user's live session daemon, from its pid file.
+/// LTTng daemons already running (`lttng-sessiond`, `lttng-consumerd`) that may run on `cpu`: a
+/// run uses a session daemon it finds as it is (it is not ours to pin), so the report says so.
+/// One `comm (pid N, CPUs L)` per daemon.
+pub fn daemons_allowed_on(cpu: usize) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in dir.filter_map(|e| e.ok()) {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k).map(|v| v.trim().to_owned()))
+        };
+        let (Some(name), Some(cpus)) = (field("Name:"), field("Cpus_allowed_list:")) else {
+            continue;
+        };
+        if (name == "lttng-sessiond" || name == "lttng-consumerd") && cpu_in_list(&cpus, cpu) {
+            out.push(format!("{name} (pid {pid}, CPUs {cpus})"));
+        }
+    }
+    out
+}
+
+/// Whether a kernel CPU list (`0-3,5`) holds `cpu`.
+fn cpu_in_list(list: &str, cpu: usize) -> bool {
+    list.split(',').any(|r| match r.split_once('-') {
+        Some((a, b)) => matches!((a.parse::<usize>(), b.parse::<usize>()), (Ok(a), Ok(b)) if (a..=b).contains(&cpu)),
+        None => r.parse() == Ok(cpu),
+    })
+}
+
 pub fn running_pid() -> Option<u32> {
     let pid: u32 = std::fs::read_to_string(pid_file())
         .ok()?
@@ -156,4 +194,17 @@ pub fn running_pid() -> Option<u32> {
         .parse()
         .ok()?;
     rtrace_tracer::is_running(pid).then_some(pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert!(cpu_in_list("0-1", 1));
+        assert!(cpu_in_list("0,2-3", 3));
+        assert!(!cpu_in_list("0,2-3", 1));
+        assert!(!cpu_in_list("", 0));
+    }
 }

@@ -56,6 +56,7 @@ mod mi;
 mod session;
 
 pub use cli::{ToolsMissing, TOOLS};
+pub use daemon::daemons_allowed_on;
 
 use anyhow::{bail, Result};
 use daemon::Sessiond;
@@ -117,6 +118,22 @@ impl LttngOptions {
                 (Some(size), Some(n))
             }
             _ => (self.subbuf_size, self.num_subbuf),
+        }
+    }
+
+    /// The channel a run asking for `buffer_size_kb` per CPU gets, as the report shows it.
+    pub fn buffer_description(&self, buffer_size_kb: Option<u64>) -> String {
+        match self.geometry(buffer_size_kb) {
+            (Some(size), Some(n)) => format!(
+                "{n} sub-buffers × {} KiB = {} KiB per CPU",
+                size / 1024,
+                size / 1024 * u64::from(n)
+            ),
+            (size, n) => format!(
+                "{} sub-buffers × {} per CPU (LTTng's default where not given: 4 × 512 KiB)",
+                n.map_or("default".into(), |n| n.to_string()),
+                size.map_or("default size".into(), |s| format!("{} KiB", s / 1024))
+            ),
         }
     }
 

@@ -296,6 +296,14 @@ pub struct UsdtConfig {
     pub buffer_size_kb: Option<u64>,
     /// Backend options as given (`record`, `ebpf_mode`, ...).
     pub tracer_options: serde_json::Value,
+    /// The trace buffer each tracer got, by tracer name, as its backend sized it from
+    /// `buffer_size_kb`; empty in files of older versions.
+    #[serde(default)]
+    pub buffers: std::collections::BTreeMap<String, String>,
+    /// Conditions that could not be made equal between tracers, by tracer name; empty in files
+    /// of older versions.
+    #[serde(default)]
+    pub unequal: std::collections::BTreeMap<String, String>,
     /// Hook kinds measured (`--hook`), each its own set of rows; files of older versions: usdt.
     #[serde(default = "default_hooks")]
     pub hooks: Vec<HookKind>,

@@ -133,8 +133,21 @@ pub fn usdt() -> UsdtResult {
             cpu: 1,
             harness_cpus: vec![0],
             priority: None,
-            buffer_size_kb: None,
+            buffer_size_kb: Some(4096),
             tracer_options: serde_json::json!({"record": "overwrite"}),
+            buffers: [
+                ("ftrace", "instance buffer_size_kb = 4096 KiB per CPU"),
+                ("lttng", "4 sub-buffers × 1024 KiB = 4096 KiB per CPU"),
+            ]
+            .into_iter()
+            .map(|(t, b)| (t.to_owned(), b.to_owned()))
+            .collect(),
+            unequal: [(
+                "lttng".to_owned(),
+                "a session daemon found running".to_owned(),
+            )]
+            .into_iter()
+            .collect(),
             hooks: vec![rtrace_measure::usdt::HookKind::Usdt],
             rounds: ROUNDS as u32,
             pacing: None,

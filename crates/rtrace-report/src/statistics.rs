@@ -21,6 +21,35 @@ pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
     if dormant(r).iter().any(|d| d.net_median.is_some()) {
         out.push_str(&format!("{bullet}{DORMANT_METHOD}\n"));
     }
+    if !r.config.buffers.is_empty() {
+        let per_tracer: Vec<String> = r
+            .config
+            .buffers
+            .iter()
+            .map(|(t, b)| format!("{t}: {b}"))
+            .collect();
+        out.push_str(&format!(
+            "{bullet}trace buffers ({}): {}\n",
+            match r.config.buffer_size_kb {
+                Some(kb) =>
+                    format!("--buffer-size-kb {kb}, the same per-CPU size for every tracer"),
+                None => "each tracer's default".into(),
+            },
+            per_tracer.join("; ")
+        ));
+    }
+    if !r.config.unequal.is_empty() {
+        let per_tracer: Vec<String> = r
+            .config
+            .unequal
+            .iter()
+            .map(|(t, c)| format!("{t}: {c}"))
+            .collect();
+        out.push_str(&format!(
+            "{bullet}not equal between tracers: {}\n",
+            per_tracer.join("; ")
+        ));
+    }
     for n in lossy_notes(r) {
         out.push_str(&format!("{bullet}{n}\n"));
     }
@@ -78,6 +107,14 @@ mod tests {
         assert!(text.contains("Student-t interval over rounds"), "{text}");
         assert!(text.contains("10 × its run's median"), "{text}");
         assert!(text.contains("dormant cases: per round"), "{text}");
+        assert!(
+            text.contains("- not equal between tracers: lttng: a session daemon found running"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- trace buffers (--buffer-size-kb 4096, the same per-CPU size for every tracer): ftrace: instance buffer_size_kb = 4096 KiB per CPU; lttng: 4 sub-buffers"),
+            "{text}"
+        );
         assert!(
             text.contains("ftrace case 1 lost 5000 of 20000 events"),
             "{text}"

@@ -193,7 +193,7 @@ impl SweepOptions {
         if !(1..=MAX_BUCKETS).contains(&a.histogram_us) {
             return Err(SweepOptionsError::Histogram(a.histogram_us));
         }
-        let cpus = Cpus::choose(a.cpu, usable, &[])?;
+        let cpus = Cpus::choose(a.cpu, usable, &[], crate::cpus::smt_siblings)?;
         let main_cpu = main_cpu(a.main_cpu, &cpus, usable)?;
         let mut configs = configurations(&a.configs);
         let shuffle_seed = a.shuffle.then(|| {
