@@ -251,7 +251,9 @@ pub fn remove_stale() -> Result<Vec<String>> {
     let mut removed = Vec::new();
     for name in mi::session_names(&xml) {
         // Another cleaner may destroy it meanwhile: only count what we destroyed.
-        if stale.is_dead_name(&name) && cli::lttng(&["destroy", &name]).is_ok() {
+        // `--no-wait`: a session whose traced process was killed mid-event may never stop
+        // having data pending, and a dead run's data is not wanted: never wait for it.
+        if stale.is_dead_name(&name) && cli::lttng(&["destroy", "--no-wait", &name]).is_ok() {
             removed.push(format!("LTTng session {name}"));
         }
     }
