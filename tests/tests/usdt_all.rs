@@ -59,7 +59,7 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
     ] {
         assert!(stdout.contains(line), "{line:?} missing:\n{stdout}");
     }
-    assert!(stdout.contains("lttng ÷ ftrace"), "{stdout}");
+    assert!(stdout.contains("lttng (tracepoint) ÷ ftrace"), "{stdout}");
     assert!(dir.path().join("index.html").exists());
     assert_eq!(tracefs_snapshot(), before);
     let sessions = std::process::Command::new("lttng")
