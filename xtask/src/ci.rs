@@ -13,8 +13,9 @@ pub struct Options {
     /// Skip the QEMU guest suites.
     #[arg(long)]
     no_vm: bool,
-    /// Seconds a guest may run before it counts as hung (no verdict = failure).
-    #[arg(long, default_value_t = 900)]
+    /// Seconds a guest may run before it counts as hung (no verdict = failure). A backstop:
+    /// each check has its own time limit in the guest, and the guest kernel panics on lockups.
+    #[arg(long, default_value_t = 600)]
     vm_timeout: u64,
     /// Do not install missing Debian packages.
     #[arg(long)]

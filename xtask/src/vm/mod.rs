@@ -24,6 +24,18 @@ use std::time::{Duration, Instant};
 /// The plan `cargo xtask ci` runs in every guest.
 const CI_PLAN: &str = include_str!("../../guest/plan");
 
+/// Kernel command line of every guest. No `quiet`: a lockup's stack trace must reach the
+/// console (quiet hides `dump_stack`'s warning-level lines). Every kind of hang becomes a
+/// panic, which ends QEMU at once (`panic=-1` reboots, `-no-reboot` exits: "no verdict")
+/// instead of a silent wait for the host's timeout: a soft lockup after 2 x watchdog_thresh =
+/// 20 s, with every CPU's backtrace; a task blocked for 60 s; an RCU stall (21 s); an oops.
+const GUEST_CMDLINE: &str = "console=ttyS0 panic=-1 oops=panic softlockup_panic=1 \
+softlockup_all_cpu_backtrace=1 hung_task_panic=1 sysctl.kernel.hung_task_timeout_secs=60 \
+sysctl.kernel.panic_on_rcu_stall=1";
+
+/// The guest's console, kept beside its results (a CI artifact: the kernel's stack traces).
+const CONSOLE_LOG: &str = "console.log";
+
 /// Environment variables passed from the host into the guest plan.
 const PASSED_ENV: &[&str] = &["RTRACE_GUEST_FAIL", "RTRACE_CHECK_TIMEOUT"];
 
@@ -159,17 +171,19 @@ fn run_guests(
     for r in &reports {
         r.print();
     }
-    let failed: Vec<&str> = reports
+    let failed: Vec<String> = reports
         .iter()
         .filter(|r| !r.passed())
-        .map(|r| r.kernel.label())
+        .map(|r| {
+            format!(
+                "{} (console: {})",
+                r.kernel.label(),
+                r.results.join(CONSOLE_LOG).display()
+            )
+        })
         .collect();
     if !failed.is_empty() {
-        bail!(
-            "guest run failed on {} (console logs under {})",
-            failed.join(", "),
-            target.join("vm-cache").display()
-        );
+        bail!("guest run failed on {}", failed.join(", "));
     }
     Ok(())
 }
@@ -238,11 +252,11 @@ impl Guest {
             label: self.kernel.label(),
             kernel: &self.unpacked.boot_image,
             initrd: &initrd,
-            cmdline: format!("console=ttyS0 quiet panic=-1 {}", self.kernel.cmdline())
+            cmdline: format!("{GUEST_CMDLINE} {}", self.kernel.cmdline())
                 .trim()
                 .to_owned(),
             share: dest,
-            console_log: &self.work.join("console.log"),
+            console_log: &dest.join(CONSOLE_LOG),
             timeout,
         })?;
         let mut report = Report {
@@ -331,8 +345,31 @@ impl Report {
         for p in &self.problems {
             eprintln!("xtask:   FAILED {p}");
         }
+        for l in kernel_trouble(&self.outcome.console) {
+            eprintln!("xtask:   kernel: {l}");
+        }
         eprintln!("xtask:   results: {}", self.results.display());
     }
+}
+
+/// The console lines where the guest kernel reported a lockup, stall, oops or panic (the first
+/// few; the stack traces follow them in the console log).
+fn kernel_trouble(console: &[String]) -> Vec<&str> {
+    const MARKS: &[&str] = &[
+        "BUG:",
+        "Kernel panic",
+        "rcu: INFO:",
+        "blocked for more than",
+        "WARNING: CPU:",
+        "Oops:",
+        "general protection fault",
+    ];
+    console
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| MARKS.iter().any(|m| l.contains(m)))
+        .take(6)
+        .collect()
 }
 
 /// Quotes `s` for sh.
