@@ -373,8 +373,11 @@ fn a_daemon_we_started_outlives_its_starter_while_another_run_uses_it() {
         .expect("the session survives its daemon's starter");
     assert_eq!(stats.recorded + stats.lost, hits);
     drop(user);
+    // Gone, not only silent: a session daemon stops answering before it and its consumer
+    // daemons have exited, and the next test's machine snapshot would see them go.
     assert!(
-        rtrace_tests::wait_for(15, || !sessiond_running()),
+        rtrace_tests::wait_for(15, || !sessiond_running()
+            && rtrace_tests::MachineState::now().lttng_daemons.is_empty()),
         "the last user did not stop the daemon a run started"
     );
 }
