@@ -124,6 +124,31 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// The timed intervals of a workload binary's machine code (objdump): the instructions from
+/// each `rdtsc` to the next `rdtscp`, as objdump lines.
+pub fn timed_windows(workload: &str) -> Vec<Vec<String>> {
+    let out = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(bin(workload))
+        .output()
+        .expect("objdump (apt-get install binutils)");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut windows = Vec::new();
+    let mut open: Option<Vec<String>> = None;
+    for line in text.lines() {
+        let insn = line.split('\t').nth(1).unwrap_or("").trim();
+        if insn.starts_with("rdtscp") {
+            windows.extend(open.take());
+        } else if insn.starts_with("rdtsc") {
+            open = Some(Vec::new());
+        } else if let Some(w) = open.as_mut() {
+            w.push(line.to_owned());
+        }
+    }
+    windows
+}
+
 /// Runs `rtrace-bench ARGS` to completion.
 pub fn bench(args: &[&str]) -> std::process::Output {
     Command::new(bin("rtrace-bench"))

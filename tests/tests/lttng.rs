@@ -299,31 +299,12 @@ fn kernel_hook_is_checked() {
 /// path between the two TSC reads holds no call. Checked on the machine code (objdump).
 #[test]
 fn disabled_tracepoint_is_tested_inline_in_the_timed_loop() {
-    let out = Command::new("objdump")
-        .args(["-d", "--no-show-raw-insn"])
-        .arg(rtrace_tests::bin("workload-lttng"))
-        .output()
-        .expect("objdump (apt-get install binutils)");
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    // Timed intervals: from a `rdtsc` to the next `rdtscp`.
-    let mut windows: Vec<Vec<&str>> = Vec::new();
-    let mut open: Option<Vec<&str>> = None;
-    for line in text.lines() {
-        let insn = line.split('\t').nth(1).unwrap_or("").trim();
-        if insn.starts_with("rdtscp") {
-            windows.extend(open.take());
-        } else if insn.starts_with("rdtsc") {
-            open = Some(Vec::new());
-        } else if let Some(w) = open.as_mut() {
-            w.push(line);
-        }
-    }
+    let windows = rtrace_tests::timed_windows("workload-lttng");
     for symbol in [
         "lttng_ust_tracepoint_rtrace___event+0x18>",
         "lttng_ust_tracepoint_lttng_ust_tracef___event+0x18>",
     ] {
-        let loops: Vec<&Vec<&str>> = windows
+        let loops: Vec<&Vec<String>> = windows
             .iter()
             .filter(|w| w.iter().any(|l| l.contains(symbol)))
             .collect();

@@ -1,5 +1,5 @@
 //! The per-probe microbenchmark loop (thesis §3.3.2): each iteration's body is timed with
-//! serialized TSC reads; recording happens outside the timed interval.
+//! TSC reads (`lfence; rdtsc` before, `rdtscp` after); recording happens outside the timed interval.
 
 use crate::{tsc, Instrument};
 use anyhow::Result;
