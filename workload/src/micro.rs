@@ -24,6 +24,7 @@ const CALIBRATION: Duration = Duration::from_millis(20);
 pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
     let tsc_hz = tsc::calibrate(CALIBRATION);
     let ns_per_tick = 1e9 / tsc_hz;
+    let tsc_step_ns = tsc::step_ticks() as f64 * ns_per_tick;
     let mut timer = sized_histogram();
     let mut hist = sized_histogram();
 
@@ -55,6 +56,7 @@ pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
         iterations: hist.len(),
         warmup: c.warmup,
         tsc_hz,
+        tsc_step_ns: Some(tsc_step_ns),
         histogram: encode_histogram(&hist)?,
         timer_overhead: encode_histogram(&timer)?,
         max_rss_kb: max_rss_kb(),

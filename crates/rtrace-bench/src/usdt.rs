@@ -350,6 +350,7 @@ impl runner::Experiment for Usdt {
         )?;
         if self.result.environment.tsc_hz.is_none() {
             self.result.environment.tsc_hz = Some(r.tsc_hz);
+            self.result.environment.tsc_step_ns = r.tsc_step_ns;
         }
         Ok(r)
     }
@@ -481,6 +482,7 @@ fn run_case(
         timer_overhead,
         events,
         tsc_hz: outcome.done.tsc_hz,
+        tsc_step_ns: outcome.done.tsc_step_ns,
         workload_max_rss_kb: outcome.done.max_rss_kb,
         mlocked: outcome.ready.mlocked,
         wall_s: started.elapsed().as_secs_f64(),

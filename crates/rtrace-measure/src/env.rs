@@ -31,6 +31,9 @@ pub struct Environment {
     pub tsc_invariant: bool,
     /// TSC frequency calibrated by the workload (Hz).
     pub tsc_hz: Option<f64>,
+    /// The TSC's resolution measured by the workload (ns); absent in files of older versions.
+    #[serde(default)]
+    pub tsc_step_ns: Option<f64>,
     /// Running under a hypervisor (`hypervisor` CPU flag).
     pub virtualized: bool,
     /// Running under QEMU's TCG emulation (no KVM): latencies prove function, not timing.
@@ -85,6 +88,7 @@ impl Environment {
                 .unwrap_or_default(),
             tsc_invariant: flags.contains(&"constant_tsc") && flags.contains(&"nonstop_tsc"),
             tsc_hz: None,
+            tsc_step_ns: None,
             virtualized: flags.contains(&"hypervisor"),
             emulated: flags.contains(&"hypervisor") && hypervisor_vendor() == "TCGTCGTCGTCG",
         }

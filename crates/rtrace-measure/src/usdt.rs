@@ -355,6 +355,10 @@ pub struct CaseResult {
     /// Event accounting; `None` when no tracer was attached.
     pub events: Option<Events>,
     pub tsc_hz: f64,
+    /// The TSC's resolution (ns) as the workload measured it; absent in files of older
+    /// versions.
+    #[serde(default)]
+    pub tsc_step_ns: Option<f64>,
     /// Peak RSS of the workload (KiB).
     pub workload_max_rss_kb: u64,
     pub mlocked: bool,
@@ -562,6 +566,7 @@ mod tests {
                 lost: 0,
             }),
             tsc_hz: 1e9,
+            tsc_step_ns: None,
             workload_max_rss_kb: 100,
             mlocked: true,
             wall_s: 1.0,

@@ -371,6 +371,7 @@ mod tests {
             clocksource: "tsc".into(),
             tsc_invariant: true,
             tsc_hz: Some(1.5e9),
+            tsc_step_ns: None,
             virtualized: false,
             emulated: false,
         }

@@ -123,6 +123,10 @@ pub struct Done {
     pub warmup: u64,
     /// Calibrated TSC frequency used to convert ticks to ns.
     pub tsc_hz: f64,
+    /// Smallest step of the TSC between two reads (ns): its resolution (10 ns on AMD Zen,
+    /// whose counter advances at 100 MHz). Absent from older workloads.
+    #[serde(default)]
+    pub tsc_step_ns: Option<f64>,
     /// Per-iteration duration in ns (encoded histogram).
     pub histogram: String,
     /// Duration of an empty timed interval in ns (encoded histogram): the timer's own cost.

@@ -54,6 +54,7 @@ pub fn environment(preemption: &str) -> Environment {
         clocksource: "tsc".into(),
         tsc_invariant: true,
         tsc_hz: Some(2e9),
+        tsc_step_ns: Some(10.0),
         virtualized: true,
         emulated: false,
     }
@@ -102,6 +103,7 @@ fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
             }
         }),
         tsc_hz: 2e9,
+        tsc_step_ns: Some(10.0),
         workload_max_rss_kb: 2048,
         mlocked: true,
         wall_s: 0.1,

@@ -136,6 +136,10 @@ pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
             "TSC",
             opt(e.tsc_hz.map(|hz| format!("{:.3} GHz", hz / 1e9))),
         ),
+        (
+            "TSC resolution",
+            opt(e.tsc_step_ns.map(|s| format!("{s:.1} ns steps"))),
+        ),
         ("virtualized", yes(e.virtualized)),
         ("emulated (TCG)", yes(e.emulated)),
         ("command line", e.cmdline.clone()),

@@ -8,9 +8,23 @@ use rtrace_measure::interval::Estimate;
 use rtrace_measure::probe_cost::{dormant, lossy_notes};
 use rtrace_measure::usdt::UsdtResult;
 
+/// How each call is timed, and what the counter resolves.
+fn timing(r: &UsdtResult) -> String {
+    let mut line = "timing: each call between `lfence; rdtsc` and `rdtscp`, no fence after the first read (the thesis' `getticks()`, Intel's method): a fence there would make each instruction of the body wait out the pipeline".to_owned();
+    match r.runs.iter().find_map(|c| c.tsc_step_ns) {
+        Some(step) if step >= 1.0 => line.push_str(&format!(
+            "; the TSC advances in steps of {step:.1} ns here: min and percentiles are multiples of it, means and interpolated medians resolve below it"
+        )),
+        Some(step) => line.push_str(&format!("; the TSC resolves {step:.2} ns here")),
+        None => {}
+    }
+    line
+}
+
 /// One line per fact about the method, each starting with `bullet`.
 pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
     let mut out = format!("{bullet}ratios: {}\n", usdt_method(r));
+    out.push_str(&format!("{bullet}{}\n", timing(r)));
     let (disturbed, samples) = r.runs.iter().fold((0, 0), |(d, n), c| {
         (d + c.disturbed.map_or(0, |x| x.count), n + c.summary.count)
     });
@@ -93,7 +107,7 @@ pub fn dormant_lines(r: &UsdtResult, bullet: &str) -> String {
 }
 
 /// How the dormant lines are made, for the method list.
-pub const DORMANT_METHOD: &str = "dormant cases: per round, the run's statistic minus its own process's empty timed interval, minus the same for case 0 (this VM switches between speed states that move every interval by ~4 ns for seconds at a time; the net difference takes the state out), median over rounds with a distribution-free interval (order statistics, ≥95% from 6 rounds)";
+pub const DORMANT_METHOD: &str = "dormant cases: per round, the run's statistic minus its own process's empty timed interval, minus the same for case 0 (a VM can switch between speed states that move every interval by a few ns for seconds at a time, as one did here before; the net difference takes such a state out), median over rounds with a distribution-free interval (order statistics, ≥95% from 6 rounds)";
 
 #[cfg(test)]
 mod tests {
@@ -107,6 +121,11 @@ mod tests {
         assert!(text.contains("Student-t interval over rounds"), "{text}");
         assert!(text.contains("10 × its run's median"), "{text}");
         assert!(text.contains("dormant cases: per round"), "{text}");
+        assert!(
+            text.contains("- timing: each call between `lfence; rdtsc` and `rdtscp`")
+                && text.contains("steps of 10.0 ns here"),
+            "{text}"
+        );
         assert!(
             text.contains("- not equal between tracers: lttng: a session daemon found running"),
             "{text}"
