@@ -394,3 +394,32 @@ fn bad_input_fails_with_one_line_naming_the_fix() {
 
     assert_state_returns_to(&before, "after failed attaches");
 }
+
+/// When bpftrace refuses a program, the user sees bpftrace's own `ERROR:` line (not the last
+/// line of its stderr, which may be a `~~~` underline) and the program it refused.
+#[test]
+fn a_refused_program_shows_bpftrace_s_error_and_the_program() {
+    if !have_bpftrace() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A probe /usr/bin/true does not have: bpftrace cannot read its argument.
+    let mut hook = usdt(Path::new("/usr/bin/true"), "nothing");
+    if let Hook::Usdt { sites, .. } = &mut hook {
+        sites[0].provider = "nope".into();
+    }
+    let tracer = BpftraceTracer::new(BpftraceMode::Record);
+    let e = match tracer.attach(&target(hook, None, dir.path())) {
+        Ok(_) => panic!("bpftrace attached to a probe that does not exist"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        e.contains("ERROR: couldn't get argument 0 for /usr/bin/true:nope:nothing"),
+        "{e}"
+    );
+    assert!(
+        e.contains(r#"(bpftrace program: usdt:"/usr/bin/true":nope:nothing { printf("#),
+        "{e}"
+    );
+    assert!(!e.contains("RLIMIT_MEMLOCK"), "{e}");
+}

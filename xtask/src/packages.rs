@@ -4,7 +4,7 @@ use crate::exec::{exec, is_root};
 use anyhow::{bail, Result};
 use std::process::Command;
 
-/// Build: clang/libelf/zlib/pkg-config for libbpf-rs; tests: gcc + sys/sdt.h; tracers: bpftool,
+/// Build: clang/libelf/zlib/pkg-config for libbpf-rs; tests: gcc + sys/sdt.h, g++, python3; tracers: bpftool,
 /// bpftrace, LTTng; cyclictest; QEMU guests: qemu, busybox, cpio.
 pub const PACKAGES: &[&str] = &[
     "clang",
@@ -13,6 +13,10 @@ pub const PACKAGES: &[&str] = &[
     "pkg-config",
     "gcc",
     "systemtap-sdt-dev",
+    // Real-world probe targets of the root tests: a C++ program (libstdc++'s USDT probes) and
+    // Debian's python3 (semaphore-guarded USDT probes).
+    "g++",
+    "python3",
     "bpftool",
     "bpftrace",
     "rt-tests",

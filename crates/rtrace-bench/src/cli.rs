@@ -207,6 +207,11 @@ pub struct CountArgs {
     pub binary: Option<PathBuf>,
     #[command(flatten)]
     pub tracer_args: TracerArgs,
+    /// The number of times the command fires the probe, if you know it (the ground truth):
+    /// any other count of events (recorded + lost) is an error. Without it, `count` reports
+    /// what the tracer saw and checks nothing.
+    #[arg(long, value_name = "N")]
+    pub expect: Option<u64>,
     /// Write the counts as JSON here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

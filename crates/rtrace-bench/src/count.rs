@@ -23,6 +23,10 @@ struct CountResult {
     sites: usize,
     recorded: u64,
     lost: u64,
+    /// Events the tracer saw: recorded + lost. Not a ground truth: the tracer may miss hits.
+    events: u64,
+    /// `--expect`: the hits the user knows the command makes; `events` must equal it.
+    expected: Option<u64>,
     /// Exit status of the command (`None` if killed by a signal).
     exit_code: Option<i32>,
 }
@@ -127,23 +131,39 @@ pub fn run(o: CountOptions) -> Result<i32> {
         sites,
         recorded: stats.recorded,
         lost: stats.lost,
+        events: stats.recorded + stats.lost,
+        expected: o.expect,
         exit_code: status.code(),
     };
-    println!(
-        "{} {}: recorded {} lost {} (hits {}) in {} [{} site(s)], command {}",
-        r.tracer,
-        r.probe,
-        r.recorded,
-        r.lost,
-        r.recorded + r.lost,
-        r.binary,
-        r.sites,
-        status
-    );
+    println!("{}, command {status}", r.line());
     if let Some(j) = &o.json {
         output::write_atomic(j, &serde_json::to_vec_pretty(&r)?)?;
     }
+    if let Some(want) = r.expected {
+        if r.events != want {
+            bail!(
+                "{} saw {} events of {} at {}, --expect says {want}: the tracer missed or invented events",
+                r.tracer,
+                r.events,
+                r.probe,
+                r.binary
+            );
+        }
+    }
     Ok(exit_code(status))
+}
+
+impl CountResult {
+    /// `ftrace rtest:hit: recorded 10 lost 0 (events 10, expected 10) in /bin/x [1 site(s)]`.
+    fn line(&self) -> String {
+        let expected = self
+            .expected
+            .map_or(String::new(), |n| format!(", expected {n}"));
+        format!(
+            "{} {}: recorded {} lost {} (events {}{expected}) in {} [{} site(s)]",
+            self.tracer, self.probe, self.recorded, self.lost, self.events, self.binary, self.sites
+        )
+    }
 }
 
 /// The command's exit status as a shell reports it: its code, or 128 + the signal that killed it.
@@ -167,6 +187,27 @@ fn spawn_held(command: &[String], read_end: OwnedFd) -> Result<std::process::Chi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_are_not_called_hits_and_the_expectation_is_shown() {
+        let mut r = CountResult {
+            tracer: "ebpf".into(),
+            probe: "libstdcxx:throw".into(),
+            binary: "/lib/libstdc++.so.6".into(),
+            sites: 1,
+            recorded: 4990,
+            lost: 10,
+            events: 5000,
+            expected: None,
+            exit_code: Some(0),
+        };
+        assert_eq!(
+            r.line(),
+            "ebpf libstdcxx:throw: recorded 4990 lost 10 (events 5000) in /lib/libstdc++.so.6 [1 site(s)]"
+        );
+        r.expected = Some(5000);
+        assert!(r.line().contains("(events 5000, expected 5000)"));
+    }
 
     #[test]
     fn exit_codes_are_the_shell_s() {

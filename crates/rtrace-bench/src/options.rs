@@ -268,6 +268,8 @@ pub struct CountOptions {
     pub probe: CountProbe,
     pub binary: Option<PathBuf>,
     pub tracer_opts: TracerOptions,
+    /// `--expect N`: the ground truth, when the user knows it.
+    pub expect: Option<u64>,
     pub json: Option<PathBuf>,
     pub out: Option<PathBuf>,
     pub command: Vec<String>,
@@ -341,6 +343,7 @@ impl TryFrom<CountArgs> for CountOptions {
             probe,
             binary: a.binary,
             tracer_opts: a.tracer_args.into(),
+            expect: a.expect,
             json: a.json,
             out: a.out,
             command: a.command,

@@ -128,7 +128,7 @@ impl Tracer for BpftraceTracer {
             script::perf_rb_pages(kb)?.to_string(),
         )];
         let bpftrace = child::Bpftrace::start(&self.program, &args, &env, &target.consumer_cpus)
-            .map_err(|e| explain_attach(e, &target.hook, target.pid))?;
+            .map_err(|e| explain_attach(e, &target.hook, target.pid, &args))?;
         Ok(Box::new(BpftraceAttachment {
             bpftrace,
             mode: self.mode,
@@ -160,8 +160,18 @@ pub fn remove_stale() -> Result<Vec<String>> {
 }
 
 /// Adds the fix for bpftrace 0.17's "No probes to attach" with `-p`.
-fn explain_attach(e: anyhow::Error, hook: &Hook, pid: Option<u32>) -> anyhow::Error {
+fn explain_attach(
+    e: anyhow::Error,
+    hook: &Hook,
+    pid: Option<u32>,
+    args: &[std::ffi::OsString],
+) -> anyhow::Error {
     let msg = format!("{e:#}");
+    // bpftrace's error points into its program: show the program with it.
+    let e = match script::program_of(args) {
+        Some(p) => anyhow::anyhow!("{msg} (bpftrace program: {p})"),
+        None => e,
+    };
     match (hook, pid) {
         (Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. }, Some(pid))
             if msg.contains("No probes to attach") =>

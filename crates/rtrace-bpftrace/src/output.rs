@@ -49,16 +49,20 @@ impl Tally {
     }
 }
 
-/// The error line worth showing from bpftrace's stderr: the last `ERROR:` line except the
-/// harmless RLIMIT_MEMLOCK complaint (memory is accounted to cgroups on current kernels), else
-/// the last non-empty line.
+/// The error line worth showing from bpftrace's stderr: the last line with `ERROR:` (a parse
+/// error reads `stdin:1:1-40: ERROR: ...`, followed by the program and a `~~~` underline)
+/// except the harmless RLIMIT_MEMLOCK complaint (memory is accounted to cgroups on current
+/// kernels), else the last non-empty line that is not an underline.
 pub fn error_line(stderr: &[String]) -> Option<String> {
-    let useful = |l: &&String| !l.trim().is_empty() && !l.contains("RLIMIT_MEMLOCK");
+    let useful = |l: &&String| {
+        let t = l.trim();
+        !t.is_empty() && !l.contains("RLIMIT_MEMLOCK") && !t.chars().all(|c| c == '~')
+    };
     stderr
         .iter()
         .rev()
         .filter(useful)
-        .find(|l| l.starts_with("ERROR"))
+        .find(|l| l.contains("ERROR:"))
         .or_else(|| stderr.iter().rev().find(useful))
         .map(|l| l.trim().to_owned())
 }
@@ -116,6 +120,19 @@ mod tests {
         assert_eq!(
             error_line(&["No probes to attach".to_string()]).unwrap(),
             "No probes to attach"
+        );
+        // bpftrace 0.17 on an unquoted path with `+`: the underline comes last.
+        let parse: Vec<String> = [
+            "stdin:1:1-36: ERROR: syntax error, unexpected +",
+            "usdt:/lib/libstdc++.so.6:libstdcxx:throw { @c = count(); }",
+            "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            error_line(&parse).unwrap(),
+            "stdin:1:1-36: ERROR: syntax error, unexpected +"
         );
     }
 }

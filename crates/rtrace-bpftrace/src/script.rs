@@ -15,7 +15,8 @@ use crate::BpftraceMode;
 /// The `printf` of record mode: the same fields as the eBPF backend's events.
 const RECORD_FORMAT: &str = r#""%llu %u %u %lld\n", nsecs, cpu, pid"#;
 
-/// The attach point, e.g. `usdt:/usr/bin/x:prov:name`, and the expression of the probe's
+/// The attach point, e.g. `usdt:"/usr/bin/x":prov:name` (paths always quoted: bpftrace 0.17
+/// cannot parse a `+` in a bare path, as in `libstdc++.so.6`), and the expression of the probe's
 /// argument (`arg0`, `args->ret`, or `0` for a probe without argument).
 pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
     match hook {
@@ -31,7 +32,7 @@ pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
             validate_name("USDT probe", &first.name)?;
             let bin = plain_path(binary)?;
             let arg = if first.args.is_empty() { "0" } else { "arg0" };
-            Ok((format!("usdt:{bin}:{}:{}", first.provider, first.name), arg))
+            Ok((format!("usdt:\"{bin}\":{}:{}", first.provider, first.name), arg))
         }
         Hook::KernelTracepoint { category, name } => {
             validate_name("tracepoint category", category)?;
@@ -55,15 +56,15 @@ pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
             validate_name("function", function)?;
             let bin = plain_path(binary)?;
             Ok(if *ret {
-                (format!("uretprobe:{bin}:{function}"), "retval")
+                (format!("uretprobe:\"{bin}\":{function}"), "retval")
             } else {
-                (format!("uprobe:{bin}:{function}"), "arg0")
+                (format!("uprobe:\"{bin}\":{function}"), "arg0")
             })
         }
     }
 }
 
-/// An absolute path bpftrace's parser takes as is (no quotes, spaces, colons...).
+/// An absolute path bpftrace's parser takes inside quotes (no quotes, spaces, colons...).
 fn plain_path(p: &Path) -> Result<String> {
     let s = p.to_str().unwrap_or_default();
     let ok = s.starts_with('/')
@@ -138,6 +139,12 @@ pub fn args(
     Ok(args)
 }
 
+/// The program in an argument list made by [`args`] (after `-e`).
+pub fn program_of(args: &[OsString]) -> Option<String> {
+    let at = args.iter().position(|a| a == "-e")?;
+    args.get(at + 1).map(|p| p.to_string_lossy().into_owned())
+}
+
 /// 1 GiB of 4 KiB pages per CPU.
 const MAX_PERF_RB_PAGES: u64 = 1 << 18;
 
@@ -197,16 +204,20 @@ mod tests {
         let h = usdt("/tmp/x/sdt_loop", "rtest", "hit", 1);
         assert_eq!(
             program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7)).unwrap(),
-            "usdt:/tmp/x/sdt_loop:rtest:hit { @c = count(); }"
+            r#"usdt:"/tmp/x/sdt_loop":rtest:hit { @c = count(); }"#
         );
         assert_eq!(
             program(&h, BpftraceMode::Record, PidFilter::None).unwrap(),
-            r#"usdt:/tmp/x/sdt_loop:rtest:hit { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
+            r#"usdt:"/tmp/x/sdt_loop":rtest:hit { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
         );
         assert_eq!(
             program(&h, BpftraceMode::Record, PidFilter::Predicate(7)).unwrap(),
-            r#"usdt:/tmp/x/sdt_loop:rtest:hit /pid == 7/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
+            r#"usdt:"/tmp/x/sdt_loop":rtest:hit /pid == 7/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
         );
+        let plus = usdt("/lib/libstdc++.so.6", "libstdcxx", "throw", 2);
+        assert!(program(&plus, BpftraceMode::Aggregate, PidFilter::None)
+            .unwrap()
+            .starts_with(r#"usdt:"/lib/libstdc++.so.6":libstdcxx:throw "#));
         let no_arg = usdt("/b", "p", "n", 0);
         assert!(program(&no_arg, BpftraceMode::Record, PidFilter::None)
             .unwrap()
@@ -282,14 +293,18 @@ mod tests {
         };
         assert_eq!(
             program(&h(false), BpftraceMode::Aggregate, PidFilter::DashP(3)).unwrap(),
-            "uprobe:/b/w:rtrace_marker_hit { @c = count(); }"
+            r#"uprobe:"/b/w":rtrace_marker_hit { @c = count(); }"#
         );
         assert_eq!(
             program(&h(true), BpftraceMode::Record, PidFilter::Predicate(3)).unwrap(),
-            r#"uretprobe:/b/w:rtrace_marker_hit /pid == 3/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, retval); }"#
+            r#"uretprobe:"/b/w":rtrace_marker_hit /pid == 3/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, retval); }"#
         );
         let a = args(&h(true), BpftraceMode::Aggregate, Some(3), None).unwrap();
         assert_eq!(&strs(&a)[..2], ["-p", "3"]);
+        assert_eq!(
+            program_of(&a).unwrap(),
+            program(&h(true), BpftraceMode::Aggregate, PidFilter::DashP(3)).unwrap()
+        );
         let bad = Hook::Uprobe {
             binary: "/b/w".into(),
             function: "f } END { x".into(),

@@ -21,16 +21,30 @@ pub fn table(probes: &[RawProbe]) -> String {
     );
     for p in probes {
         t.row(vec![
-            p.provider.clone(),
-            p.name.clone(),
+            printable(&p.provider),
+            printable(&p.name),
             format!("0x{:x}", p.address),
             format!("0x{:x}", p.offset),
             p.semaphore_offset
                 .map_or("-".into(), |s| format!("0x{s:x}")),
-            p.args.clone(),
+            printable(&p.args),
         ]);
     }
     t.render()
+}
+
+/// `s` with control characters escaped (`\n`, `\u{1b}`): names come from the ELF file, and a
+/// crafted note must not break the table or drive the terminal.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// Function symbols with the file offsets uprobes take.
@@ -41,11 +55,36 @@ pub fn functions(functions: &[Function]) -> String {
     let mut t = Table::new(&["function", "address", "file offset", "size"], 1);
     for f in functions {
         t.row(vec![
-            f.name.clone(),
+            printable(&f.name),
             format!("0x{:x}", f.address),
             format!("0x{:x}", f.offset),
             f.size.to_string(),
         ]);
     }
     t.render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let p = RawProbe {
+            provider: "evil\nprov".into(),
+            name: "hit\u{1b}[31m".into(),
+            address: 0x10,
+            offset: 0x10,
+            semaphore_address: None,
+            semaphore_offset: None,
+            args: "-8@%rdi\r".into(),
+        };
+        let text = table(&[p]);
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(
+            text.contains(r"evil\nprov") && text.contains(r"hit\u{1b}[31m"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
+    }
 }
