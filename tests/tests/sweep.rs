@@ -97,6 +97,10 @@ fn short_sweep_of_every_available_configuration() {
     );
     assert_eq!(r["experiment"], "cyclictest-sweep");
     assert_eq!(r["config"]["loops"], 2000);
+    assert_eq!(
+        r["config"]["probe_at"], "window",
+        "the thesis' placement by default"
+    );
     assert!(!r["environment"]["preemption"].as_str().unwrap().is_empty());
     assert!(
         r["failed"].as_array().unwrap().is_empty(),

@@ -2,14 +2,16 @@
 //! measuring thread, SCHED_FIFO and pinned to the measured CPU, sleeps with
 //! `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)` to the next period; latency = actual wake
 //! time − expected wake time, recorded in ns. Like the thesis' modified cyclictest, the
-//! tracepoint fires between measuring the latency and the next sleep, once per loop. The main
+//! tracepoint fires once per loop between the wake-up and the clock reading, so its cost is
+//! part of the latency (`ProbeAt::Window`; `ProbeAt::After` fires it after the latency is
+//! taken, before the next sleep, where it costs nothing measured). The main
 //! thread, on another CPU, does the handshake and waits. Periods the thread woke too late for
 //! are skipped (cyclictest's `while (now > next) next += interval`) and counted as overruns.
 
 use crate::{announce, emit, setup, wait_for_go, Instrument};
 use anyhow::{anyhow, bail, Context, Result};
 use hdrhistogram::Histogram;
-use rtrace_protocol::{encode_histogram, CyclicConfig, CyclicDone, Message};
+use rtrace_protocol::{encode_histogram, CyclicConfig, CyclicDone, Message, ProbeAt};
 use std::io::Write;
 use std::sync::mpsc;
 
@@ -50,10 +52,10 @@ pub fn run<I: Instrument>(c: &CyclicConfig) -> Result<()> {
             if !ok || !go_rx.recv().unwrap_or(false) {
                 bail!("not started");
             }
-            Ok(if cfg.fire_event {
-                measure(&cfg, |latency| I::event(latency))
-            } else {
-                measure(&cfg, |_| {})
+            Ok(match (cfg.fire_event, cfg.probe_at) {
+                (true, ProbeAt::Window) => measure(&cfg, |expected| I::event(expected), |_| {}),
+                (true, ProbeAt::After) => measure(&cfg, |_| {}, |latency| I::event(latency)),
+                (false, _) => measure(&cfg, |_| {}, |_| {}),
             })
         })
         .context("cannot start the measuring thread")?;
@@ -87,9 +89,10 @@ pub fn run<I: Instrument>(c: &CyclicConfig) -> Result<()> {
     }))
 }
 
-/// The measuring loop; `event` runs once per loop between measuring and the next sleep.
+/// The measuring loop: `window(expected wake time)` runs between the wake-up and the clock
+/// reading, `after(latency)` between measuring and the next sleep; each once per loop.
 #[inline(always)]
-fn measure(c: &CyclicConfig, mut event: impl FnMut(u64)) -> Measured {
+fn measure(c: &CyclicConfig, mut window: impl FnMut(u64), mut after: impl FnMut(u64)) -> Measured {
     let mut m = Measured {
         hist: Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid bounds"),
         hits: 0,
@@ -101,9 +104,10 @@ fn measure(c: &CyclicConfig, mut event: impl FnMut(u64)) -> Measured {
     let mut next = monotonic_ns() + interval;
     for _ in 0..c.loops {
         m.sleeps += sleep_until(next);
+        window(next);
         let now = monotonic_ns();
         let latency = now.saturating_sub(next);
-        event(latency);
+        after(latency);
         m.hits += 1;
         m.hist.saturating_record(latency);
         if latency > c.histogram_limit_ns {
@@ -178,6 +182,7 @@ mod tests {
             main_cpu: None,
             priority: 1,
             fire_event: true,
+            probe_at: ProbeAt::Window,
             histogram_limit_ns: limit_ns,
         }
     }
@@ -185,7 +190,7 @@ mod tests {
     #[test]
     fn loop_records_one_sample_and_one_event_per_period() {
         let mut events = 0u64;
-        let m = measure(&config(50, 100_000, 10_000_000), |_| events += 1);
+        let m = measure(&config(50, 100_000, 10_000_000), |_| events += 1, |_| {});
         assert_eq!(m.hist.len(), 50);
         assert_eq!(m.hits, 50);
         assert_eq!(events, 50);
@@ -193,18 +198,37 @@ mod tests {
         assert!(m.hist.max() < 10_000_000_000, "woke after 10 s?");
     }
 
+    /// Spins for `ns` (a probe that costs that much).
+    fn spin(ns: u64) {
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_nanos(ns) {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[test]
+    fn a_window_probe_is_part_of_every_latency_and_an_after_probe_of_none() {
+        const COST: u64 = 2_000_000;
+        let window = measure(&config(10, 10_000_000, u64::MAX), |_| spin(COST), |_| {});
+        assert!(window.hist.min() >= COST, "min {} ns", window.hist.min());
+        let after = measure(&config(10, 10_000_000, u64::MAX), |_| {}, |_| spin(COST));
+        assert!(after.hist.min() < COST, "min {} ns", after.hist.min());
+    }
+
     #[test]
     fn every_sample_above_the_limit_is_an_overflow() {
-        let m = measure(&config(20, 50_000, 0), |_| {});
+        let m = measure(&config(20, 50_000, 0), |_| {}, |_| {});
         // A wake-up is never exactly on time: every latency exceeds a 0 ns limit.
         assert_eq!(m.overflows, m.hist.len() - m.hist.count_at(0));
     }
 
     #[test]
     fn sleeping_past_the_next_period_counts_overruns() {
-        let m = measure(&config(3, 1_000, u64::MAX), |_| {
-            std::thread::sleep(std::time::Duration::from_millis(1))
-        });
+        let m = measure(
+            &config(3, 1_000, u64::MAX),
+            |_| {},
+            |_| std::thread::sleep(std::time::Duration::from_millis(1)),
+        );
         assert!(m.overruns >= 2 * 900, "{} overruns", m.overruns);
     }
 }

@@ -260,6 +260,7 @@ mod tests {
             started_unix: 0,
             environment: Environment::collect(0),
             config: SweepConfig {
+                probe_at: None,
                 configs: vec![],
                 shuffle_seed: None,
                 interval_us,

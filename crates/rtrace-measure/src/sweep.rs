@@ -248,6 +248,10 @@ pub struct SweepConfig {
     pub histogram_limit_us: u64,
     /// Per-CPU buffer size handed to the tracers (KiB), if set.
     pub buffer_size_kb: Option<u64>,
+    /// Where the built-in loop's user-space tracepoint fired; absent in files of older
+    /// versions (which fired it after the latency was taken).
+    #[serde(default)]
+    pub probe_at: Option<rtrace_protocol::ProbeAt>,
     /// Backend options as given (`record`, ...).
     pub tracer_options: serde_json::Value,
     /// The cyclictest binary of the cross-check (`None`: not run).

@@ -2,6 +2,37 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Where the loop's tracepoint fires relative to the latency measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeAt {
+    /// Between the wake-up and reading the clock: the probe's cost is part of the measured
+    /// latency, as in the thesis' modified cyclictest ("a tracepoint between the expected and
+    /// actual timing measurements", §3.4.2).
+    #[default]
+    Window,
+    /// After the latency is taken, before the next sleep: with an absolute timer the probe's
+    /// cost never enters a latency (it only shortens the sleep).
+    After,
+}
+
+impl ProbeAt {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeAt::Window => "window",
+            ProbeAt::After => "after",
+        }
+    }
+
+    /// What the placement means, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ProbeAt::Window => "the tracepoint fires between the wake-up and the clock reading (inside the measured latency, as in the thesis' modified cyclictest)",
+            ProbeAt::After => "the tracepoint fires after the latency is taken, before the next sleep (its cost never enters a latency)",
+        }
+    }
+}
+
 /// What the cyclic loop runs: cyclictest's method with one measuring thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CyclicConfig {
@@ -15,9 +46,12 @@ pub struct CyclicConfig {
     pub main_cpu: Option<usize>,
     /// SCHED_FIFO priority of the measuring thread.
     pub priority: i32,
-    /// Fire the loop's tracepoint once per loop, between measuring the latency and the next
-    /// sleep (the thesis' modified cyclictest). `false`: the tracepoint never fires.
+    /// Fire the loop's tracepoint once per loop (where: `probe_at`). `false`: the tracepoint
+    /// never fires.
     pub fire_event: bool,
+    /// Where the tracepoint fires.
+    #[serde(default)]
+    pub probe_at: ProbeAt,
     /// Latencies above this bound (ns) count as histogram overflows (cyclictest's `--histogram`).
     pub histogram_limit_ns: u64,
 }
@@ -57,6 +91,7 @@ mod tests {
             main_cpu: Some(0),
             priority: 99,
             fire_event: true,
+            probe_at: ProbeAt::After,
             histogram_limit_ns: 10_000_000,
         });
         let s = serde_json::to_string(&c).unwrap();

@@ -212,6 +212,7 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
         started_unix: 1_700_000_000,
         environment: environment(preemption),
         config: SweepConfig {
+            probe_at: Some(rtrace_protocol::ProbeAt::Window),
             configs: configs.iter().map(|c| c.0).collect(),
             shuffle_seed: None,
             interval_us: 200,

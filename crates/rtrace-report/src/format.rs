@@ -109,6 +109,14 @@ impl<'a> Table31<'a> {
 }
 
 /// The environment as (name, value) rows; `not exposed` where the machine does not say.
+/// Where the sweep's built-in loop fired its user-space tracepoint, as a sentence.
+pub fn probe_placement(c: &rtrace_measure::sweep::SweepConfig) -> String {
+    match c.probe_at {
+        Some(p) => format!("user-space probe placement `{}`: {}", p.name(), p.describe()),
+        None => "user-space probe placement: after the latency was taken (a file of an older version: the probe's cost never entered a latency)".into(),
+    }
+}
+
 pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "not exposed".into());
     let yes = |b: bool| if b { "yes" } else { "no" }.to_owned();

@@ -254,8 +254,9 @@ fn entry(e: &Entry, figures: &[figures::Figure]) -> String {
         }
         crate::result::AnyResult::Sweep(r) => {
             out.push_str(&format!(
-                "## `{}`: wake-up latency in µs{source}\n\n{} loops every {} µs on CPU {} (SCHED_FIFO {}); kernel {}.\n\n",
-                e.id, r.config.loops, r.config.interval_us, r.config.cpu, r.config.priority, e.kernel()
+                "## `{}`: wake-up latency in µs{source}\n\n{} loops every {} µs on CPU {} (SCHED_FIFO {}); kernel {}. {}.\n\n",
+                e.id, r.config.loops, r.config.interval_us, r.config.cpu, r.config.priority, e.kernel(),
+                crate::format::probe_placement(&r.config)
             ));
             out.push_str(&sweep_table(r));
         }

@@ -37,7 +37,8 @@ pub fn sweep(r: &SweepResult) -> String {
         e.cpu_model
     );
     out.push_str(&format!(
-        "wake-up latency in us; overflow: samples above {} us\n\n",
+        "{}\nwake-up latency in us; overflow: samples above {} us\n\n",
+        crate::format::probe_placement(c),
         c.histogram_limit_us
     ));
     let mut t = Table::new(

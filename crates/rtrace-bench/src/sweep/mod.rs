@@ -148,6 +148,7 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
             priority: o.priority,
             histogram_limit_us: o.histogram_us,
             buffer_size_kb: o.tracer.buffer_size_kb,
+            probe_at: Some(o.probe_at),
             tracer_options: tracer_options_json(&o.tracer),
             cyclictest: cyclictest.as_ref().map(|c| c.path.display().to_string()),
             cyclictest_version: cyclictest.as_ref().map(|c| c.version.clone()),
@@ -309,6 +310,7 @@ fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
         main_cpu: Some(o.main_cpu),
         priority: o.priority,
         fire_event: p.config.space() == Space::User,
+        probe_at: o.probe_at,
         histogram_limit_ns: o.histogram_us * 1000,
     });
     let out_dir = o.out.join(format!("{}-builtin", p.config));

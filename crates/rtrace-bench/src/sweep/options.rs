@@ -7,6 +7,7 @@ use crate::cpus::Cpus;
 use crate::options::{default_out, default_workload_dir, OptionsError, TracerOptions};
 use clap::{Args, ValueEnum};
 use rtrace_measure::sweep::{Configuration, Space};
+use rtrace_protocol::ProbeAt;
 use std::path::PathBuf;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +27,21 @@ pub enum ConfigArg {
     Kernel,
     /// Every configuration (those unavailable here are reported with the reason).
     All,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeAtArg {
+    Window,
+    After,
+}
+
+impl From<ProbeAtArg> for ProbeAt {
+    fn from(a: ProbeAtArg) -> ProbeAt {
+        match a {
+            ProbeAtArg::Window => ProbeAt::Window,
+            ProbeAtArg::After => ProbeAt::After,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -49,6 +65,11 @@ pub struct SweepArgs {
     /// usdt-lttng, kernel-ftrace, kernel-ebpf, kernel-lttng; groups: usdt, kernel, all).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     pub configs: Vec<ConfigArg>,
+    /// Where the built-in loop fires its user-space tracepoint: `window`, between the wake-up
+    /// and the clock reading, so its cost is part of the latency (the thesis' modified
+    /// cyclictest); `after`, once the latency is taken (its cost is never measured).
+    #[arg(long, value_enum, default_value = "window")]
+    pub probe_at: ProbeAtArg,
     /// Run the configurations in a random order (cancels drift); the seed is saved.
     #[arg(long)]
     pub shuffle: bool,
@@ -123,6 +144,8 @@ pub struct SweepOptions {
     pub main_cpu_requested: Option<usize>,
     pub priority: i32,
     pub histogram_us: u64,
+    /// Where the built-in loop's user-space tracepoint fires.
+    pub probe_at: ProbeAt,
     pub cyclictest: CyclictestChoice,
     pub tracer: TracerOptions,
     pub json: Option<PathBuf>,
@@ -221,6 +244,7 @@ impl SweepOptions {
             main_cpu_requested: a.main_cpu,
             priority: a.priority,
             histogram_us: a.histogram_us,
+            probe_at: a.probe_at.into(),
             cyclictest,
             tracer: a.tracer_args.into(),
             json: a.json,
