@@ -94,6 +94,8 @@ fn stream_mode_loses_nothing_with_a_consumer() {
         "200000",
         "--record",
         "stream",
+        "--keep-traces",
+        "all",
         "--json",
         json.to_str().unwrap(),
         "--out",
@@ -112,6 +114,38 @@ fn stream_mode_loses_nothing_with_a_consumer() {
         .map(|f| f.unwrap().metadata().unwrap().len())
         .sum();
     assert!(raw > 200000 * 8, "trace data files hold only {raw} bytes");
+    let data = &case(&v, "ftrace", 1)["trace_data"];
+    assert_eq!(data["kept"], 1, "{data}");
+    assert_eq!(
+        data["bytes"], raw,
+        "the size in the result is what is on disk"
+    );
+
+    // By default the data goes once its events are counted; its size stays in the result.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = bench(&[
+        "usdt",
+        "--rounds",
+        "1",
+        "-t",
+        "ftrace",
+        "-c",
+        "1",
+        "-n",
+        "200000",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    let v = read_json(&json);
+    let data = &case(&v, "ftrace", 1)["trace_data"];
+    assert_eq!(data["kept"], 0, "{data}");
+    assert!(data["bytes"].as_u64().unwrap() > 200000 * 8, "{data}");
+    assert!(!dir.path().join("ftrace-case1").exists());
+    assert_eq!(v["config"]["keep_traces"], "none");
 }
 
 #[test]

@@ -101,6 +101,21 @@ fn short_sweep_of_every_available_configuration() {
         r["config"]["probe_at"], "window",
         "the thesis' placement by default"
     );
+    // Trace data goes once its events are counted; its size stays in the result.
+    assert_eq!(r["config"]["keep_traces"], "none");
+    for run in r["runs"].as_array().unwrap() {
+        if run["accounting"].is_null() {
+            continue;
+        }
+        assert_eq!(run["trace_data"]["kept"], 0, "{run}");
+        assert!(run["trace_data"]["bytes"].as_u64().unwrap() > 0, "{run}");
+        let dir = dir.path().join(format!(
+            "{}-{}",
+            run["config"].as_str().unwrap(),
+            run["source"].as_str().unwrap()
+        ));
+        assert!(!dir.is_dir(), "{} is still there", dir.display());
+    }
     assert!(!r["environment"]["preemption"].as_str().unwrap().is_empty());
     assert!(
         r["failed"].as_array().unwrap().is_empty(),

@@ -122,6 +122,29 @@ pub struct TracerArgs {
     pub bpf_mode: Vec<BpfModeArg>,
 }
 
+/// `--keep-traces`: which runs keep their trace data once its events are counted.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeepTracesArg {
+    /// Remove every run's trace data once its counts are verified (a run whose accounting
+    /// fails keeps it).
+    None,
+    /// Keep the data of runs that lost events.
+    Lossy,
+    /// Keep every run's data.
+    All,
+}
+
+impl From<KeepTracesArg> for rtrace_measure::trace_data::KeepTraces {
+    fn from(a: KeepTracesArg) -> Self {
+        use rtrace_measure::trace_data::KeepTraces;
+        match a {
+            KeepTracesArg::None => KeepTraces::None,
+            KeepTracesArg::Lossy => KeepTraces::Lossy,
+            KeepTracesArg::All => KeepTraces::All,
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BpfModeArg {
     /// Every event to a file; our ring buffer never wakes the reader, which polls.
@@ -181,6 +204,10 @@ pub struct UsdtArgs {
     pub priority: Option<i32>,
     #[command(flatten)]
     pub tracer_args: TracerArgs,
+    /// Which runs keep their trace data once its events are counted (its size is always in
+    /// the result and the report).
+    #[arg(long, value_enum, default_value = "none")]
+    pub keep_traces: KeepTracesArg,
     /// Write the JSON result here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

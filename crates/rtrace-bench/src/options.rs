@@ -132,6 +132,8 @@ pub struct UsdtOptions {
     pub rounds: u32,
     /// `--allow-loss`: lossy case-1 runs stay in ratios.
     pub allow_loss: bool,
+    /// `--keep-traces`.
+    pub keep_traces: rtrace_measure::trace_data::KeepTraces,
     pub cpus: Cpus,
     pub priority: Option<i32>,
     pub tracer: TracerOptions,
@@ -253,6 +255,7 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             allow_loss: a.allow_loss,
             cpus: Cpus::from_request(a.cpu)?,
             priority: check_priority(a.priority)?,
+            keep_traces: a.keep_traces.into(),
             tracer: a.tracer_args.into(),
             json: a.json,
             out_given: a.out.is_some(),

@@ -6,6 +6,7 @@ use crate::options::{TracerChoice, TracerOptions, UsdtOptions};
 use crate::runner::{self, Round, Setup};
 use crate::{output, tracers};
 use anyhow::{bail, Context, Result};
+use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
 use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
@@ -191,6 +192,7 @@ pub fn run(mut o: UsdtOptions) -> Result<i32> {
             rounds: o.rounds,
             pacing: rtrace_measure::pacing::for_this_machine(o.priority),
             allow_loss: o.allow_loss,
+            keep_traces: Some(o.keep_traces),
         },
         runs: Vec::new(),
         warnings: Vec::new(),
@@ -469,7 +471,7 @@ fn run_case(
             .context("workload recorded no samples")?
             .with_timer(&timer)
     };
-    Ok(CaseResult {
+    let mut r = CaseResult {
         tracer: tracer_kind,
         case,
         variant,
@@ -483,12 +485,22 @@ fn run_case(
         events,
         tsc_hz: outcome.done.tsc_hz,
         tsc_step_ns: outcome.done.tsc_step_ns,
+        trace_data: None,
         workload_max_rss_kb: outcome.done.max_rss_kb,
         mlocked: outcome.ready.mlocked,
         wall_s: started.elapsed().as_secs_f64(),
         rests: outcome.done.rests,
         rounds: vec![round_summary],
-    })
+    };
+    if hook.is_some() {
+        let verified = rtrace_measure::pool::Pool::accounting(&r).is_ok();
+        r.trace_data = Some(
+            TraceData::settle(&out_dir, o.keep_traces, verified, r.lost() > 0).with_context(
+                || format!("cannot settle the trace data in {}", out_dir.display()),
+            )?,
+        );
+    }
+    Ok(r)
 }
 
 #[cfg(test)]

@@ -249,6 +249,7 @@ mod tests {
             accounting: None,
             mlocked: Some(true),
             pm_qos_zero: Some(true),
+            trace_data: None,
             wall_s: 1.0,
         }
     }
@@ -261,6 +262,7 @@ mod tests {
             environment: Environment::collect(0),
             config: SweepConfig {
                 probe_at: None,
+                keep_traces: None,
                 configs: vec![],
                 shuffle_seed: None,
                 interval_us,

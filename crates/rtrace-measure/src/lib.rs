@@ -13,6 +13,7 @@ pub mod probe_cost;
 pub mod spawn;
 pub mod summary;
 pub mod sweep;
+pub mod trace_data;
 pub mod usdt;
 pub mod warnings;
 

@@ -252,6 +252,9 @@ pub struct SweepConfig {
     /// versions (which fired it after the latency was taken).
     #[serde(default)]
     pub probe_at: Option<rtrace_protocol::ProbeAt>,
+    /// `--keep-traces` (files of older versions kept all).
+    #[serde(default)]
+    pub keep_traces: Option<crate::trace_data::KeepTraces>,
     /// Backend options as given (`record`, ...).
     pub tracer_options: serde_json::Value,
     /// The cyclictest binary of the cross-check (`None`: not run).
@@ -288,6 +291,10 @@ pub struct SweepRun {
     /// `/dev/cpu_dma_latency` held at 0 (built-in loop; cyclictest does it by default).
     pub pm_qos_zero: Option<bool>,
     /// Wall time of the run including attach/detach (s).
+    /// Trace data the tracer wrote and whether it is kept; `None` without a tracer or in
+    /// files of older versions.
+    #[serde(default)]
+    pub trace_data: Option<crate::trace_data::TraceData>,
     pub wall_s: f64,
 }
 

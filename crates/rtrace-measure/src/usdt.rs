@@ -319,6 +319,9 @@ pub struct UsdtConfig {
     /// marked and left out: the drop path is cheaper than recording).
     #[serde(default)]
     pub allow_loss: bool,
+    /// `--keep-traces`: which runs kept their trace data (files of older versions kept all).
+    #[serde(default)]
+    pub keep_traces: Option<crate::trace_data::KeepTraces>,
 }
 
 fn one_round() -> u32 {
@@ -355,6 +358,10 @@ pub struct CaseResult {
     /// Event accounting; `None` when no tracer was attached.
     pub events: Option<Events>,
     pub tsc_hz: f64,
+    /// Trace data the tracer wrote (all rounds), and how much of it is kept; `None` without a
+    /// tracer or in files of older versions.
+    #[serde(default)]
+    pub trace_data: Option<crate::trace_data::TraceData>,
     /// The TSC's resolution (ns) as the workload measured it; absent in files of older
     /// versions.
     #[serde(default)]
@@ -496,6 +503,10 @@ impl crate::Pool for CaseResult {
         self.mlocked &= round.mlocked;
         self.wall_s += round.wall_s;
         self.rests += round.rests;
+        self.trace_data = match (self.trace_data, round.trace_data) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         self.rounds.extend(round.rounds);
         Ok(())
     }
@@ -567,6 +578,7 @@ mod tests {
             }),
             tsc_hz: 1e9,
             tsc_step_ns: None,
+            trace_data: None,
             workload_max_rss_kb: 100,
             mlocked: true,
             wall_s: 1.0,

@@ -104,6 +104,7 @@ fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
         }),
         tsc_hz: 2e9,
         tsc_step_ns: Some(10.0),
+        trace_data: None,
         workload_max_rss_kb: 2048,
         mlocked: true,
         wall_s: 0.1,
@@ -154,6 +155,7 @@ pub fn usdt() -> UsdtResult {
             rounds: ROUNDS as u32,
             pacing: None,
             allow_loss: false,
+            keep_traces: Some(rtrace_measure::trace_data::KeepTraces::None),
         },
         runs,
         warnings: Vec::new(),
@@ -185,6 +187,7 @@ fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun 
         }),
         mlocked: Some(true),
         pm_qos_zero: Some(true),
+        trace_data: None,
         wall_s: 1.0,
     }
 }
@@ -213,6 +216,7 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
         environment: environment(preemption),
         config: SweepConfig {
             probe_at: Some(rtrace_protocol::ProbeAt::Window),
+            keep_traces: None,
             configs: configs.iter().map(|c| c.0).collect(),
             shuffle_seed: None,
             interval_us: 200,

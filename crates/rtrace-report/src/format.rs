@@ -109,8 +109,69 @@ impl<'a> Table31<'a> {
 }
 
 /// The environment as (name, value) rows; `not exposed` where the machine does not say.
+/// A size in bytes for people: `512 B`, `3.4 KB`, `12.0 MB`, `1.30 GB` (powers of 1000).
+pub fn bytes(n: u64) -> String {
+    let n = n as f64;
+    match n {
+        _ if n < 1e3 => format!("{n} B"),
+        _ if n < 1e6 => format!("{:.1} KB", n / 1e3),
+        _ if n < 1e9 => format!("{:.1} MB", n / 1e6),
+        _ => format!("{:.2} GB", n / 1e9),
+    }
+}
+
+/// One line on the trace data of `runs` (label, data): how much was written, the largest run,
+/// and how much is still on disk under `policy`. `None` when no run wrote any.
+pub fn trace_data_line(
+    runs: &[(String, rtrace_measure::trace_data::TraceData)],
+    policy: Option<rtrace_measure::trace_data::KeepTraces>,
+) -> Option<String> {
+    let total = runs.iter().fold(
+        rtrace_measure::trace_data::TraceData::default(),
+        |a, (_, d)| a + *d,
+    );
+    if total.rounds == 0 {
+        return None;
+    }
+    let (label, largest) = runs.iter().max_by_key(|(_, d)| d.bytes)?;
+    let kept_bytes: u64 = runs
+        .iter()
+        .filter(|(_, d)| d.kept == d.rounds)
+        .map(|(_, d)| d.bytes)
+        .sum();
+    let policy = policy.map_or("older version: all kept".to_owned(), |p| {
+        format!("--keep-traces {}", p.name())
+    });
+    Some(format!(
+        "trace data: {} written by {} traced runs (largest: {label}, {}); kept {} of {} runs ({policy}){}",
+        bytes(total.bytes),
+        total.rounds,
+        bytes(largest.bytes),
+        total.kept,
+        total.rounds,
+        if total.kept > 0 && kept_bytes > 0 {
+            format!(", {} on disk", bytes(kept_bytes))
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// The sentences every sweep report states under its title: where the user-space probe fired,
+/// and the trace data.
+pub fn sweep_notes(r: &rtrace_measure::sweep::SweepResult) -> Vec<String> {
+    let traced: Vec<(String, rtrace_measure::trace_data::TraceData)> = r
+        .runs
+        .iter()
+        .filter_map(|run| Some((format!("{} {}", run.config, run.source), run.trace_data?)))
+        .collect();
+    std::iter::once(probe_placement(&r.config))
+        .chain(trace_data_line(&traced, r.config.keep_traces))
+        .collect()
+}
+
 /// Where the sweep's built-in loop fired its user-space tracepoint, as a sentence.
-pub fn probe_placement(c: &rtrace_measure::sweep::SweepConfig) -> String {
+fn probe_placement(c: &rtrace_measure::sweep::SweepConfig) -> String {
     match c.probe_at {
         Some(p) => format!("user-space probe placement `{}`: {}", p.name(), p.describe()),
         None => "user-space probe placement: after the latency was taken (a file of an older version: the probe's cost never entered a latency)".into(),

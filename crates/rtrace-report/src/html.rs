@@ -365,7 +365,7 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             out.push_str(&format!(
                 "<p class=\"sub\">{} loops every {} µs on CPU {} (SCHED_FIFO {}); {}; {}. Latencies in µs. {}.</p>\n",
                 r.config.loops, r.config.interval_us, r.config.cpu, r.config.priority, esc(&e.kernel()), esc(&r.environment.cpu_model),
-                esc(&crate::format::probe_placement(&r.config))
+                esc(&crate::format::sweep_notes(r).join(". "))
             ));
             out.push_str(&warnings(&e.warnings));
             out.push_str("<h3>Latency per configuration (µs) and event accounting</h3>\n");

@@ -256,7 +256,7 @@ fn entry(e: &Entry, figures: &[figures::Figure]) -> String {
             out.push_str(&format!(
                 "## `{}`: wake-up latency in µs{source}\n\n{} loops every {} µs on CPU {} (SCHED_FIFO {}); kernel {}. {}.\n\n",
                 e.id, r.config.loops, r.config.interval_us, r.config.cpu, r.config.priority, e.kernel(),
-                crate::format::probe_placement(&r.config)
+                crate::format::sweep_notes(r).join(". ")
             ));
             out.push_str(&sweep_table(r));
         }

@@ -52,6 +52,14 @@ pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
             per_tracer.join("; ")
         ));
     }
+    let traced: Vec<(String, rtrace_measure::trace_data::TraceData)> = r
+        .runs
+        .iter()
+        .filter_map(|c| Some((crate::format::run_label(c), c.trace_data?)))
+        .collect();
+    if let Some(line) = crate::format::trace_data_line(&traced, r.config.keep_traces) {
+        out.push_str(&format!("{bullet}{line}\n"));
+    }
     if !r.config.unequal.is_empty() {
         let per_tracer: Vec<String> = r
             .config

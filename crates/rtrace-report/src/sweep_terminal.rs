@@ -38,7 +38,7 @@ pub fn sweep(r: &SweepResult) -> String {
     );
     out.push_str(&format!(
         "{}\nwake-up latency in us; overflow: samples above {} us\n\n",
-        crate::format::probe_placement(c),
+        crate::format::sweep_notes(r).join("\n"),
         c.histogram_limit_us
     ));
     let mut t = Table::new(

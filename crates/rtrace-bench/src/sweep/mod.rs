@@ -17,6 +17,7 @@ use rtrace_measure::sweep::{
     Accounting, AccountingRule, Configuration, Skipped, Source, Space, SweepConfig, SweepResult,
     SweepRun, NANOSLEEP_EXIT,
 };
+use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::{run_workload_message, Environment, Events, Summary, WorkloadError};
 use rtrace_protocol::{decode_histogram, encode_histogram, CyclicConfig, Message, WorkloadConfig};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer};
@@ -149,6 +150,7 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
             histogram_limit_us: o.histogram_us,
             buffer_size_kb: o.tracer.buffer_size_kb,
             probe_at: Some(o.probe_at),
+            keep_traces: Some(o.keep_traces),
             tracer_options: tracer_options_json(&o.tracer),
             cyclictest: cyclictest.as_ref().map(|c| c.path.display().to_string()),
             cyclictest_version: cyclictest.as_ref().map(|c| c.version.clone()),
@@ -300,6 +302,21 @@ fn finish(
     Ok(Some(Accounting::judge(rule, Events::new(hits, stats))))
 }
 
+/// Measures a traced run's data and removes it unless `--keep-traces` keeps it; `None` for a
+/// run without tracer.
+fn settle(
+    o: &SweepOptions,
+    dir: &Path,
+    accounting: Option<&Accounting>,
+) -> Result<Option<TraceData>> {
+    let Some(a) = accounting else {
+        return Ok(None);
+    };
+    TraceData::settle(dir, o.keep_traces, a.ok, a.events.lost > 0)
+        .map(Some)
+        .with_context(|| format!("cannot settle the trace data in {}", dir.display()))
+}
+
 /// The workload's cyclic loop under the plan's tracer.
 fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
     let started = Instant::now();
@@ -333,6 +350,7 @@ fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
         _ => done.hits,
     };
     let accounting = finish(attachment, rule, hits)?;
+    let trace_data = settle(o, &out_dir, accounting.as_ref())?;
     let hist = decode_histogram(&done.histogram)?;
     Ok(SweepRun {
         config: p.config,
@@ -348,6 +366,7 @@ fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
         accounting,
         mlocked: Some(ready.mlocked),
         pm_qos_zero: Some(done.pm_qos_zero),
+        trace_data,
         wall_s: started.elapsed().as_secs_f64(),
     })
 }
@@ -362,6 +381,7 @@ fn run_cyclictest(o: &SweepOptions, p: &Plan, ct: &cyclictest::Cyclictest) -> Re
     let (report, attachment) =
         cyclictest::run(ct, &args, &json, &stderr, |pid| attach(o, p, pid, &out_dir))?;
     let accounting = finish(attachment, p.config.rule(), report.cycles)?;
+    let trace_data = settle(o, &out_dir, accounting.as_ref())?;
     Ok(SweepRun {
         config: p.config,
         source: Source::Cyclictest,
@@ -376,6 +396,7 @@ fn run_cyclictest(o: &SweepOptions, p: &Plan, ct: &cyclictest::Cyclictest) -> Re
         accounting,
         mlocked: None,
         pm_qos_zero: None,
+        trace_data,
         wall_s: started.elapsed().as_secs_f64(),
     })
 }

@@ -2,7 +2,7 @@
 //! validated options. Every rejection is one line naming the fix; nothing on the machine has been
 //! touched when it happens.
 
-use crate::cli::TracerArgs;
+use crate::cli::{KeepTracesArg, TracerArgs};
 use crate::cpus::Cpus;
 use crate::options::{default_out, default_workload_dir, OptionsError, TracerOptions};
 use clap::{Args, ValueEnum};
@@ -89,6 +89,10 @@ pub struct SweepArgs {
     pub no_cyclictest: bool,
     #[command(flatten)]
     pub tracer_args: TracerArgs,
+    /// Which runs keep their trace data once its events are counted (its size is always in
+    /// the result and the report).
+    #[arg(long, value_enum, default_value = "none")]
+    pub keep_traces: KeepTracesArg,
     /// Write the JSON result here too.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -146,6 +150,8 @@ pub struct SweepOptions {
     pub histogram_us: u64,
     /// Where the built-in loop's user-space tracepoint fires.
     pub probe_at: ProbeAt,
+    /// `--keep-traces`.
+    pub keep_traces: rtrace_measure::trace_data::KeepTraces,
     pub cyclictest: CyclictestChoice,
     pub tracer: TracerOptions,
     pub json: Option<PathBuf>,
@@ -245,6 +251,7 @@ impl SweepOptions {
             priority: a.priority,
             histogram_us: a.histogram_us,
             probe_at: a.probe_at.into(),
+            keep_traces: a.keep_traces.into(),
             cyclictest,
             tracer: a.tracer_args.into(),
             json: a.json,
