@@ -59,8 +59,11 @@ pub struct Warning {
     pub kind: WarningKind,
     /// The run it concerns (`ftrace case 1`, `usdt-ftrace/builtin`); `None`: the whole result.
     pub scope: Option<String>,
-    /// What was seen, then what to do about it.
+    /// What was seen, then what to do about it: one line, with counts.
     pub message: String,
+    /// The runs and values behind the message, one per entry (folded in the HTML report).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
 }
 
 impl Warning {
@@ -69,12 +72,14 @@ impl Warning {
             kind,
             scope: None,
             message,
+            details: Vec::new(),
         }
     }
 
     fn about(kind: WarningKind, scope: &str, message: String) -> Warning {
         Warning {
             kind,
+            details: Vec::new(),
             scope: Some(scope.to_owned()),
             message,
         }
@@ -156,21 +161,28 @@ pub fn outliers<'a>(
     runs: impl IntoIterator<Item = (String, &'a Summary)>,
     (per, unit): (f64, &str),
 ) -> Option<Warning> {
-    let hit: Vec<String> = runs
-        .into_iter()
+    let runs: Vec<(String, &Summary)> = runs.into_iter().collect();
+    let hit: Vec<&(String, &Summary)> = runs
+        .iter()
         .filter(|(_, s)| s.p9999_ns > 0.0 && s.max_ns / s.p9999_ns > MAX_OVER_P9999)
-        .map(|(name, s)| {
-            format!(
-                "{name}: max {:.0} {unit}, p99.99 {:.0} {unit}",
-                s.max_ns / per,
-                s.p9999_ns / per
-            )
-        })
         .collect();
-    (!hit.is_empty()).then(|| {
-        Warning::new(WarningKind::Outliers, format!(
-            "the maximum is more than {MAX_OVER_P9999:.0}× p99.99 ({}): a few samples were disturbed (interrupt, SMI, migration); isolate the CPU, run with --priority 99 on a quiet system, and read the percentiles rather than the max",
-            hit.join("; ")
+    let show = |(name, s): &(String, &Summary)| {
+        format!(
+            "{name}: max {:.0} {unit}, p99.99 {:.0} {unit}",
+            s.max_ns / per,
+            s.p9999_ns / per
+        )
+    };
+    let worst = hit
+        .iter()
+        .max_by(|a, b| (a.1.max_ns / a.1.p9999_ns).total_cmp(&(b.1.max_ns / b.1.p9999_ns)))?;
+    Some(Warning {
+        details: hit.iter().map(|r| show(r)).collect(),
+        ..Warning::new(WarningKind::Outliers, format!(
+            "in {} of {} runs the maximum is more than {MAX_OVER_P9999:.0}× p99.99 (most: {}): a few samples were disturbed (interrupt, SMI, migration); isolate the CPU, run with --priority 99 on a quiet system, and read the percentiles rather than the max",
+            hit.len(),
+            runs.len(),
+            show(worst)
         ))
     })
 }
@@ -507,9 +519,10 @@ mod tests {
         let w = outliers(runs, ns).unwrap();
         assert!(
             w.message
-                .contains("(ftrace case 1: max 58365 ns, p99.99 5000 ns)"),
+                .contains("in 1 of 2 runs the maximum is more than 10× p99.99 (most: ftrace case 1: max 58365 ns, p99.99 5000 ns)"),
             "{w}"
         );
+        assert_eq!(w.details, ["ftrace case 1: max 58365 ns, p99.99 5000 ns"]);
         assert!(outliers([("x".to_owned(), &calm)], ns).is_none());
         let us = outliers([("none/builtin".to_owned(), &s)], (1000.0, "µs")).unwrap();
         assert!(us.message.contains("max 58 µs, p99.99 5 µs"), "{us}");

@@ -75,8 +75,21 @@ fn warnings(list: &[Warning]) -> String {
             .scope
             .as_deref()
             .map_or(String::new(), |s| format!("<b>{}</b>: ", esc(s)));
+        let details = if w.details.is_empty() {
+            String::new()
+        } else {
+            let items: String = w
+                .details
+                .iter()
+                .map(|d| format!("<li>{}</li>", esc(d)))
+                .collect();
+            format!(
+                "<details><summary>{} runs</summary><ul>{items}</ul></details>",
+                w.details.len()
+            )
+        };
         out.push_str(&format!(
-            "<li><span class=\"kind\">{kind}</span> {scope}{}</li>\n",
+            "<li><span class=\"kind\">{kind}</span> {scope}{}{details}</li>\n",
             code_spans(&w.message)
         ));
     }
@@ -469,5 +482,20 @@ mod tests {
     #[test]
     fn warnings_escape_and_mark_code() {
         assert_eq!(code_spans("run `a<b` now"), "run <code>a&lt;b</code> now");
+    }
+
+    #[test]
+    fn warning_details_are_folded() {
+        let w: Warning = serde_json::from_value(serde_json::json!({
+            "kind": "outliers", "scope": null,
+            "message": "in 2 of 9 runs the maximum is more than 10× p99.99",
+            "details": ["a: max 9 ns", "b<c: max 8 ns"]
+        }))
+        .unwrap();
+        let html = warnings(&[w]);
+        assert!(
+            html.contains("<details><summary>2 runs</summary><ul><li>a: max 9 ns</li><li>b&lt;c: max 8 ns</li></ul></details>"),
+            "{html}"
+        );
     }
 }
