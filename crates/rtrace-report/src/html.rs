@@ -4,7 +4,7 @@
 use crate::export::{Exporter, Output};
 use crate::figures::{self, Figure};
 use crate::format::{
-    case0_ratio, environment_rows, int, run_tracer, steady, tracer_label, us, Table31,
+    case0_ratio, environment_rows, int, run_tracer, steady, tracer_label, Table31,
 };
 use crate::result::{AnyResult, Entry, Report};
 use anyhow::{Context, Result};
@@ -212,55 +212,12 @@ fn usdt_details(r: &UsdtResult) -> String {
 fn sweep_table(r: &SweepResult) -> String {
     let mut out = String::from("<table>\n");
     out.push_str(&header(
-        &[
-            "configuration",
-            "source",
-            "loops",
-            "min",
-            "mean",
-            "p50",
-            "p99",
-            "p99.9",
-            "p99.99",
-            "max",
-            "overflows",
-            "hits",
-            "recorded",
-            "lost",
-            "accounting",
-        ],
-        2,
+        &crate::sweep_rows::HEADER,
+        crate::sweep_rows::TEXT_COLUMNS,
     ));
-    for run in &r.runs {
-        let s = &run.latency;
-        let acc = run.accounting.as_ref();
-        let ev = |f: fn(&rtrace_measure::Events) -> u64| {
-            acc.map_or("-".into(), |a| f(&a.events).to_string())
-        };
-        let mut cells = row(
-            &[
-                run.config.to_string(),
-                run.source.to_string(),
-                run.loops.to_string(),
-                us(s.min_ns),
-                us(s.mean_ns),
-                us(s.p50_ns),
-                us(s.p99_ns),
-                us(s.p999_ns),
-                us(s.p9999_ns),
-                us(s.max_ns),
-                run.overflows.to_string(),
-                ev(|e| e.hits),
-                ev(|e| e.recorded),
-                ev(|e| e.lost),
-                acc.map_or(
-                    "-".into(),
-                    |a| if a.ok { "ok".into() } else { "FAILED".into() },
-                ),
-            ],
-            2,
-        );
-        if acc.is_some_and(|a| !a.ok) {
+    for run in crate::sweep_rows::rows(r) {
+        let mut cells = row(&run.cells, crate::sweep_rows::TEXT_COLUMNS);
+        if run.failed {
             cells = cells.replace("<td>FAILED</td>", "<td class=\"failed\">FAILED</td>");
         }
         out.push_str(&cells);

@@ -17,6 +17,7 @@ pub mod reference;
 pub mod result;
 pub mod statistics;
 pub mod svg;
+pub mod sweep_rows;
 pub mod sweep_terminal;
 pub mod table;
 pub mod terminal;

@@ -4,7 +4,7 @@
 
 use crate::export::{Exporter, Output};
 use crate::figures;
-use crate::format::{case0_ratio, int, run_tracer, steady, tracer_label, us, Table31};
+use crate::format::{case0_ratio, int, run_tracer, steady, tracer_label, Table31};
 use crate::result::{Entry, Report};
 use anyhow::Result;
 use rtrace_measure::sweep::SweepResult;
@@ -120,54 +120,12 @@ fn usdt_details(r: &UsdtResult) -> String {
 }
 
 fn sweep_table(r: &SweepResult) -> String {
-    let header: Vec<String> = [
-        "configuration",
-        "source",
-        "loops",
-        "min",
-        "mean",
-        "p50",
-        "p99",
-        "p99.9",
-        "p99.99",
-        "max",
-        "overflows",
-        "hits",
-        "recorded",
-        "lost",
-        "accounting",
-    ]
-    .map(String::from)
-    .to_vec();
-    let rows: Vec<Vec<String>> = r
-        .runs
-        .iter()
-        .map(|run| {
-            let s = &run.latency;
-            let acc = run.accounting.as_ref();
-            let ev = |f: fn(&rtrace_measure::Events) -> u64| {
-                acc.map_or("-".into(), |a| f(&a.events).to_string())
-            };
-            vec![
-                run.config.to_string(),
-                run.source.to_string(),
-                run.loops.to_string(),
-                us(s.min_ns),
-                us(s.mean_ns),
-                us(s.p50_ns),
-                us(s.p99_ns),
-                us(s.p999_ns),
-                us(s.p9999_ns),
-                us(s.max_ns),
-                run.overflows.to_string(),
-                ev(|e| e.hits),
-                ev(|e| e.recorded),
-                ev(|e| e.lost),
-                acc.map_or("-".into(), |a| if a.ok { "ok" } else { "FAILED" }.into()),
-            ]
-        })
+    let header: Vec<String> = crate::sweep_rows::HEADER.map(String::from).to_vec();
+    let rows: Vec<Vec<String>> = crate::sweep_rows::rows(r)
+        .into_iter()
+        .map(|row| row.cells)
         .collect();
-    let mut out = aligned(&header, &rows, 2);
+    let mut out = aligned(&header, &rows, crate::sweep_rows::TEXT_COLUMNS);
     for (title, list) in [
         ("Not available here", &r.unavailable),
         ("Failed", &r.failed),

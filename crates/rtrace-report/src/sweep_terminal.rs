@@ -2,7 +2,7 @@
 
 use crate::table::Table;
 use rtrace_measure::compare::Comparison;
-use rtrace_measure::sweep::{Accounting, AccountingRule, SweepResult};
+use rtrace_measure::sweep::SweepResult;
 
 fn us(ns: f64) -> String {
     format!("{:.2}", ns / 1000.0)
@@ -10,14 +10,6 @@ fn us(ns: f64) -> String {
 
 fn signed_us(ns: f64) -> String {
     format!("{:+.2}", ns / 1000.0)
-}
-
-fn accounting_cell(a: &Accounting) -> String {
-    match (a.ok, a.rule) {
-        (false, _) => "FAILED".into(),
-        (true, AccountingRule::Exact) => "ok".into(),
-        (true, AccountingRule::AtLeast) => format!("ok (+{})", a.extra),
-    }
 }
 
 /// The sweep table: one row per (configuration, source), then what could not run here. Its
@@ -41,47 +33,9 @@ pub fn sweep(r: &SweepResult) -> String {
         crate::format::sweep_notes(r).join("\n"),
         c.histogram_limit_us
     ));
-    let mut t = Table::new(
-        &[
-            "config",
-            "source",
-            "min",
-            "mean",
-            "p50",
-            "p99",
-            "p99.9",
-            "p99.99",
-            "max",
-            "overflow",
-            "hits",
-            "recorded",
-            "lost",
-            "accounting",
-        ],
-        2,
-    );
-    for run in &r.runs {
-        let s = &run.latency;
-        let acc = run.accounting.as_ref();
-        let ev = |f: fn(&rtrace_measure::Events) -> u64| {
-            acc.map_or("-".into(), |a| f(&a.events).to_string())
-        };
-        t.row(vec![
-            run.config.to_string(),
-            run.source.to_string(),
-            us(s.min_ns),
-            us(s.mean_ns),
-            us(s.p50_ns),
-            us(s.p99_ns),
-            us(s.p999_ns),
-            us(s.p9999_ns),
-            us(s.max_ns),
-            run.overflows.to_string(),
-            ev(|e| e.hits),
-            ev(|e| e.recorded),
-            ev(|e| e.lost),
-            acc.map_or("-".into(), accounting_cell),
-        ]);
+    let mut t = Table::new(&crate::sweep_rows::HEADER, crate::sweep_rows::TEXT_COLUMNS);
+    for row in crate::sweep_rows::rows(r) {
+        t.row(row.cells);
     }
     out.push_str(&t.render());
     let skipped = |title: &str, list: &[rtrace_measure::sweep::Skipped]| -> String {
