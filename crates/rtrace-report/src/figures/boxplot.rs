@@ -82,7 +82,29 @@ const NEAR: f64 = 1.0;
 const BELOW: f64 = 0.1;
 const ABOVE: f64 = 0.45;
 
-/// Draws one box-plot panel on `area`, values shown divided by `unit_ns` (1 ns or 1000 for µs).
+/// A panel whose values span more than this factor gets a logarithmic y axis: on a linear one
+/// the cheap series would be flattened into the floor.
+pub const LOG_SPAN: f64 = 10.0;
+
+/// More boxes than this: labels under the axis and max values above alternate between two
+/// rows so that neighbours never overprint.
+const ONE_ROW: usize = 4;
+
+/// Height of one panel when panels are stacked (px).
+const ROW_PX: u32 = 330;
+
+/// Whether a panel of `series` needs a logarithmic axis (see [`LOG_SPAN`]).
+pub fn needs_log(series: &[BoxSeries]) -> bool {
+    let lo = series
+        .iter()
+        .map(|s| s.stats.low.max(1.0))
+        .fold(f64::INFINITY, f64::min);
+    let hi = series.iter().map(|s| s.stats.high).fold(0.0, f64::max);
+    lo.is_finite() && hi / lo > LOG_SPAN
+}
+
+/// Draws one box-plot panel on `area`, values shown divided by `unit_ns` (1 ns or 1000 for µs);
+/// logarithmic when the boxes span more than [`LOG_SPAN`].
 pub fn panel(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     title: &str,
@@ -90,39 +112,90 @@ pub fn panel(
     series: &[BoxSeries],
     unit_ns: f64,
 ) -> Result<()> {
-    let n = series.len().max(1);
     let (bottom, top) = y_range(series, unit_ns);
-    let labels: Vec<String> = series.iter().map(|s| s.label.clone()).collect();
-    let x_label = |x: &f64| {
-        let i = x.round();
-        if (x - i).abs() < 1e-6 && i >= 0.0 {
-            labels.get(i as usize).cloned().unwrap_or_default()
-        } else {
-            String::new()
-        }
-    };
+    if needs_log(series) {
+        let lo = series
+            .iter()
+            .map(|s| s.stats.low.max(1.0))
+            .fold(f64::INFINITY, f64::min)
+            / unit_ns;
+        let hi = series.iter().map(|s| s.stats.high).fold(0.0, f64::max) / unit_ns;
+        let (bottom, top) = (lo / 1.5, hi * 4.0);
+        draw(
+            area,
+            title,
+            &if y_desc.is_empty() {
+                "log scale".to_owned()
+            } else {
+                format!("{y_desc}, log scale")
+            },
+            series,
+            unit_ns,
+            (bottom..top).log_scale(),
+            top,
+            bottom,
+        )
+    } else {
+        draw(
+            area,
+            title,
+            y_desc,
+            series,
+            unit_ns,
+            bottom..top,
+            top,
+            bottom,
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw<Y>(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    title: &str,
+    y_desc: &str,
+    series: &[BoxSeries],
+    unit_ns: f64,
+    y: Y,
+    top: f64,
+    bottom: f64,
+) -> Result<()>
+where
+    Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+    <Y as plotters::coord::ranged1d::AsRangedCoord>::CoordDescType:
+        plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let n = series.len().max(1);
     let x_range = Categories(n);
     let mut chart = ChartBuilder::on(area)
         .caption(title, style::text(style::PANEL_TITLE_PX))
         .margin(style::MARGIN_PX)
         .x_label_area_size(style::X_AXIS_PX)
         .y_label_area_size(style::Y_AXIS_PX)
-        .build_cartesian_2d(x_range, bottom..top)?;
+        .build_cartesian_2d(x_range, y)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
         .light_line_style(WHITE)
         .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
         .y_desc(y_desc)
-        .x_label_formatter(&x_label)
+        .x_label_formatter(&|_| String::new())
         .y_label_formatter(&|v| style::tick(*v))
         .axis_desc_style(style::text(style::AXIS_PX))
         .label_style(style::text(style::LABEL_PX))
         .draw()?;
+    let two_rows = series.len() > ONE_ROW;
+    let row = |i: usize, px: u32| {
+        if two_rows && i % 2 == 1 {
+            px as i32 + 2
+        } else {
+            0
+        }
+    };
     for (i, s) in series.iter().enumerate() {
         let x = i as f64;
         let b = &s.stats;
-        let v = |ns: f64| ns / unit_ns;
+        let v = |ns: f64| (ns / unit_ns).max(bottom);
         let line = s.colour.stroke_width(2);
         chart.draw_series([
             PathElement::new(vec![(x, v(b.q3)), (x, v(b.high))], line),
@@ -148,19 +221,23 @@ pub fn panel(
             style::TEXT.stroke_width(3),
         )])?;
         let note = style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top));
-        let far_p99 = if v(b.p99) <= top {
+        let far_p99 = if b.p99 / unit_ns <= top {
             chart.draw_series([Circle::new((x, v(b.p99)), 5, s.colour.stroke_width(2))])?;
             String::new()
         } else {
-            format!("p99 {} ↑", style::grouped(v(b.p99)))
+            format!("p99 {} ↑", style::grouped(b.p99 / unit_ns))
         };
+        let max_row = row(i, 2 * style::NOTE_PX);
         chart.draw_series([EmptyElement::at((x, top))
             + Text::new(
-                format!("max {}", style::grouped(v(b.max))),
-                (0, 2),
+                format!("max {}", style::grouped(b.max / unit_ns)),
+                (0, 2 + max_row),
                 note.clone(),
             )
-            + Text::new(far_p99, (0, 4 + style::NOTE_PX as i32), note)])?;
+            + Text::new(far_p99, (0, 4 + style::NOTE_PX as i32 + max_row), note)])?;
+        let label = style::text(style::LABEL_PX).pos(Pos::new(HPos::Center, VPos::Top));
+        chart.draw_series([EmptyElement::at((x, bottom))
+            + Text::new(s.label.clone(), (0, 8 + row(i, style::LABEL_PX)), label)])?;
     }
     Ok(())
 }
@@ -173,6 +250,13 @@ pub fn figure(
     groups: &[(String, Vec<BoxSeries>)],
     unit_ns: f64,
 ) -> Result<String> {
+    // Panels side by side while their boxes fit; else one panel per row, each full width.
+    let crowded = groups.len() > 1 && groups.iter().any(|(_, s)| s.len() > ONE_ROW);
+    let size = if crowded {
+        (size.0, ROW_PX * groups.len() as u32 + style::TITLE_PX * 4)
+    } else {
+        size
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
@@ -180,12 +264,13 @@ pub fn figure(
         let body = root.titled(title, style::text(style::TITLE_PX))?;
         let (_, h) = body.dim_in_pixel();
         let (plots, key) = body.split_vertically(h - style::TITLE_PX * 2);
-        let panels = plots.split_evenly((1, groups.len().max(1)));
+        let n = groups.len().max(1);
+        let panels = plots.split_evenly(if crowded { (n, 1) } else { (1, n) });
         for (i, ((panel_title, series), area)) in groups.iter().zip(&panels).enumerate() {
             panel(
                 area,
                 panel_title,
-                if i == 0 { y_desc } else { "" },
+                if i == 0 || crowded { y_desc } else { "" },
                 series,
                 unit_ns,
             )?;

@@ -4,15 +4,21 @@
 use super::style;
 use anyhow::Result;
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// One line: legend label, colour, and (x, y) points in the figure's units.
+/// One line: legend label, look (colour and dash), and (x, y) points in the figure's units.
 pub struct Series {
     pub label: String,
-    pub colour: RGBColor,
+    pub look: style::Look,
     pub points: Vec<(f64, f64)>,
 }
+
+/// Width of the legend column right of the plot (px): the legend never covers data.
+const LEGEND_PX: u32 = 300;
+/// Height of one legend entry (px).
+const LEGEND_ROW_PX: i32 = 22;
 
 /// Headroom above the highest point.
 const HEADROOM: f64 = 1.1;
@@ -33,27 +39,68 @@ fn extent(series: &[Series], f: impl Fn(&(f64, f64)) -> f64) -> (f64, f64) {
     }
 }
 
-/// Title on top, the note (units, binning) at the bottom; returns the plot area.
+/// Title on top, the note (units, binning) at the bottom, the legend of `series` in a column on
+/// the right; returns the plot area.
 fn frame<'a>(
     root: &DrawingArea<SVGBackend<'a>, Shift>,
     title: &str,
     note: &str,
+    series: &[Series],
 ) -> Result<DrawingArea<SVGBackend<'a>, Shift>> {
     root.fill(&WHITE)?;
     let body = root.titled(title, style::text(style::TITLE_PX))?;
-    let (_, h) = body.dim_in_pixel();
-    let (plot, key) = body.split_vertically(h - style::TITLE_PX * 2);
-    let (w, _) = key.dim_in_pixel();
+    let (w, h) = body.dim_in_pixel();
+    let (main, key) = body.split_vertically(h - style::TITLE_PX * 2);
+    let (kw, _) = key.dim_in_pixel();
     key.draw(&Text::new(
         note.to_owned(),
-        (w as i32 / 2, 0),
+        (kw as i32 / 2, 0),
         style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top)),
     ))?;
+    let (plot, legend) = main.split_horizontally(w - LEGEND_PX);
+    for (i, s) in series.iter().enumerate() {
+        let y = style::MARGIN_PX as i32 * 2 + i as i32 * LEGEND_ROW_PX;
+        let x = style::MARGIN_PX as i32;
+        swatch(&legend, vec![(x, y), (x + SWATCH_PX, y)], s.look)?;
+        legend.draw(&Text::new(
+            s.label.clone(),
+            (x + SWATCH_PX + 8, y),
+            style::text(style::LABEL_PX).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
     Ok(plot)
 }
 
-fn legend_line(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
-    move |(x, y)| PathElement::new(vec![(x, y), (x + SWATCH_PX, y)], c.stroke_width(3))
+/// Draws `points` (pixel coordinates of the legend) in `look`: solid or dashed.
+fn swatch(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    points: Vec<(i32, i32)>,
+    look: style::Look,
+) -> Result<()> {
+    let stroke = look.colour.stroke_width(3);
+    match look.dash {
+        None => area.draw(&PathElement::new(points, stroke))?,
+        Some((d, g)) => area.draw(&DashedPathElement::new(points, d, g, stroke))?,
+    }
+    Ok(())
+}
+
+/// Draws a series in its look.
+fn draw_line<'a, X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    points: Vec<(f64, f64)>,
+    look: style::Look,
+) -> Result<()> {
+    let stroke = look.colour.stroke_width(2);
+    match look.dash {
+        None => {
+            chart.draw_series(LineSeries::new(points, stroke))?;
+        }
+        Some((d, g)) => {
+            chart.draw_series(DashedLineSeries::new(points, d, g, stroke))?;
+        }
+    }
+    Ok(())
 }
 
 /// A frequency polygon: y linear from 0.
@@ -66,8 +113,8 @@ pub fn polygon(
 ) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, style::SIZE).into_drawing_area();
-        let plot = frame(&root, title, note)?;
+        let root = SVGBackend::with_string(&mut svg, style::LEGEND_SIZE).into_drawing_area();
+        let plot = frame(&root, title, note, series)?;
         let (x0, x1) = extent(series, |p| p.0);
         let (_, y1) = extent(series, |p| p.1);
         let mut chart = ChartBuilder::on(&plot)
@@ -87,15 +134,8 @@ pub fn polygon(
             .label_style(style::text(style::LABEL_PX))
             .draw()?;
         for s in series {
-            chart
-                .draw_series(LineSeries::new(
-                    s.points.iter().copied(),
-                    s.colour.stroke_width(2),
-                ))?
-                .label(s.label.as_str())
-                .legend(legend_line(s.colour));
+            draw_line(&mut chart, s.points.clone(), s.look)?;
         }
-        legend(&mut chart)?;
         root.present()?;
     }
     Ok(svg)
@@ -112,8 +152,8 @@ pub fn log_steps(
 ) -> Result<String> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, style::SIZE).into_drawing_area();
-        let plot = frame(&root, title, note)?;
+        let root = SVGBackend::with_string(&mut svg, style::LEGEND_SIZE).into_drawing_area();
+        let plot = frame(&root, title, note, series)?;
         let (x0, x1) = extent(series, |p| p.0);
         let (_, y1) = extent(series, |p| p.1);
         let mut chart = ChartBuilder::on(&plot)
@@ -143,26 +183,9 @@ pub fn log_steps(
                 let y = c.max(LOG_FLOOR);
                 [(x, y), (x + width, y)]
             });
-            chart
-                .draw_series(LineSeries::new(steps, s.colour.stroke_width(2)))?
-                .label(s.label.as_str())
-                .legend(legend_line(s.colour));
+            draw_line(&mut chart, steps.collect(), s.look)?;
         }
-        legend(&mut chart)?;
         root.present()?;
     }
     Ok(svg)
-}
-
-fn legend<'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
-) -> Result<()> {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(0xbb, 0xbb, 0xbb))
-        .label_font(style::text(style::LABEL_PX))
-        .draw()?;
-    Ok(())
 }

@@ -15,8 +15,9 @@ use data::BoxStats;
 use hdrhistogram::Histogram;
 use rtrace_measure::sweep::{Configuration, Source, Space, SweepResult, SweepRun};
 use rtrace_measure::usdt::Case;
+use rtrace_measure::usdt::HookKind;
 use sweep::{common_config, latency_histograms, sweep_runs};
-use usdt::{cases, polygon, runs_of, short, usdt_boxes};
+use usdt::{cases, picked, polygon, short, usdt_boxes, Pick};
 
 const NS: f64 = 1.0;
 const US: f64 = 1_000.0;
@@ -24,11 +25,11 @@ const US: f64 = 1_000.0;
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
     /// Fig 3.1: case 1 per tracer.
-    Case1Box,
-    /// Every case, a panel each.
-    CasesBox,
+    Case1Box(Pick),
+    /// Every case of one hook kind, a panel each.
+    CasesBox(HookKind),
     /// Fig 3.2: frequency polygon of case 1.
-    Case1Polygon,
+    Case1Polygon(Pick),
     /// Fig 3.3 (user space) or 3.4 (kernel space).
     SweepBox(Space),
     /// Latency histograms of one sweep, log count.
@@ -77,21 +78,26 @@ impl Figure {
                 .collect()
         };
         let svg = match &self.kind {
-            Kind::Case1Box => boxplot::figure(
+            Kind::Case1Box(pick) => boxplot::figure(
                 style::SIZE,
                 &self.title,
                 "duration per call (ns)",
-                &[(String::new(), usdt_boxes(usdt()?, Case::Traced)?)],
+                &[(
+                    String::new(),
+                    usdt_boxes(&picked(usdt()?, *pick, Case::Traced))?,
+                )],
                 NS,
             ),
-            Kind::CasesBox => {
+            Kind::CasesBox(hook) => {
                 let r = usdt()?;
                 let groups = cases(r)
                     .into_iter()
-                    .map(|c| {
+                    .map(|c| (c, picked(r, Pick::Hook(*hook), c)))
+                    .filter(|(_, runs)| !runs.is_empty())
+                    .map(|(c, runs)| {
                         Ok((
                             format!("case {}: {}", c.number(), short(c)),
-                            usdt_boxes(r, c)?,
+                            usdt_boxes(&runs)?,
                         ))
                     })
                     .collect::<Result<Vec<_>>>()?;
@@ -103,7 +109,7 @@ impl Figure {
                     NS,
                 )
             }
-            Kind::Case1Polygon => polygon(&self.title, usdt()?),
+            Kind::Case1Polygon(pick) => polygon(&self.title, &picked(usdt()?, *pick, Case::Traced)),
             Kind::SweepBox(space) => {
                 let (_, r) = *sweeps().first().context("no sweep")?;
                 let runs = sweep_runs(r, *space);
@@ -183,18 +189,40 @@ pub fn plan(report: &Report) -> Vec<Figure> {
         kind,
     };
     for (e, r) in report.usdt() {
-        if !runs_of(r, Case::Traced).is_empty() {
+        let thesis = picked(r, Pick::Thesis, Case::Traced);
+        if !thesis.is_empty() {
             out.push(fig(e, "case1-box", "Probe duration per tracer, case 1 (thesis Fig 3.1)".into(),
-                "Per-call duration of the traced probe (case 1) for each tracer: lower and narrower is a cheaper, steadier tracer.",
-                Kind::Case1Box));
+                "Per-call duration of the traced probe (case 1) for the thesis' three tracers on the USDT probe: lower and narrower is a cheaper, steadier tracer.",
+                Kind::Case1Box(Pick::Thesis)));
             out.push(fig(e, "case1-polygon", "Probe duration distribution, case 1 (thesis Fig 3.2)".into(),
                 "Frequency polygon of the case-1 durations: how often each duration occurs, as a share of the calls of each tracer.",
-                Kind::Case1Polygon));
+                Kind::Case1Polygon(Pick::Thesis)));
         }
-        if !r.runs.is_empty() {
-            out.push(fig(e, "cases-box", "Probe duration per tracer, every case".into(),
+        let mut hooks: Vec<HookKind> = r.runs.iter().map(|c| c.hook_kind).collect();
+        hooks.sort_by_key(|h| HookKind::ALL.iter().position(|k| k == h));
+        hooks.dedup();
+        for h in hooks {
+            let all = picked(r, Pick::Hook(h), Case::Traced);
+            let same = all.len() == thesis.len()
+                && all.iter().zip(&thesis).all(|(a, b)| std::ptr::eq(*a, *b));
+            let name = |what: &str| {
+                if h == HookKind::Usdt {
+                    what.to_owned()
+                } else {
+                    format!("{what}-{h}")
+                }
+            };
+            if !all.is_empty() && !same {
+                out.push(fig(e, &name("case1-box-all"), format!("Probe duration, case 1, every tracer and mode ({h} hook)"),
+                    "Per-call duration of the traced probe for every tracer and mode on this hook; a log axis when they span more than 10×.",
+                    Kind::Case1Box(Pick::Hook(h))));
+                out.push(fig(e, &name("case1-polygon-all"), format!("Probe duration distribution, case 1, every tracer and mode ({h} hook)"),
+                    "Frequency polygon of the case-1 durations of every tracer and mode on this hook.",
+                    Kind::Case1Polygon(Pick::Hook(h))));
+            }
+            out.push(fig(e, &name("cases-box"), format!("Probe duration per tracer, every case ({h} hook)"),
                 "Each case on its own axis: case 0 is the bare loop; cases 2 and 3 show what a dormant tracer and an inactive tracepoint cost.",
-                Kind::CasesBox));
+                Kind::CasesBox(h)));
         }
     }
     let mut sweeps = Vec::new();

@@ -6,6 +6,8 @@ use rtrace_tracer::TracerKind;
 
 /// Width and height of a one-panel figure (px).
 pub const SIZE: (u32, u32) = (960, 540);
+/// Width and height of a line figure with its legend in a column right of the plot.
+pub const LEGEND_SIZE: (u32, u32) = (1260, 540);
 /// Width and height of a figure with a panel per case.
 pub const WIDE: (u32, u32) = (1300, 520);
 pub const FONT: FontFamily<'static> = FontFamily::SansSerif;
@@ -29,6 +31,41 @@ pub fn colour(t: TracerKind) -> RGBColor {
         TracerKind::Ebpf => RGBColor(0xff, 0x7f, 0x0e),
         TracerKind::Lttng => RGBColor(0x2c, 0xa0, 0x2c),
         TracerKind::Bpftrace => RGBColor(0x94, 0x67, 0xbd),
+    }
+}
+
+/// How one series of a figure looks: colour, and the dash of its lines (`None`: solid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Look {
+    pub colour: RGBColor,
+    pub dash: Option<(u32, u32)>,
+}
+
+/// Shades and dashes of a tracer's further series (its modes, event kinds), in order.
+const VARIANTS: [(f64, Option<(u32, u32)>); 4] = [
+    (1.0, None),
+    (0.55, Some((9, 5))),
+    (-0.45, Some((2, 4))),
+    (0.3, Some((16, 4))),
+];
+
+/// The look of the `variant`-th series (0-based) of tracer `t` in one figure: the tracer's
+/// colour, then darker or lighter shades with their own dash, so no two series of a figure
+/// share colour and style.
+pub fn look(t: TracerKind, variant: usize) -> Look {
+    let RGBColor(r, g, b) = colour(t);
+    let (shade, dash) = VARIANTS[variant % VARIANTS.len()];
+    let f = |v: u8| {
+        let v = f64::from(v);
+        if shade >= 0.0 {
+            (v * shade) as u8
+        } else {
+            (v + (255.0 - v) * -shade) as u8
+        }
+    };
+    Look {
+        colour: RGBColor(f(r), f(g), f(b)),
+        dash,
     }
 }
 
@@ -100,6 +137,20 @@ pub const FILL_ALPHA: f64 = 0.35;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variants_of_a_tracer_look_different() {
+        let looks: Vec<Look> = (0..4).map(|i| look(TracerKind::Ebpf, i)).collect();
+        for (i, a) in looks.iter().enumerate() {
+            for b in &looks[i + 1..] {
+                assert_ne!((a.colour, a.dash), (b.colour, b.dash));
+            }
+        }
+        assert_eq!(
+            look(TracerKind::Ftrace, 0).colour,
+            colour(TracerKind::Ftrace)
+        );
+    }
 
     #[test]
     fn labels() {

@@ -69,7 +69,7 @@ pub(super) fn latency_histograms(
         .zip(colours)
         .map(|((label, h), colour)| Series {
             label: label.clone(),
-            colour,
+            look: style::Look { colour, dash: None },
             points: bins(h, 0, width, n)
                 .into_iter()
                 .map(|(x, k)| (x as f64 / US, k as f64))

@@ -7,7 +7,12 @@ use super::lines::{self, Series};
 use super::{box_stats, decode, style};
 use crate::format::tracer_label;
 use anyhow::Result;
-use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
+use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtResult};
+use rtrace_tracer::TracerKind;
+
+/// Series in one panel of the thesis job, at most (8 on the USDT hook: ftrace, 3 eBPF modes, 2
+/// LTTng event kinds, 2 bpftrace modes).
+pub(super) const MAX_SERIES: usize = 8;
 
 /// Bins of the frequency polygon, at most.
 const POLYGON_BINS: u64 = 120;
@@ -32,30 +37,101 @@ pub(super) fn cases(r: &UsdtResult) -> Vec<Case> {
     c
 }
 
-/// The runs of one case, in run order.
-pub(super) fn runs_of(r: &UsdtResult, case: Case) -> Vec<&CaseResult> {
-    r.runs.iter().filter(|c| c.case == case).collect()
+/// Which runs a usdt figure draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pick {
+    /// The thesis' three tracers on the USDT probe (ftrace, eBPF, LTTng, the first mode or event
+    /// kind of each), as in its Figs 3.1 and 3.2.
+    Thesis,
+    /// Every tracer and mode on one hook kind (the barrier baseline serves the static kinds).
+    Hook(HookKind),
 }
 
-/// One box per run of `case`, coloured by tracer.
-pub(super) fn usdt_boxes(r: &UsdtResult, case: Case) -> Result<Vec<BoxSeries>> {
-    runs_of(r, case)
-        .into_iter()
+/// The runs of `case` that `pick` draws, in run order.
+pub(super) fn picked(r: &UsdtResult, pick: Pick, case: Case) -> Vec<&CaseResult> {
+    // The thesis' run of each of its tracers: LTTng's `tracef` when measured (the thesis
+    // used `lttng_ust_tracef`), else the first mode.
+    let thesis_run = |t: TracerKind| {
+        let of_t = || {
+            r.runs
+                .iter()
+                .filter(move |c| c.case == case && c.hook_kind == HookKind::Usdt && c.tracer == t)
+        };
+        of_t()
+            .find(|c| t == TracerKind::Lttng && c.variant.as_deref() == Some("tracef"))
+            .or_else(|| of_t().next())
+    };
+    let thesis: Vec<&CaseResult> = [
+        TracerKind::None,
+        TracerKind::Ftrace,
+        TracerKind::Ebpf,
+        TracerKind::Lttng,
+    ]
+    .into_iter()
+    .filter_map(thesis_run)
+    .collect();
+    r.runs
+        .iter()
+        .filter(|c| c.case == case)
+        .filter(|c| match pick {
+            Pick::Thesis => thesis.iter().any(|t| std::ptr::eq(*t, *c)),
+            Pick::Hook(h) => {
+                c.hook_kind == h
+                    || (case == Case::Baseline
+                        && !h.is_dynamic()
+                        && c.hook_kind == HookKind::Usdt
+                        && c.tracer == TracerKind::None)
+            }
+        })
+        .collect()
+}
+
+/// A run's name in a figure: its tracer and mode; the hook kind only where the figure mixes
+/// them (never: every figure is of one hook kind).
+pub(super) fn label(c: &CaseResult) -> String {
+    tracer_label(c.tracer, c.hook_kind.mode_of(c.variant.as_deref()))
+}
+
+/// Each run's look: its tracer's colour, shaded and dashed for its further modes.
+pub(super) fn looks(runs: &[&CaseResult]) -> Vec<style::Look> {
+    let mut count: Vec<(TracerKind, usize)> = Vec::new();
+    runs.iter()
         .map(|c| {
+            let n = match count.iter_mut().find(|(t, _)| *t == c.tracer) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    count.push((c.tracer, 0));
+                    0
+                }
+            };
+            style::look(c.tracer, n)
+        })
+        .collect()
+}
+
+/// One box per run, each with its own look.
+pub(super) fn usdt_boxes(runs: &[&CaseResult]) -> Result<Vec<BoxSeries>> {
+    runs.iter()
+        .zip(looks(runs))
+        .map(|(c, look)| {
             Ok(BoxSeries {
-                label: tracer_label(c.tracer, c.variant.as_deref()),
-                colour: style::colour(c.tracer),
+                label: label(c),
+                colour: look.colour,
                 stats: box_stats(&c.histogram)?,
             })
         })
         .collect()
 }
 
-/// Fig 3.2: the case-1 frequency polygon, share of calls per bin up to the largest p99.
-pub(super) fn polygon(title: &str, r: &UsdtResult) -> Result<String> {
-    let hists = runs_of(r, Case::Traced)
-        .into_iter()
-        .map(|c| Ok((c, decode(&c.histogram)?)))
+/// Fig 3.2: the case-1 frequency polygon of `runs`, share of calls per bin up to the largest
+/// p99.
+pub(super) fn polygon(title: &str, runs: &[&CaseResult]) -> Result<String> {
+    let hists = runs
+        .iter()
+        .map(|c| Ok((*c, decode(&c.histogram)?)))
         .collect::<Result<Vec<_>>>()?;
     let lo = hists.iter().map(|(_, h)| h.min()).min().unwrap_or(0);
     let hi = hists
@@ -68,9 +144,10 @@ pub(super) fn polygon(title: &str, r: &UsdtResult) -> Result<String> {
     let n = ((hi - start) / width + 1) as usize;
     let series = hists
         .iter()
-        .map(|(c, h)| Series {
-            label: tracer_label(c.tracer, c.variant.as_deref()),
-            colour: style::colour(c.tracer),
+        .zip(looks(runs))
+        .map(|((c, h), look)| Series {
+            label: label(c),
+            look,
             points: bins(h, start, width, n)
                 .into_iter()
                 .map(|(x, k)| {
@@ -89,4 +166,79 @@ pub(super) fn polygon(title: &str, r: &UsdtResult) -> Result<String> {
         &format!("x axis up to the largest p99 ({hi} ns): the rarer long calls are in the tables and the case-1 box plot"),
         &series,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    /// The thesis job's shape: every hook kind, every mode and event kind.
+    fn thesis_job() -> UsdtResult {
+        let mut r = fixtures::usdt();
+        let base: Vec<CaseResult> = r.runs.clone();
+        let modes: [(TracerKind, &[&str]); 4] = [
+            (TracerKind::Ftrace, &[""]),
+            (TracerKind::Ebpf, &["record", "record-wakeup", "aggregate"]),
+            (TracerKind::Lttng, &["tracepoint", "tracef"]),
+            (TracerKind::Bpftrace, &["record", "aggregate"]),
+        ];
+        r.runs.clear();
+        for hook in HookKind::ALL {
+            for case in Case::ALL {
+                if case == Case::Baseline {
+                    if hook == HookKind::UsdtNop5 {
+                        continue; // the barrier baseline serves both static kinds
+                    }
+                    let mut c = base[0].clone();
+                    c.hook_kind = hook;
+                    c.variant = hook.variant(None);
+                    r.runs.push(c);
+                    continue;
+                }
+                for (t, ms) in modes {
+                    if t == TracerKind::Lttng && hook != HookKind::Usdt {
+                        continue;
+                    }
+                    for m in ms {
+                        let mut c = base.iter().find(|c| c.case == case).unwrap().clone();
+                        c.tracer = t;
+                        c.hook_kind = hook;
+                        c.variant = hook.variant((!m.is_empty()).then_some(*m));
+                        r.runs.push(c);
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn every_panel_of_the_thesis_job_is_legible() {
+        let r = thesis_job();
+        let thesis: Vec<String> = picked(&r, Pick::Thesis, Case::Traced)
+            .iter()
+            .map(|c| label(c))
+            .collect();
+        assert_eq!(thesis, ["ftrace", "ebpf (record)", "lttng (tracef)"]);
+        for hook in HookKind::ALL {
+            for case in Case::ALL {
+                let runs = picked(&r, Pick::Hook(hook), case);
+                assert!(!runs.is_empty(), "{hook} case {}", case.number());
+                assert!(runs.len() <= MAX_SERIES, "{hook}: {} series", runs.len());
+                let labels: Vec<String> = runs.iter().map(|c| label(c)).collect();
+                let looks = looks(&runs);
+                for i in 0..runs.len() {
+                    for j in i + 1..runs.len() {
+                        assert_ne!(labels[i], labels[j], "{hook}: two series named alike");
+                        assert_ne!(
+                            looks[i], looks[j],
+                            "{hook}: {} and {} look alike",
+                            labels[i], labels[j]
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
