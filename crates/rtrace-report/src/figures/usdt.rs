@@ -10,10 +10,6 @@ use anyhow::Result;
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 
-/// Series in one panel of the thesis job, at most (8 on the USDT hook: ftrace, 3 eBPF modes, 2
-/// LTTng event kinds, 2 bpftrace modes).
-pub(super) const MAX_SERIES: usize = 8;
-
 /// Bins of the frequency polygon, at most.
 const POLYGON_BINS: u64 = 120;
 /// The polygon's x axis ends at this quantile of the widest run.
@@ -172,6 +168,10 @@ pub(super) fn polygon(title: &str, runs: &[&CaseResult]) -> Result<String> {
 mod tests {
     use super::*;
     use crate::fixtures;
+
+    /// Series in one panel of the thesis job, at most (8 on the USDT hook: ftrace, 3 eBPF modes,
+    /// 2 LTTng event kinds, 2 bpftrace modes).
+    const MAX_SERIES: usize = 8;
 
     /// The thesis job's shape: every hook kind, every mode and event kind.
     fn thesis_job() -> UsdtResult {
