@@ -1,6 +1,6 @@
 //! Number formats and the Table 3.1 layout shared by the text, Markdown and HTML exporters.
 
-use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
+use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtResult};
 use rtrace_measure::Environment;
 use rtrace_tracer::TracerKind;
 
@@ -54,43 +54,107 @@ pub fn run_label(c: &CaseResult) -> String {
     )
 }
 
-/// Thesis Table 3.1: one column group per tracer, one row per case.
+/// Thesis Table 3.1 for one hook kind: one column group per tracer and mode, one row per
+/// case. Case 0 (no instrumentation) is one run, shown in every column group, so that no cell
+/// is empty.
 pub struct Table31<'a> {
-    /// Column groups in run order, `none` first.
+    pub hook: HookKind,
+    /// Column groups in run order.
     pub columns: Vec<(TracerKind, Option<&'a str>)>,
     pub cases: Vec<Case>,
-    runs: &'a [CaseResult],
+    baseline: Option<&'a CaseResult>,
+    runs: Vec<&'a CaseResult>,
 }
 
 impl<'a> Table31<'a> {
-    pub fn of(r: &'a UsdtResult) -> Table31<'a> {
+    /// One table per hook kind measured, in `HookKind::ALL` order.
+    pub fn per_hook(r: &'a UsdtResult) -> Vec<Table31<'a>> {
+        HookKind::ALL
+            .into_iter()
+            .filter(|h| {
+                r.runs
+                    .iter()
+                    .any(|c| c.hook_kind == *h && c.tracer != TracerKind::None)
+                    || (*h == HookKind::Usdt && r.runs.iter().all(|c| c.tracer == TracerKind::None))
+            })
+            .map(|h| Table31::of(r, h))
+            .collect()
+    }
+
+    /// The table of hook kind `hook`: its runs, and the baseline with its loop body (the
+    /// barrier for the static kinds, the marker call for uprobe/uretprobe).
+    pub fn of(r: &'a UsdtResult, hook: HookKind) -> Table31<'a> {
+        let base_kind = if hook.is_dynamic() {
+            hook
+        } else {
+            HookKind::Usdt
+        };
+        let baseline = r
+            .runs
+            .iter()
+            .find(|c| c.case == Case::Baseline && c.hook_kind == base_kind);
+        let runs: Vec<&CaseResult> = r
+            .runs
+            .iter()
+            .filter(|c| c.hook_kind == hook && c.tracer != TracerKind::None)
+            .collect();
         let mut columns: Vec<(TracerKind, Option<&str>)> = Vec::new();
-        for c in &r.runs {
+        for c in &runs {
             let key = (c.tracer, c.variant.as_deref());
             if !columns.contains(&key) {
                 columns.push(key);
             }
         }
-        columns.sort_by_key(|(t, _)| *t != TracerKind::None);
-        let mut cases: Vec<Case> = r.runs.iter().map(|c| c.case).collect();
+        if columns.is_empty() {
+            columns.extend(baseline.map(|b| (b.tracer, b.variant.as_deref())));
+        }
+        let mut cases: Vec<Case> = runs
+            .iter()
+            .map(|c| c.case)
+            .chain(baseline.map(|b| b.case))
+            .collect();
         cases.sort();
         cases.dedup();
         Table31 {
+            hook,
             columns,
             cases,
-            runs: &r.runs,
+            baseline,
+            runs,
         }
     }
 
-    /// The run in column `col` and row `case`.
+    /// The column group's name: tracer and mode (the hook kind is the table's).
+    pub fn column_label(&self, (tracer, variant): (TracerKind, Option<&str>)) -> String {
+        tracer_label(tracer, self.hook.mode_of(variant))
+    }
+
+    /// The table's title.
+    pub fn title(&self) -> String {
+        format!("Table 3.1, {} hook: routine duration (ns)", self.hook)
+    }
+
+    /// The run in column `col` and row `case` (case 0: the baseline, the same in every column).
     pub fn cell(&self, col: (TracerKind, Option<&str>), case: Case) -> Option<&'a CaseResult> {
+        if case == Case::Baseline {
+            return self.baseline;
+        }
         self.runs
             .iter()
+            .copied()
             .find(|c| c.case == case && (c.tracer, c.variant.as_deref()) == col)
     }
 
-    /// The four numbers of a cell (min, max, mean, s), or `-` for an empty cell; the mean of a
-    /// run that lost events carries [`LOSSY`].
+    /// The row's name.
+    pub fn case_label(case: Case) -> String {
+        match case {
+            Case::Baseline => "Case 0 (baseline)".into(),
+            c => format!("Case {}", c.number()),
+        }
+    }
+
+    /// The four numbers of a cell (min, max, mean, s), or `-` for a run that did not complete;
+    /// the mean of a run that lost events carries [`LOSSY`].
     pub fn numbers(&self, col: (TracerKind, Option<&str>), case: Case) -> [String; 4] {
         match self.cell(col, case) {
             Some(c) => {
@@ -108,7 +172,9 @@ impl<'a> Table31<'a> {
     }
 }
 
-/// The environment as (name, value) rows; `not exposed` where the machine does not say.
+/// What case 0 means in every Table 3.1, under the tables.
+pub const TABLE31_NOTE: &str = "Case 0 runs the loop without instrumentation: one run per loop body, shown in every column group.";
+
 /// A size in bytes for people: `512 B`, `3.4 KB`, `12.0 MB`, `1.30 GB` (powers of 1000).
 pub fn bytes(n: u64) -> String {
     let n = n as f64;
@@ -178,6 +244,7 @@ fn probe_placement(c: &rtrace_measure::sweep::SweepConfig) -> String {
     }
 }
 
+/// The environment as (name, value) rows; `not exposed` where the machine does not say.
 pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "not exposed".into());
     let yes = |b: bool| if b { "yes" } else { "no" }.to_owned();
@@ -251,15 +318,28 @@ mod tests {
     }
 
     #[test]
-    fn table_has_none_first_and_dashes_for_missing_cells() {
+    fn one_table_per_hook_with_no_empty_cell() {
         let r = crate::fixtures::usdt();
-        let t = Table31::of(&r);
-        assert_eq!(t.columns[0].0, TracerKind::None);
+        let tables = Table31::per_hook(&r);
+        assert_eq!(tables.len(), 1);
+        let t = &tables[0];
+        assert!(t.columns.iter().all(|(k, _)| *k != TracerKind::None));
         assert_eq!(t.cases, Case::ALL.to_vec());
-        assert_eq!(t.numbers(t.columns[0], Case::Traced), ["-", "-", "-", "-"]);
-        assert_ne!(t.numbers(t.columns[1], Case::Traced)[0], "-");
-        assert!(t.numbers(t.columns[1], Case::Traced)[2].ends_with(LOSSY));
-        assert!(!t.numbers(t.columns[2], Case::Traced)[2].ends_with(LOSSY));
+        for &col in &t.columns {
+            for &case in &t.cases {
+                assert!(
+                    t.numbers(col, case).iter().all(|n| n != "-"),
+                    "{col:?} case {}",
+                    case.number()
+                );
+            }
+            assert_eq!(
+                t.numbers(col, Case::Baseline),
+                t.numbers(t.columns[0], Case::Baseline)
+            );
+        }
+        assert!(t.numbers(t.columns[0], Case::Traced)[2].ends_with(LOSSY));
+        assert!(!t.numbers(t.columns[1], Case::Traced)[2].ends_with(LOSSY));
         assert_eq!(run_tracer(&r.runs[1]), "ftrace [lossy]");
         assert_eq!(case0_ratio(&r, &r.runs[0]), "1.00");
         let want = dec2(r.runs[2].summary.mean_ns / r.runs[0].summary.mean_ns);

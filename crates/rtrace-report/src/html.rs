@@ -4,7 +4,7 @@
 use crate::export::{Exporter, Output};
 use crate::figures::{self, Figure};
 use crate::format::{
-    case0_ratio, environment_rows, int, run_tracer, steady, tracer_label, Table31,
+    case0_ratio, environment_rows, int, run_tracer, steady, Table31, TABLE31_NOTE,
 };
 use crate::result::{AnyResult, Entry, Report};
 use anyhow::{Context, Result};
@@ -19,7 +19,8 @@ h1 { margin-bottom: 4px; } h2 { margin-top: 48px; border-bottom: 2px solid #ddd;
 h3 { margin-top: 28px; }
 .sub { color: #666; margin-top: 0; }
 nav a { margin-right: 16px; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-variant-numeric: tabular-nums; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-variant-numeric: tabular-nums;
+        display: block; overflow-x: auto; max-width: 100%; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; }
 th { background: #f4f4f4; } th.group { text-align: center; border-left: 2px solid #ccc; }
 td.first, th.first { text-align: left; } td.group, th.gstart { border-left: 2px solid #ccc; }
@@ -129,35 +130,39 @@ fn header(cells: &[&str], first_left: usize) -> String {
     format!("<tr>{ths}</tr>\n")
 }
 
-/// Table 3.1 with a column group of four per tracer.
+/// Table 3.1 of every hook kind, a column group of four per tracer and mode.
 fn table31(r: &UsdtResult) -> String {
-    let t = Table31::of(r);
-    let mut out = String::from("<table>\n<tr><th class=\"first\" rowspan=\"2\">Case</th>");
-    for &(tracer, variant) in &t.columns {
-        out.push_str(&format!(
-            "<th class=\"group\" colspan=\"4\">{}</th>",
-            esc(&tracer_label(tracer, variant))
-        ));
-    }
-    out.push_str("</tr>\n<tr>");
-    for _ in &t.columns {
-        out.push_str("<th class=\"gstart\">min</th><th>max</th><th>x̄</th><th>s</th>");
-    }
-    out.push_str("</tr>\n");
-    for &case in &t.cases {
-        out.push_str(&format!(
-            "<tr><td class=\"first\">Case {}</td>",
-            case.number()
-        ));
+    let mut out = String::new();
+    for t in Table31::per_hook(r) {
+        out.push_str(&format!("<h3>{}</h3>\n", esc(&t.title())));
+        out.push_str("<table>\n<tr><th class=\"first\" rowspan=\"2\">Case</th>");
         for &col in &t.columns {
-            for (i, n) in t.numbers(col, case).iter().enumerate() {
-                let class = if i == 0 { " class=\"group\"" } else { "" };
-                out.push_str(&format!("<td{class}>{n}</td>"));
-            }
+            out.push_str(&format!(
+                "<th class=\"group\" colspan=\"4\">{}</th>",
+                esc(&t.column_label(col))
+            ));
+        }
+        out.push_str("</tr>\n<tr>");
+        for _ in &t.columns {
+            out.push_str("<th class=\"gstart\">min</th><th>max</th><th>x̄</th><th>s</th>");
         }
         out.push_str("</tr>\n");
+        for &case in &t.cases {
+            out.push_str(&format!(
+                "<tr><td class=\"first\">{}</td>",
+                Table31::case_label(case)
+            ));
+            for &col in &t.columns {
+                for (i, n) in t.numbers(col, case).iter().enumerate() {
+                    let class = if i == 0 { " class=\"group\"" } else { "" };
+                    out.push_str(&format!("<td{class}>{n}</td>"));
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
     }
-    out.push_str("</table>\n");
+    out.push_str(&format!("<p class=\"sub\">{}</p>\n", esc(TABLE31_NOTE)));
     out
 }
 
@@ -313,7 +318,6 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 r.config.iterations, r.config.warmup, r.config.cpu, esc(&e.kernel()), esc(&r.environment.cpu_model)
             ));
             out.push_str(&warnings(&e.warnings));
-            out.push_str("<h3>Table 3.1: routine duration (ns)</h3>\n");
             out.push_str(&table31(r));
             out.push_str("<h3>Percentiles (ns) and event accounting</h3>\n");
             out.push_str(&usdt_details(r));

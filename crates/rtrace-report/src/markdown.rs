@@ -1,10 +1,10 @@
-//! `report.md`: Table 3.1 in the thesis' layout (two tracers per table, min / max / x̄ / s per
-//! case), the percentiles and event accounting, the sweep's latencies, figures, warnings and the
+//! `report.md`: Table 3.1 in the thesis' layout per hook kind (two tracers per table, min / max /
+//! x̄ / s per case), the percentiles and event accounting, the sweep's latencies, figures, warnings and the
 //! environment.
 
 use crate::export::{Exporter, Output};
 use crate::figures;
-use crate::format::{case0_ratio, int, run_tracer, steady, tracer_label, Table31};
+use crate::format::{case0_ratio, int, run_tracer, steady, Table31, TABLE31_NOTE};
 use crate::result::{Entry, Report};
 use anyhow::Result;
 use rtrace_measure::sweep::SweepResult;
@@ -46,30 +46,35 @@ fn aligned(header: &[String], rows: &[Vec<String>], left: usize) -> String {
     out
 }
 
-/// Table 3.1: per-call duration in ns, tracers in blocks of two.
+/// Table 3.1 of every hook kind: per-call duration in ns, tracers in blocks of two as in the
+/// thesis.
 pub fn table31(r: &UsdtResult) -> String {
-    let t = Table31::of(r);
     let mut out = String::new();
-    for block in t.columns.chunks(TRACERS_PER_TABLE) {
-        let mut header = vec!["Case".to_owned()];
-        for &(tracer, variant) in block {
-            let name = tracer_label(tracer, variant);
-            header.extend(["min", "max", "x̄", "s"].map(|s| format!("{name} {s}")));
+    for t in Table31::per_hook(r) {
+        out.push_str(&format!("### {}\n\n", t.title()));
+        for block in t.columns.chunks(TRACERS_PER_TABLE) {
+            let mut header = vec!["Case".to_owned()];
+            for &col in block {
+                let name = t.column_label(col);
+                header.extend(["min", "max", "x̄", "s"].map(|s| format!("{name} {s}")));
+            }
+            let rows: Vec<Vec<String>> = t
+                .cases
+                .iter()
+                .map(|&case| {
+                    let mut row = vec![Table31::case_label(case)];
+                    for &col in block {
+                        row.extend(t.numbers(col, case));
+                    }
+                    row
+                })
+                .collect();
+            out.push_str(&table(&header, &rows));
+            out.push('\n');
         }
-        let rows: Vec<Vec<String>> = t
-            .cases
-            .iter()
-            .map(|&case| {
-                let mut row = vec![format!("Case {}", case.number())];
-                for &col in block {
-                    row.extend(t.numbers(col, case));
-                }
-                row
-            })
-            .collect();
-        out.push_str(&table(&header, &rows));
-        out.push('\n');
     }
+    out.push_str(TABLE31_NOTE);
+    out.push_str("\n\n");
     out
 }
 
@@ -273,10 +278,14 @@ mod tests {
     fn table31_has_thesis_layout_and_the_result_numbers() {
         let r = crate::fixtures::usdt();
         let md = table31(&r);
-        let first = md.lines().next().unwrap();
+        let mut lines = md.lines();
         assert_eq!(
-            first,
-            "| Case | none min | none max | none x̄ | none s | ftrace min | ftrace max | ftrace x̄ | ftrace s |"
+            lines.next().unwrap(),
+            "### Table 3.1, usdt hook: routine duration (ns)"
+        );
+        assert_eq!(
+            lines.nth(1).unwrap(),
+            "| Case | ftrace min | ftrace max | ftrace x̄ | ftrace s | lttng min | lttng max | lttng x̄ | lttng s |"
         );
         let c1 = r
             .runs
@@ -285,15 +294,22 @@ mod tests {
             .unwrap();
         let row = md.lines().find(|l| l.starts_with("| Case 1 |")).unwrap();
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        assert_eq!(cells[2..6], ["-", "-", "-", "-"]);
-        assert_eq!(cells[6], int(c1.summary.min_ns));
+        assert_eq!(cells[2], int(c1.summary.min_ns));
         let lossy = format!(
             "{}{}",
             crate::format::dec2(c1.summary.mean_ns),
             crate::format::LOSSY
         );
-        assert_eq!(cells[8], lossy, "ftrace case 1 lost events: marked");
-        assert!(md.contains("| Case | lttng min |"), "second block: {md}");
+        assert_eq!(cells[4], lossy, "ftrace case 1 lost events: marked");
+        let table: Vec<&str> = md.lines().filter(|l| l.starts_with("| Case ")).collect();
+        assert_eq!(table.len(), 5, "a header and four cases: {md}");
+        for l in md
+            .lines()
+            .filter(|l| l.starts_with("| Case ") && !l.starts_with("| Case |"))
+        {
+            assert!(!l.split('|').any(|c| c.trim() == "-"), "an empty cell: {l}");
+        }
+        assert!(md.contains(TABLE31_NOTE));
     }
 
     #[test]
