@@ -28,6 +28,8 @@ table.env td { text-align: left; } table.env td:first-child { color: #666; white
 .warnings { background: #fff8e1; border-left: 5px solid #f5a623; padding: 8px 16px; margin: 12px 0; }
 .warnings li { margin: 4px 0; } .warnings code { background: #fff1c4; }
 .kind { font-weight: 600; color: #8a5a00; }
+.summary { background: #f2f6fb; border-left: 5px solid #1f77b4; padding: 4px 16px; margin: 16px 0; }
+.summary h2 { margin-top: 8px; border: none; } .summary li { margin: 6px 0; }
 .ok { background: #eef8ee; border-left: 5px solid #4caf50; padding: 8px 16px; }
 .failed { color: #b00020; font-weight: 600; }
 figure { margin: 16px 0 32px; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
@@ -404,8 +406,20 @@ impl Exporter for Html {
             }
             body.push_str("</section>\n");
         }
+        let mut summary = String::from("<section class=\"summary\"><h2>Summary</h2>\n");
+        for (title, lines) in crate::summary::of_report(report) {
+            if let Some(t) = title {
+                summary.push_str(&format!("<h3>{}</h3>\n", esc(&t)));
+            }
+            summary.push_str("<ul>\n");
+            for l in lines {
+                summary.push_str(&format!("<li>{}</li>\n", esc(&l)));
+            }
+            summary.push_str("</ul>\n");
+        }
+        summary.push_str("</section>\n");
         let page = format!(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {} result{}, {total} warning{}. Tables: <a href=\"report.md\">Markdown</a>, <a href=\"results.csv\">CSV</a>.</p>\n<nav>{nav}</nav>\n{body}</body>\n</html>\n",
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {} result{}, {total} warning{}. Tables: <a href=\"report.md\">Markdown</a>, <a href=\"results.csv\">CSV</a>.</p>\n<nav>{nav}</nav>\n{summary}{body}</body>\n</html>\n",
             report.entries.len(),
             if report.entries.len() == 1 { "" } else { "s" },
             if total == 1 { "" } else { "s" },

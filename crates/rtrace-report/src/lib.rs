@@ -16,6 +16,7 @@ pub mod ratios;
 pub mod reference;
 pub mod result;
 pub mod statistics;
+pub mod summary;
 pub mod svg;
 pub mod sweep_rows;
 pub mod sweep_terminal;

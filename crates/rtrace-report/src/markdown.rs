@@ -198,7 +198,6 @@ fn entry(e: &Entry, figures: &[figures::Figure]) -> String {
                 "## `{}`: per-probe duration{source}\n\n{} iterations per case (after {} warm-up) on CPU {}; kernel {}.\n\n",
                 e.id, r.config.iterations, r.config.warmup, r.config.cpu, e.kernel()
             ));
-            out.push_str("### Table 3.1: routine duration in ns\n\n");
             out.push_str(&table31(r));
             out.push_str("### Percentiles (ns) and event accounting\n\n");
             out.push_str(&usdt_details(r));
@@ -252,7 +251,16 @@ impl Exporter for Markdown {
 
     fn export(&self, report: &Report) -> Result<Vec<Output>> {
         let figures = figures::plan(report);
-        let mut out = String::from("# rtrace-bench report\n\n");
+        let mut out = String::from("# rtrace-bench report\n\n## Summary\n\n");
+        for (title, lines) in crate::summary::of_report(report) {
+            if let Some(t) = title {
+                out.push_str(&format!("### `{t}`\n\n"));
+            }
+            for l in lines {
+                out.push_str(&format!("- {l}\n"));
+            }
+            out.push('\n');
+        }
         for e in &report.entries {
             out.push_str(&entry(e, &figures));
             out.push('\n');

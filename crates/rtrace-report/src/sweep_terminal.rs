@@ -28,6 +28,10 @@ pub fn sweep(r: &SweepResult) -> String {
         e.preemption,
         e.cpu_model
     );
+    out.push_str("summary:\n");
+    for l in crate::summary::sweep(r, &r.warnings) {
+        out.push_str(&format!("  {l}\n"));
+    }
     out.push_str(&format!(
         "{}\nwake-up latency in us; overflow: samples above {} us\n\n",
         crate::format::sweep_notes(r).join("\n"),

@@ -49,7 +49,11 @@ pub fn usdt(r: &UsdtResult, paint: Paint) -> String {
         "usdt microbenchmark: {} iterations per case on CPU {} — kernel {} ({}), {}",
         r.config.iterations, r.config.cpu, e.kernel_release, e.preemption, e.cpu_model
     ));
-    out.push_str("\n\n");
+    out.push_str("\n\nsummary:\n");
+    for l in crate::summary::usdt(r, &r.warnings) {
+        out.push_str(&format!("  {l}\n"));
+    }
+    out.push('\n');
     let mut t = Table::new(
         &[
             "tracer",

@@ -1,0 +1,211 @@
+//! The answer first: a few sentences that every report (terminal, Markdown, HTML) opens with —
+//! what a traced hit costs per tracer and hook, what dormant probes cost, how far each
+//! configuration moves the wake-up latency, and the conditions that qualify those numbers.
+
+use crate::format::{tracer_label, us};
+use rtrace_measure::probe_cost::{dormant, Extra, Stat};
+use rtrace_measure::sweep::{Configuration, Source, SweepResult};
+use rtrace_measure::usdt::{Case, HookKind, UsdtResult};
+use rtrace_measure::warnings::WarningKind;
+use rtrace_measure::Warning;
+
+/// `575 ns (560–590)`, or `575 ns` without an interval.
+fn ns_with_interval(e: &rtrace_measure::interval::Estimate) -> String {
+    match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{:.0} ns ({l:.0}–{h:.0})", e.estimate),
+        _ => format!("{:.0} ns", e.estimate),
+    }
+}
+
+/// The per-hit cost of every traced run of `hook`, cheapest first: (label, estimate, in
+/// ratios).
+pub fn hit_costs(
+    r: &UsdtResult,
+    hook: HookKind,
+) -> Vec<(String, rtrace_measure::interval::Estimate, bool)> {
+    let mut costs: Vec<_> = r
+        .runs
+        .iter()
+        .filter(|c| c.case == Case::Traced && c.hook_kind == hook)
+        .filter_map(|c| {
+            let e = Extra::of(r, c)?.difference(Stat::SteadyMean)?;
+            let name = tracer_label(c.tracer, hook.mode_of(c.variant.as_deref()));
+            Some((name, e, r.in_ratios(c)))
+        })
+        .collect();
+    costs.sort_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
+    costs
+}
+
+/// The sentences of a usdt result.
+pub fn usdt(r: &UsdtResult, warnings: &[Warning]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut first = true;
+    for hook in HookKind::ALL {
+        let costs = hit_costs(r, hook);
+        if costs.is_empty() {
+            continue;
+        }
+        let list: Vec<String> = costs
+            .iter()
+            .map(|(name, e, in_ratios)| {
+                let lossy = if *in_ratios {
+                    ""
+                } else {
+                    " [lossy: left out of ratios]"
+                };
+                format!("{name} {}{lossy}", ns_with_interval(e))
+            })
+            .collect();
+        if first {
+            out.push("Extra ns per traced hit over case 0 (mean without disturbed samples, 95% interval over rounds), cheapest first:".into());
+            first = false;
+        }
+        out.push(format!("{hook} hook: {}.", list.join(", ")));
+    }
+    let d = dormant(r);
+    let worst = d
+        .iter()
+        .filter_map(|x| Some((x, x.net_median.as_ref().or(x.median.as_ref())?)))
+        .max_by(|a, b| a.1.estimate.abs().total_cmp(&b.1.estimate.abs()));
+    if let Some((run, e)) = worst {
+        out.push(format!(
+            "Dormant probes (cases 2 and 3, {} runs) cost at most {:+.2} ns per call over case 0 by median ({}), plain means {:.2}–{:.2}× case 0.",
+            d.len(),
+            e.estimate,
+            run.run,
+            d.iter().map(|x| x.mean_ratio).fold(f64::INFINITY, f64::min),
+            d.iter().map(|x| x.mean_ratio).fold(f64::NEG_INFINITY, f64::max),
+        ));
+    }
+    out.extend(conditions(warnings));
+    out
+}
+
+/// The sentences of a sweep: each configuration's median wake-up latency against no tracing.
+pub fn sweep(r: &SweepResult, warnings: &[Warning]) -> Vec<String> {
+    let mut out = Vec::new();
+    for source in [Source::Builtin, Source::Cyclictest] {
+        let Some(none) = r.run(Configuration::None, source) else {
+            continue;
+        };
+        let shifts: Vec<String> = r
+            .runs
+            .iter()
+            .filter(|x| x.source == source && x.config != Configuration::None)
+            .map(|x| {
+                let d = x.latency.p50_ns - none.latency.p50_ns;
+                format!(
+                    "{} {}{} µs",
+                    x.config,
+                    if d >= 0.0 { "+" } else { "−" },
+                    us(d.abs())
+                )
+            })
+            .collect();
+        if !shifts.is_empty() {
+            out.push(format!(
+                "Median wake-up latency against no tracing ({} µs, {source}): {}.",
+                us(none.latency.p50_ns),
+                shifts.join(", ")
+            ));
+        }
+    }
+    out.extend(conditions(warnings));
+    out
+}
+
+/// The sentences of a report entry.
+pub fn of_entry(e: &crate::result::Entry) -> Vec<String> {
+    match &e.result {
+        crate::result::AnyResult::Usdt(r) => usdt(r, &e.warnings),
+        crate::result::AnyResult::Sweep(r) => sweep(r, &e.warnings),
+    }
+}
+
+/// Every entry's sentences, each list titled with its entry when there are several.
+pub fn of_report(report: &crate::result::Report) -> Vec<(Option<String>, Vec<String>)> {
+    let titled = report.entries.len() > 1;
+    report
+        .entries
+        .iter()
+        .map(|e| (titled.then(|| e.id.clone()), of_entry(e)))
+        .filter(|(_, lines)| !lines.is_empty())
+        .collect()
+}
+
+/// What qualifies the numbers, from the result's warnings, in one sentence.
+fn conditions(warnings: &[Warning]) -> Option<String> {
+    let mut said: Vec<&str> = Vec::new();
+    for w in warnings {
+        let what = match w.kind {
+            WarningKind::Virtualized => "measured in a virtual machine",
+            WarningKind::Emulated => "measured under emulation (timing is noise)",
+            WarningKind::NotIsolated => "on a CPU that is not isolated",
+            WarningKind::Smt => "with SMT on",
+            WarningKind::Governor => "with a cpufreq governor other than performance",
+            WarningKind::Turbo => "with turbo boost on",
+            WarningKind::UnstableTsc => "with an unstable TSC",
+            WarningKind::FewIterations => "with fewer iterations than the thesis",
+            WarningKind::EventsLost => "with runs that lost events",
+            WarningKind::AccountingFailed => "with a run whose event accounting FAILED",
+            _ => continue,
+        };
+        if !said.contains(&what) {
+            said.push(what);
+        }
+    }
+    (!said.is_empty()).then(|| format!("Conditions: {} (see the warnings).", said.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn the_summary_numbers_are_the_results() {
+        let r = fixtures::usdt();
+        let lines = usdt(&r, &rtrace_measure::warnings::usdt(&r));
+        let base = r.baseline(HookKind::Usdt).unwrap();
+        for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
+            // Round by round, the run's mean without disturbed samples minus case 0's.
+            let per_round: Vec<f64> = c
+                .rounds
+                .iter()
+                .zip(&base.rounds)
+                .map(|(a, b)| a.steady_mean_ns() - b.steady_mean_ns())
+                .collect();
+            let want = per_round.iter().sum::<f64>() / per_round.len() as f64;
+            let text = format!(
+                "{} {want:.0} ns",
+                tracer_label(c.tracer, c.variant.as_deref())
+            );
+            assert!(lines[1].contains(&text), "{text} not in {}", lines[1]);
+        }
+        assert!(lines[1].starts_with("usdt hook: "), "{}", lines[1]);
+        assert!(
+            lines[1].contains("[lossy: left out of ratios]"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines
+            .iter()
+            .any(|l| l.starts_with("Dormant probes (cases 2 and 3, 4 runs)")));
+        assert!(
+            lines.last().unwrap().starts_with("Conditions: "),
+            "{lines:?}"
+        );
+
+        let s = fixtures::sweep("PREEMPT_RT", 1);
+        let lines = sweep(&s, &[]);
+        let none = s.run(Configuration::None, Source::Builtin).unwrap();
+        let ftrace = s.run(Configuration::UsdtFtrace, Source::Builtin).unwrap();
+        let d = ftrace.latency.p50_ns - none.latency.p50_ns;
+        assert!(
+            lines[0].contains(&format!("usdt-ftrace +{} µs", us(d))),
+            "{}",
+            lines[0]
+        );
+    }
+}
