@@ -78,31 +78,28 @@ fn usdt_every_case_stream_mode_keeps_every_event() {
     usdt_all_cases("stream");
 }
 
-#[test]
-fn stream_mode_loses_nothing_with_a_consumer() {
+/// One ftrace case-1 round of 200,000 iterations in stream mode with `extra` options; its
+/// result and output directory.
+fn stream_case1(extra: &[&str]) -> (serde_json::Value, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let out = bench(&[
-        "usdt",
-        "--rounds",
-        "1",
-        "-t",
-        "ftrace",
-        "-c",
-        "1",
-        "-n",
-        "200000",
-        "--record",
-        "stream",
-        "--keep-traces",
-        "all",
+    let mut args = vec![
+        "usdt", "--rounds", "1", "-t", "ftrace", "-c", "1", "-n", "200000", "--record", "stream",
+    ];
+    args.extend_from_slice(extra);
+    args.extend([
         "--json",
         json.to_str().unwrap(),
         "--out",
         dir.path().to_str().unwrap(),
     ]);
-    assert_ok(&out);
-    let v = read_json(&json);
+    assert_ok(&bench(&args));
+    (read_json(&json), dir)
+}
+
+#[test]
+fn stream_mode_loses_nothing_with_a_consumer() {
+    let (v, dir) = stream_case1(&["--keep-traces", "all"]);
     let ev = &case(&v, "ftrace", 1)["events"];
     assert_eq!(
         ev["recorded"], ev["hits"],
@@ -122,25 +119,7 @@ fn stream_mode_loses_nothing_with_a_consumer() {
     );
 
     // By default the data goes once its events are counted; its size stays in the result.
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = bench(&[
-        "usdt",
-        "--rounds",
-        "1",
-        "-t",
-        "ftrace",
-        "-c",
-        "1",
-        "-n",
-        "200000",
-        "--json",
-        json.to_str().unwrap(),
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
-    assert_ok(&out);
-    let v = read_json(&json);
+    let (v, dir) = stream_case1(&[]);
     let data = &case(&v, "ftrace", 1)["trace_data"];
     assert_eq!(data["kept"], 0, "{data}");
     assert!(data["bytes"].as_u64().unwrap() > 200000 * 8, "{data}");
