@@ -21,6 +21,26 @@ pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
 /// After SIGINT bpftrace drains its perf buffers and prints its maps.
 pub const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long bpftrace may stay in the kernel detaching its probes before it counts as hung.
+/// Removing a uprobe waits for an RCU Tasks Trace grace period (`uprobe_unregister_sync` →
+/// `synchronize_rcu_tasks_trace`): seen here to take over 30 s while QEMU kept both CPUs busy.
+pub const KERNEL_DETACH_TIMEOUT: Duration = Duration::from_secs(300);
+/// bpftrace counts as detaching while it was in uninterruptible sleep this recently.
+const DETACH_QUIET: Duration = Duration::from_secs(2);
+
+/// Whether process `pid` is in uninterruptible sleep (state `D`: inside the kernel, here
+/// waiting for a grace period while it removes its probes).
+fn uninterruptible(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // `pid (comm) S ...`: the state follows the last `)`.
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().next().map(|st| st == "D")
+        })
+        .unwrap_or(false)
+}
+
 /// A running bpftrace whose probes are attached.
 pub struct Bpftrace {
     child: Option<Child>,
@@ -135,15 +155,26 @@ impl Bpftrace {
         self.wait(STOP_TIMEOUT)
     }
 
-    /// Waits for exit (SIGKILL after `timeout`), then collects the output.
+    /// Waits for exit, then collects the output. SIGKILL after `timeout`, unless bpftrace is
+    /// still in the kernel detaching its probes (see [`KERNEL_DETACH_TIMEOUT`]).
     fn wait(&mut self, timeout: Duration) -> Result<Exited> {
         let mut child = self.child.take().expect("child present until waited");
         let start = Instant::now();
+        let mut last_in_kernel: Option<Instant> = None;
         let status = loop {
             if let Some(s) = child.try_wait().context("waiting for bpftrace")? {
                 break s;
             }
-            if start.elapsed() > timeout {
+            if uninterruptible(child.id()) {
+                last_in_kernel = Some(Instant::now());
+            }
+            let detaching = last_in_kernel.is_some_and(|t| t.elapsed() < DETACH_QUIET);
+            let limit = if detaching {
+                KERNEL_DETACH_TIMEOUT
+            } else {
+                timeout
+            };
+            if start.elapsed() > limit {
                 let _ = child.kill();
                 let _ = child.wait();
                 self.join_readers();
@@ -212,4 +243,15 @@ fn pin(pid: u32, cpus: &[usize]) -> Result<()> {
     sched_setaffinity(Pid::from_raw(pid as i32), &set).with_context(|| {
         format!("cannot pin bpftrace to CPUs {cpus:?}: pass online CPUs (see `nproc`)")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_process_is_not_in_the_kernel() {
+        assert!(!uninterruptible(std::process::id()));
+        assert!(!uninterruptible(u32::MAX), "no such process");
+    }
 }
