@@ -40,10 +40,17 @@ fn markdown_table31(md: &str) -> Vec<((String, u64), [String; 4])> {
                 .map(|c| c[0].trim_end_matches(" min").to_owned())
                 .collect();
         } else if let Some(case) = row[0].strip_prefix("Case ") {
+            // `Case 0 (baseline)`: the one uninstrumented run, shown in every column group.
+            let case: u64 = case.split_whitespace().next().unwrap().parse().unwrap();
             for (t, c) in tracers.iter().zip(row[1..].chunks(4)) {
-                if c[0] != "-" {
-                    let nums = [c[0], c[1], c[2], c[3]].map(str::to_owned);
-                    cells.push(((t.clone(), case.parse().unwrap()), nums));
+                let t = if case == 0 {
+                    "none".to_owned()
+                } else {
+                    t.clone()
+                };
+                let nums = [c[0], c[1], c[2], c[3]].map(str::to_owned);
+                if c[0] != "-" && !cells.iter().any(|(k, _)| *k == (t.clone(), case)) {
+                    cells.push(((t, case), nums));
                 }
             }
         } else if row[0] != "---" {

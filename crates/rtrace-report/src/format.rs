@@ -282,11 +282,12 @@ pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// A run's plain mean over the plain mean of case 0 with the same loop body (`× case 0`),
+/// A run's mean without disturbed samples over case 0's with the same loop body (`× case 0`, the one
+/// ratio definition; the plain means stay in the tables),
 /// two decimals; `-` for case 0 itself or without it.
 pub fn case0_ratio(r: &UsdtResult, c: &CaseResult) -> String {
     match r.baseline(c.hook_kind) {
-        Some(b) if !std::ptr::eq(b, c) => dec2(c.summary.mean_ns / b.summary.mean_ns),
+        Some(b) if !std::ptr::eq(b, c) => dec2(c.steady_mean_ns() / b.steady_mean_ns()),
         Some(_) => "1.00".into(),
         None => "-".into(),
     }
@@ -342,7 +343,7 @@ mod tests {
         assert!(!t.numbers(t.columns[1], Case::Traced)[2].ends_with(LOSSY));
         assert_eq!(run_tracer(&r.runs[1]), "ftrace [lossy]");
         assert_eq!(case0_ratio(&r, &r.runs[0]), "1.00");
-        let want = dec2(r.runs[2].summary.mean_ns / r.runs[0].summary.mean_ns);
+        let want = dec2(r.runs[2].steady_mean_ns() / r.runs[0].steady_mean_ns());
         assert_eq!(case0_ratio(&r, &r.runs[2]), want);
     }
 }

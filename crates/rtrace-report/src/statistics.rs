@@ -23,7 +23,7 @@ fn timing(r: &UsdtResult) -> String {
 
 /// One line per fact about the method, each starting with `bullet`.
 pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
-    let mut out = format!("{bullet}ratios: {}\n", usdt_method(r));
+    let mut out = format!("{bullet}ratios: {}; × case 0: a run's mean without disturbed samples over case 0's (plain means stay in the tables)\n", usdt_method(r));
     out.push_str(&format!("{bullet}{}\n", timing(r)));
     let (disturbed, samples) = r.runs.iter().fold((0, 0), |(d, n), c| {
         (d + c.disturbed.map_or(0, |x| x.count), n + c.summary.count)
@@ -102,7 +102,7 @@ pub fn dormant_lines(r: &UsdtResult, bullet: &str) -> String {
                 _ => ("", d.median, d.mean),
             };
             format!(
-                "{bullet}{} − case 0{what}: median {}, mean w/o dist. {}; pooled p50 {:.0} vs {:.0} ns; mean {:.3}× case 0\n",
+                "{bullet}{} − case 0{what}: median {}, mean w/o dist. {}; pooled p50 {:.0} vs {:.0} ns; mean w/o dist. {:.3}× case 0\n",
                 d.run,
                 difference(median),
                 difference(mean),

@@ -70,7 +70,7 @@ pub fn usdt(r: &UsdtResult, warnings: &[Warning]) -> Vec<String> {
         .max_by(|a, b| a.1.estimate.abs().total_cmp(&b.1.estimate.abs()));
     if let Some((run, e)) = worst {
         out.push(format!(
-            "Dormant probes (cases 2 and 3, {} runs) cost at most {:+.2} ns per call over case 0 by median ({}), plain means {:.2}–{:.2}× case 0.",
+            "Dormant probes (cases 2 and 3, {} runs) cost at most {:+.2} ns per call over case 0 by median ({}), means without disturbed samples {:.2}–{:.2}× case 0.",
             d.len(),
             e.estimate,
             run.run,
