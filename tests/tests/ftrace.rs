@@ -111,6 +111,11 @@ fn stream_mode_loses_nothing_with_a_consumer() {
         .map(|f| f.unwrap().metadata().unwrap().len())
         .sum();
     assert!(raw > 200000 * 8, "trace data files hold only {raw} bytes");
+    let hits = ev["hits"].as_u64().unwrap();
+    assert!(
+        raw < hits * 64,
+        "{raw} bytes for {hits} events: the consumer reads pages before they are full"
+    );
     let data = &case(&v, "ftrace", 1)["trace_data"];
     assert_eq!(data["kept"], 1, "{data}");
     assert_eq!(
