@@ -91,6 +91,7 @@ fn target(hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
     Target {
         hook,
         pid,
+        follow_children: true,
         out_dir: out_dir.to_owned(),
         consumer_cpus: vec![0],
         // 16 MiB per CPU: bpftrace keeps up with N events without loss.

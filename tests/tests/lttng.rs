@@ -76,6 +76,7 @@ fn target(event: &str, pid: u32, out: &Path, record: RecordMode) -> Target {
             event: event.into(),
         },
         pid: Some(pid),
+        follow_children: true,
         out_dir: out.to_owned(),
         consumer_cpus: vec![0],
         buffer_size_kb: None,

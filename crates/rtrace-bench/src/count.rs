@@ -94,6 +94,7 @@ pub fn run(o: CountOptions) -> Result<i32> {
     let target = Target {
         hook,
         pid: Some(child.id()),
+        follow_children: true,
         out_dir: out_dir.to_owned(),
         consumer_cpus: o.cpus.harness.clone(),
         buffer_size_kb: o.tracer_opts.buffer_size_kb,

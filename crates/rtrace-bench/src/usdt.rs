@@ -444,6 +444,7 @@ fn run_case(
         let target = Target {
             hook: hook.clone(),
             pid: Some(ready.pid),
+            follow_children: false,
             out_dir: out_dir.clone(),
             consumer_cpus: o.cpus.harness.clone(),
             buffer_size_kb: o.tracer.buffer_size_kb,

@@ -37,6 +37,7 @@ fn main() -> Result<()> {
             }],
         },
         pid: None,
+        follow_children: true,
         out_dir: out_dir.clone(),
         consumer_cpus: vec![],
         buffer_size_kb: None,

@@ -1,7 +1,8 @@
 //! ftrace backend: writes tracefs itself (no trace-cmd).
 //!
 //! Per attachment: a private instance `rtrace_<tag>_<seq>` (own buffer, own enable switches,
-//! `set_event_pid` filter), and for USDT hooks one uprobe event per probe site in a run-unique
+//! a `common_pid` filter on the process's threads, or `set_event_pid` with `event-fork` when
+//! threads and children created later must count: that one hooks the scheduler), and for USDT hooks one uprobe event per probe site in a run-unique
 //! group of the same name, appended to the global `uprobe_events` with O_APPEND and removed with
 //! `-:GROUP/EVENT`; uprobe/uretprobe hooks get one `p:`/`r:` event on the function's file offset,
 //! the same way. Kernel tracepoints (e.g. `syscalls:sys_exit_clock_nanosleep`) are only
@@ -116,12 +117,17 @@ impl Tracer for FtraceTracer {
                 "0"
             },
         )?;
-        if let Some(pid) = pid {
-            inst.write("options/event-fork", "1")?;
-            // set_event_pid filters by thread id: list every thread the process has now;
-            // event-fork adds threads and children created later.
-            inst.write("set_event_pid", &thread_ids(pid).join(" "))?;
-        }
+        // Threads of the process now; threads and children created later only with
+        // `follow_children` (set_event_pid + event-fork, which hook the scheduler).
+        let filter = match pid {
+            Some(pid) if target.follow_children => {
+                inst.write("options/event-fork", "1")?;
+                inst.write("set_event_pid", &thread_ids(pid).join(" "))?;
+                None
+            }
+            Some(pid) => Some(pid_filter(&thread_ids(pid))),
+            None => None,
+        };
         let events: Vec<(String, String)> = match &target.hook {
             Hook::Usdt { binary, sites } => {
                 let mut out = Vec::new();
@@ -157,11 +163,22 @@ impl Tracer for FtraceTracer {
             )?);
         }
         for (group, event) in events {
+            if let Some(f) = &filter {
+                inst.write(&format!("events/{group}/{event}/filter"), f)?;
+            }
             inst.set_enabled(&group, &event, true)?;
             a.enabled.push((group, event));
         }
         Ok(Box::new(a))
     }
+}
+
+/// An event filter keeping the events of these threads: `common_pid == 12 || common_pid == 13`.
+fn pid_filter(tids: &[String]) -> String {
+    tids.iter()
+        .map(|t| format!("common_pid == {t}"))
+        .collect::<Vec<_>>()
+        .join(" || ")
 }
 
 /// The instance buffer a run asking for `buffer_size_kb` per CPU gets, as the report shows it.
@@ -264,4 +281,18 @@ fn thread_ids(pid: u32) -> Vec<String> {
         tids.push(pid.to_string());
     }
     tids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pid_filter_lists_every_thread() {
+        assert_eq!(pid_filter(&["12".into()]), "common_pid == 12");
+        assert_eq!(
+            pid_filter(&["12".into(), "13".into()]),
+            "common_pid == 12 || common_pid == 13"
+        );
+    }
 }

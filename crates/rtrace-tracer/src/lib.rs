@@ -152,6 +152,13 @@ pub struct Target {
     /// Only events of this process (and, where the backend can, its children) count.
     /// `None`: every process.
     pub pid: Option<u32>,
+    /// Whether threads and children `pid` creates after the attach count too (rt-tests'
+    /// cyclictest starts its measuring thread after we attach; a foreign command may fork).
+    /// `false` when every thread that fires exists already: ftrace then filters on their ids
+    /// (`common_pid`) instead of `set_event_pid`, which hooks the scheduler's tracepoints
+    /// (a cost on the wake-up path, and a text-patching of `__schedule` that hung a PREEMPT
+    /// guest under TCG). Backends that filter by process (eBPF, LTTng, bpftrace) ignore it.
+    pub follow_children: bool,
     /// The run's output directory: trace files go below it.
     pub out_dir: PathBuf,
     /// CPUs that consumers (drain threads, daemons we start) may run on: never the measured CPU.

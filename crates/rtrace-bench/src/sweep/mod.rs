@@ -266,10 +266,12 @@ fn write_json(o: &SweepOptions, r: &SweepResult) -> Result<()> {
 }
 
 /// Attaches the plan's tracer (if any) to `pid`; trace data goes below `out_dir`.
+/// `follow_children`: the program creates its measuring thread after the attach (cyclictest).
 fn attach(
     o: &SweepOptions,
     p: &Plan,
     pid: u32,
+    follow_children: bool,
     out_dir: &Path,
 ) -> Result<Option<Box<dyn Attachment>>> {
     let (Some(tracer), Some(hook)) = (&p.tracer, &p.hook) else {
@@ -280,6 +282,7 @@ fn attach(
     let target = Target {
         hook: hook.clone(),
         pid: Some(pid),
+        follow_children,
         out_dir: out_dir.to_owned(),
         consumer_cpus: o.cpus.harness.clone(),
         buffer_size_kb: o.tracer.buffer_size_kb,
@@ -336,7 +339,7 @@ fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
         .as_ref()
         .map_or_else(Vec::new, |t| t.workload_env());
     let (ready, last, attachment) = run_workload_message(&p.workload, &env, &config, |ready| {
-        attach(o, p, ready.pid, &out_dir)
+        attach(o, p, ready.pid, false, &out_dir)
     })?;
     let Message::CyclicDone(done) = last else {
         bail!(
@@ -378,8 +381,9 @@ fn run_cyclictest(o: &SweepOptions, p: &Plan, ct: &cyclictest::Cyclictest) -> Re
     let stderr = o.out.join(format!("{}-cyclictest.stderr", p.config));
     let args = cyclictest::args(o, &json);
     let out_dir = o.out.join(format!("{}-cyclictest", p.config));
-    let (report, attachment) =
-        cyclictest::run(ct, &args, &json, &stderr, |pid| attach(o, p, pid, &out_dir))?;
+    let (report, attachment) = cyclictest::run(ct, &args, &json, &stderr, |pid| {
+        attach(o, p, pid, true, &out_dir)
+    })?;
     let accounting = finish(attachment, p.config.rule(), report.cycles)?;
     let trace_data = settle(o, &out_dir, accounting.as_ref())?;
     Ok(SweepRun {
