@@ -3,9 +3,7 @@
 
 use crate::export::{Exporter, Output};
 use crate::figures::{self, Figure};
-use crate::format::{
-    case0_ratio, environment_rows, int, run_tracer, steady, Table31, TABLE31_NOTE,
-};
+use crate::format::{environment_rows, Table31, TABLE31_NOTE};
 use crate::result::{AnyResult, Entry, Report};
 use anyhow::{Context, Result};
 use rtrace_measure::sweep::SweepResult;
@@ -171,46 +169,11 @@ fn table31(r: &UsdtResult) -> String {
 fn usdt_details(r: &UsdtResult) -> String {
     let mut out = String::from("<table>\n");
     out.push_str(&header(
-        &[
-            "tracer",
-            "case",
-            "count",
-            "p50",
-            "p99",
-            "p99.9",
-            "p99.99",
-            "mean w/o dist.",
-            "disturbed",
-            "× case 0",
-            "hits",
-            "recorded",
-            "lost",
-        ],
-        2,
+        &crate::usdt_rows::HEADER,
+        crate::usdt_rows::TEXT_COLUMNS,
     ));
-    for c in &r.runs {
-        let s = &c.summary;
-        let ev = |f: fn(&rtrace_measure::Events) -> u64| {
-            c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
-        };
-        out.push_str(&row(
-            &[
-                run_tracer(c),
-                c.case.number().to_string(),
-                s.count.to_string(),
-                int(s.p50_ns),
-                int(s.p99_ns),
-                int(s.p999_ns),
-                int(s.p9999_ns),
-                steady(c)[0].clone(),
-                steady(c)[1].clone(),
-                case0_ratio(r, c),
-                ev(|e| e.hits),
-                ev(|e| e.recorded),
-                ev(|e| e.lost),
-            ],
-            2,
-        ));
+    for cells in crate::usdt_rows::rows(r) {
+        out.push_str(&row(&cells, crate::usdt_rows::TEXT_COLUMNS));
     }
     out.push_str("</table>\n");
     out

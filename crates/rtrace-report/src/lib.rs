@@ -22,6 +22,7 @@ pub mod sweep_rows;
 pub mod sweep_terminal;
 pub mod table;
 pub mod terminal;
+pub mod usdt_rows;
 
 pub use export::{exporters, render, Exporter, Output};
 pub use result::{AnyResult, Report};

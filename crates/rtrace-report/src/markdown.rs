@@ -4,7 +4,7 @@
 
 use crate::export::{Exporter, Output};
 use crate::figures;
-use crate::format::{case0_ratio, int, run_tracer, steady, Table31, TABLE31_NOTE};
+use crate::format::{Table31, TABLE31_NOTE};
 use crate::result::{Entry, Report};
 use anyhow::Result;
 use rtrace_measure::sweep::SweepResult;
@@ -79,49 +79,8 @@ pub fn table31(r: &UsdtResult) -> String {
 }
 
 fn usdt_details(r: &UsdtResult) -> String {
-    let header: Vec<String> = [
-        "tracer",
-        "case",
-        "count",
-        "p50",
-        "p99",
-        "p99.9",
-        "p99.99",
-        "mean w/o dist.",
-        "disturbed",
-        "× case 0",
-        "hits",
-        "recorded",
-        "lost",
-    ]
-    .map(String::from)
-    .to_vec();
-    let rows: Vec<Vec<String>> = r
-        .runs
-        .iter()
-        .map(|c| {
-            let s = &c.summary;
-            let ev = |f: fn(&rtrace_measure::Events) -> u64| {
-                c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
-            };
-            vec![
-                run_tracer(c),
-                c.case.number().to_string(),
-                s.count.to_string(),
-                int(s.p50_ns),
-                int(s.p99_ns),
-                int(s.p999_ns),
-                int(s.p9999_ns),
-                steady(c)[0].clone(),
-                steady(c)[1].clone(),
-                case0_ratio(r, c),
-                ev(|e| e.hits),
-                ev(|e| e.recorded),
-                ev(|e| e.lost),
-            ]
-        })
-        .collect();
-    table(&header, &rows)
+    let header: Vec<String> = crate::usdt_rows::HEADER.map(String::from).to_vec();
+    table(&header, &crate::usdt_rows::rows(r))
 }
 
 fn sweep_table(r: &SweepResult) -> String {
@@ -302,7 +261,7 @@ mod tests {
             .unwrap();
         let row = md.lines().find(|l| l.starts_with("| Case 1 |")).unwrap();
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        assert_eq!(cells[2], int(c1.summary.min_ns));
+        assert_eq!(cells[2], crate::format::int(c1.summary.min_ns));
         let lossy = format!(
             "{}{}",
             crate::format::dec2(c1.summary.mean_ns),

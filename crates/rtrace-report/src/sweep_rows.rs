@@ -4,7 +4,7 @@ use crate::format::us;
 use rtrace_measure::sweep::{Accounting, AccountingRule, SweepResult};
 
 /// Column names, in order.
-pub const HEADER: [&str; 15] = [
+pub const HEADER: [&str; 16] = [
     "configuration",
     "source",
     "loops",
@@ -20,6 +20,7 @@ pub const HEADER: [&str; 15] = [
     "recorded",
     "lost",
     "accounting",
+    "trace data",
 ];
 
 /// Leading text columns (left-aligned).
@@ -70,6 +71,10 @@ pub fn rows(r: &SweepResult) -> Vec<Row> {
                     ev(|e| e.recorded),
                     ev(|e| e.lost),
                     accounting_cell(acc),
+                    run.trace_data.map_or("-".into(), |d| {
+                        let kept = if d.kept > 0 { " (kept)" } else { "" };
+                        format!("{}{kept}", crate::format::bytes(d.bytes))
+                    }),
                 ],
                 failed: acc.is_some_and(|a| !a.ok),
             }
