@@ -93,6 +93,23 @@ const ONE_ROW: usize = 4;
 /// Height of one panel when panels are stacked (px).
 const ROW_PX: u32 = 330;
 
+/// A label on a log axis only at 1, 2 and 5 × 10ⁿ: plotters puts a grid line at every
+/// multiple, and near a decade their labels overprint.
+fn log_tick(v: f64) -> String {
+    if v <= 0.0 {
+        return String::new();
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    if [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6)
+    {
+        style::grouped(v)
+    } else {
+        String::new()
+    }
+}
+
 /// Whether a panel of `series` needs a logarithmic axis (see [`LOG_SPAN`]).
 pub fn needs_log(series: &[BoxSeries]) -> bool {
     let lo = series
@@ -134,6 +151,7 @@ pub fn panel(
             (bottom..top).log_scale(),
             top,
             bottom,
+            log_tick,
         )
     } else {
         draw(
@@ -145,6 +163,7 @@ pub fn panel(
             bottom..top,
             top,
             bottom,
+            style::tick,
         )
     }
 }
@@ -159,6 +178,7 @@ fn draw<Y>(
     y: Y,
     top: f64,
     bottom: f64,
+    y_label: impl Fn(f64) -> String,
 ) -> Result<()>
 where
     Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
@@ -180,7 +200,7 @@ where
         .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
         .y_desc(y_desc)
         .x_label_formatter(&|_| String::new())
-        .y_label_formatter(&|v| style::tick(*v))
+        .y_label_formatter(&|v| y_label(*v))
         .axis_desc_style(style::text(style::AXIS_PX))
         .label_style(style::text(style::LABEL_PX))
         .draw()?;
@@ -284,4 +304,19 @@ pub fn figure(
         root.present()?;
     }
     Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_axis_labels_only_one_two_five() {
+        let shown: Vec<String> = [100.0, 200.0, 300.0, 500.0, 700.0, 900.0, 1000.0, 2000.0]
+            .iter()
+            .map(|v| log_tick(*v))
+            .filter(|s| !s.is_empty())
+            .collect();
+        assert_eq!(shown, ["100", "200", "500", "1000", "2000"]);
+    }
 }
