@@ -79,7 +79,7 @@ pub fn step_ticks() -> u64 {
     step_of(&deltas)
 }
 
-/// The largest step (up to 1000 ticks) such that 90% of `deltas` lie within one tick of one of
+/// The largest step (up to 128 ticks: 26 at 2.6 GHz, 40 at 4 GHz) such that 90% of `deltas` lie within one tick of one of
 /// its multiples; 1 for a counter without steps (irregular waits spread its deltas evenly).
 pub fn step_of(deltas: &[u64]) -> u64 {
     let near = |s: u64| {
@@ -88,7 +88,7 @@ pub fn step_of(deltas: &[u64]) -> u64 {
             .filter(|&&d| matches!(d % s, 0 | 1) || d % s == s - 1)
             .count()
     };
-    (4..=1000)
+    (4..=128)
         .rev()
         .find(|&s| near(s) * 10 >= deltas.len() * 9)
         .unwrap_or(1)

@@ -2,7 +2,8 @@
 //!
 //! Per attachment: a private instance `rtrace_<tag>_<seq>` (own buffer, own enable switches,
 //! a `common_pid` filter on the process's threads, or `set_event_pid` with `event-fork` when
-//! threads and children created later must count: that one hooks the scheduler), and for USDT hooks one uprobe event per probe site in a run-unique
+//! threads and children created later must count: that one hooks the scheduler), and for USDT
+//! hooks one uprobe event per probe site in a run-unique
 //! group of the same name, appended to the global `uprobe_events` with O_APPEND and removed with
 //! `-:GROUP/EVENT`; uprobe/uretprobe hooks get one `p:`/`r:` event on the function's file offset,
 //! the same way. Kernel tracepoints (e.g. `syscalls:sys_exit_clock_nanosleep`) are only

@@ -186,6 +186,20 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
+/// A run's trace data in a table cell: `2.5 MB`, `2.5 MB (kept)` while on disk, `-` untraced.
+pub fn trace_cell(d: Option<rtrace_measure::trace_data::TraceData>) -> String {
+    d.map_or("-".into(), |d| {
+        let kept = if d.kept > 0 { " (kept)" } else { "" };
+        format!("{}{kept}", bytes(d.bytes))
+    })
+}
+
+/// A run's tracer and mode, without its hook kind (tables and figures of one hook kind):
+/// `ebpf (record)`, `ftrace`.
+pub fn mode_label(c: &CaseResult) -> String {
+    tracer_label(c.tracer, c.hook_kind.mode_of(c.variant.as_deref()))
+}
+
 /// One line on the trace data of `runs` (label, data): how much was written, the largest run,
 /// and how much is still on disk under `policy`. `None` when no run wrote any.
 pub fn trace_data_line(

@@ -2,7 +2,7 @@
 //! what a traced hit costs per tracer and hook, what dormant probes cost, how far each
 //! configuration moves the wake-up latency, and the conditions that qualify those numbers.
 
-use crate::format::{tracer_label, us};
+use crate::format::{mode_label, us};
 use rtrace_measure::probe_cost::{dormant, Extra, Stat};
 use rtrace_measure::sweep::{Configuration, Source, SweepResult};
 use rtrace_measure::usdt::{Case, HookKind, UsdtResult};
@@ -29,8 +29,7 @@ pub fn hit_costs(
         .filter(|c| c.case == Case::Traced && c.hook_kind == hook)
         .filter_map(|c| {
             let e = Extra::of(r, c)?.difference(Stat::SteadyMean)?;
-            let name = tracer_label(c.tracer, hook.mode_of(c.variant.as_deref()));
-            Some((name, e, r.in_ratios(c)))
+            Some((mode_label(c), e, r.in_ratios(c)))
         })
         .collect();
     costs.sort_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
@@ -162,6 +161,7 @@ fn conditions(warnings: &[Warning]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::fixtures;
+    use crate::format::tracer_label;
 
     #[test]
     fn the_summary_numbers_are_the_results() {

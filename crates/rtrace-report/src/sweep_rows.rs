@@ -71,10 +71,7 @@ pub fn rows(r: &SweepResult) -> Vec<Row> {
                     ev(|e| e.recorded),
                     ev(|e| e.lost),
                     accounting_cell(acc),
-                    run.trace_data.map_or("-".into(), |d| {
-                        let kept = if d.kept > 0 { " (kept)" } else { "" };
-                        format!("{}{kept}", crate::format::bytes(d.bytes))
-                    }),
+                    crate::format::trace_cell(run.trace_data),
                 ],
                 failed: acc.is_some_and(|a| !a.ok),
             }

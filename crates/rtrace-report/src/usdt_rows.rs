@@ -1,7 +1,7 @@
 //! The usdt percentile and accounting table's one row model: Markdown and HTML render these
 //! rows (the terminal has its own, narrower table).
 
-use crate::format::{bytes, case0_ratio, int, run_tracer, steady};
+use crate::format::{case0_ratio, int, run_tracer, steady, trace_cell};
 use rtrace_measure::usdt::UsdtResult;
 
 /// Column names, in order.
@@ -35,10 +35,6 @@ pub fn rows(r: &UsdtResult) -> Vec<Vec<String>> {
             let ev = |f: fn(&rtrace_measure::Events) -> u64| {
                 c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
             };
-            let trace = c.trace_data.map_or("-".into(), |d| {
-                let kept = if d.kept > 0 { " (kept)" } else { "" };
-                format!("{}{kept}", bytes(d.bytes))
-            });
             vec![
                 run_tracer(c),
                 c.case.number().to_string(),
@@ -53,7 +49,7 @@ pub fn rows(r: &UsdtResult) -> Vec<Vec<String>> {
                 ev(|e| e.hits),
                 ev(|e| e.recorded),
                 ev(|e| e.lost),
-                trace,
+                trace_cell(c.trace_data),
             ]
         })
         .collect()

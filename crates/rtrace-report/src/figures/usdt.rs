@@ -5,7 +5,7 @@ use super::boxplot::BoxSeries;
 use super::data::{bins, nice_width};
 use super::lines::{self, Series};
 use super::{box_stats, decode, style};
-use crate::format::tracer_label;
+use crate::format::mode_label;
 use anyhow::Result;
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
@@ -82,12 +82,6 @@ pub(super) fn picked(r: &UsdtResult, pick: Pick, case: Case) -> Vec<&CaseResult>
         .collect()
 }
 
-/// A run's name in a figure: its tracer and mode; the hook kind only where the figure mixes
-/// them (never: every figure is of one hook kind).
-pub(super) fn label(c: &CaseResult) -> String {
-    tracer_label(c.tracer, c.hook_kind.mode_of(c.variant.as_deref()))
-}
-
 /// Each run's look: its tracer's colour, shaded and dashed for its further modes.
 pub(super) fn looks(runs: &[&CaseResult]) -> Vec<style::Look> {
     let mut count: Vec<(TracerKind, usize)> = Vec::new();
@@ -114,7 +108,7 @@ pub(super) fn usdt_boxes(runs: &[&CaseResult]) -> Result<Vec<BoxSeries>> {
         .zip(looks(runs))
         .map(|(c, look)| {
             Ok(BoxSeries {
-                label: label(c),
+                label: mode_label(c),
                 colour: look.colour,
                 stats: box_stats(&c.histogram)?,
             })
@@ -142,7 +136,7 @@ pub(super) fn polygon(title: &str, runs: &[&CaseResult]) -> Result<String> {
         .iter()
         .zip(looks(runs))
         .map(|((c, h), look)| Series {
-            label: label(c),
+            label: mode_label(c),
             look,
             points: bins(h, start, width, n)
                 .into_iter()
@@ -218,7 +212,7 @@ mod tests {
         let r = thesis_job();
         let thesis: Vec<String> = picked(&r, Pick::Thesis, Case::Traced)
             .iter()
-            .map(|c| label(c))
+            .map(|c| mode_label(c))
             .collect();
         assert_eq!(thesis, ["ftrace", "ebpf (record)", "lttng (tracef)"]);
         for hook in HookKind::ALL {
@@ -226,7 +220,7 @@ mod tests {
                 let runs = picked(&r, Pick::Hook(hook), case);
                 assert!(!runs.is_empty(), "{hook} case {}", case.number());
                 assert!(runs.len() <= MAX_SERIES, "{hook}: {} series", runs.len());
-                let labels: Vec<String> = runs.iter().map(|c| label(c)).collect();
+                let labels: Vec<String> = runs.iter().map(|c| mode_label(c)).collect();
                 let looks = looks(&runs);
                 for i in 0..runs.len() {
                     for j in i + 1..runs.len() {
