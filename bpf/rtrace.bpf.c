@@ -31,6 +31,15 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 /* Only hits of this thread group count in the tracepoint programs; 0 = all. Set before load. */
 const volatile __u32 target_tgid = 0;
 
+/* Hits of this thread are ignored (cyclictest's main thread, whose usleep also calls
+ * clock_nanosleep); 0 = none. Set before load: with 0 the verifier removes the test. */
+const volatile __u32 skip_tid = 0;
+
+static __always_inline bool skipped(void)
+{
+	return skip_tid && (__u32)bpf_get_current_pid_tgid() == skip_tid;
+}
+
 /* Record mode: wake the ring buffer's reader on every event (BPF_RB_FORCE_WAKEUP) instead of
  * never (BPF_RB_NO_WAKEUP). Set before load; the verifier removes the branch not taken, so both
  * settings run the same instructions but the flag. */
@@ -185,6 +194,8 @@ static __always_inline void aggregate(__s64 arg)
 SEC("usdt")
 int usdt_record(struct pt_regs *ctx)
 {
+	if (skipped())
+		return 0;
 	record(usdt_arg0(ctx), bpf_get_current_pid_tgid() >> 32);
 	return 0;
 }
@@ -192,6 +203,8 @@ int usdt_record(struct pt_regs *ctx)
 SEC("usdt")
 int usdt_aggregate(struct pt_regs *ctx)
 {
+	if (skipped())
+		return 0;
 	aggregate(usdt_arg0(ctx));
 	return 0;
 }
@@ -202,6 +215,8 @@ int usdt_aggregate(struct pt_regs *ctx)
 SEC("uprobe")
 int up_record(struct pt_regs *ctx)
 {
+	if (skipped())
+		return 0;
 	record(PT_REGS_PARM1(ctx), bpf_get_current_pid_tgid() >> 32);
 	return 0;
 }
@@ -209,6 +224,8 @@ int up_record(struct pt_regs *ctx)
 SEC("uprobe")
 int up_aggregate(struct pt_regs *ctx)
 {
+	if (skipped())
+		return 0;
 	aggregate(PT_REGS_PARM1(ctx));
 	return 0;
 }
@@ -216,6 +233,8 @@ int up_aggregate(struct pt_regs *ctx)
 SEC("uretprobe")
 int uret_record(struct pt_regs *ctx)
 {
+	if (skipped())
+		return 0;
 	record(PT_REGS_RC(ctx), bpf_get_current_pid_tgid() >> 32);
 	return 0;
 }
@@ -223,6 +242,8 @@ int uret_record(struct pt_regs *ctx)
 SEC("uretprobe")
 int uret_aggregate(struct pt_regs *ctx)
 {
+	if (skipped())
+		return 0;
 	aggregate(PT_REGS_RC(ctx));
 	return 0;
 }
@@ -232,6 +253,8 @@ int tp_record(struct sys_exit_args *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
+	if (skipped())
+		return 0;
 	if (target_tgid && tgid != target_tgid)
 		return 0;
 	record(ctx->ret, tgid);
@@ -241,6 +264,8 @@ int tp_record(struct sys_exit_args *ctx)
 SEC("tracepoint/syscalls/sys_exit_clock_nanosleep")
 int tp_aggregate(struct sys_exit_args *ctx)
 {
+	if (skipped())
+		return 0;
 	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
 		return 0;
 	aggregate(ctx->ret);

@@ -92,6 +92,7 @@ fn target(hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
         hook,
         pid,
         follow_children: true,
+        skip_tid: None,
         out_dir: out_dir.to_owned(),
         consumer_cpus: vec![0],
         // 16 MiB per CPU: bpftrace keeps up with N events without loss.

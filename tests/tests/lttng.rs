@@ -77,6 +77,7 @@ fn target(event: &str, pid: u32, out: &Path, record: RecordMode) -> Target {
         },
         pid: Some(pid),
         follow_children: true,
+        skip_tid: None,
         out_dir: out.to_owned(),
         consumer_cpus: vec![0],
         buffer_size_kb: None,

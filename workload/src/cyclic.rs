@@ -11,7 +11,7 @@
 use crate::{announce, emit, setup, wait_for_go, Instrument};
 use anyhow::{anyhow, bail, Context, Result};
 use hdrhistogram::Histogram;
-use rtrace_protocol::{encode_histogram, CyclicConfig, CyclicDone, Message, ProbeAt};
+use rtrace_protocol::{encode_histogram, CyclicConfig, CyclicDone, Fire, Message, ProbeAt};
 use std::io::Write;
 use std::sync::mpsc;
 
@@ -52,10 +52,19 @@ pub fn run<I: Instrument>(c: &CyclicConfig) -> Result<()> {
             if !ok || !go_rx.recv().unwrap_or(false) {
                 bail!("not started");
             }
-            Ok(match (cfg.fire_event, cfg.probe_at) {
-                (true, ProbeAt::Window) => measure(&cfg, |expected| I::event(expected), |_| {}),
-                (true, ProbeAt::After) => measure(&cfg, |_| {}, |latency| I::event(latency)),
-                (false, _) => measure(&cfg, |_| {}, |_| {}),
+            let marker = |i| {
+                crate::markers::rtrace_marker_hit(i);
+            };
+            Ok(match (cfg.fire_event, cfg.fire, cfg.probe_at) {
+                (true, Fire::Tracepoint, ProbeAt::Window) => {
+                    measure(&cfg, |expected| I::event(expected), |_| {})
+                }
+                (true, Fire::Tracepoint, ProbeAt::After) => {
+                    measure(&cfg, |_| {}, |latency| I::event(latency))
+                }
+                (true, Fire::Marker, ProbeAt::Window) => measure(&cfg, marker, |_| {}),
+                (true, Fire::Marker, ProbeAt::After) => measure(&cfg, |_| {}, marker),
+                (false, _, _) => measure(&cfg, |_| {}, |_| {}),
             })
         })
         .context("cannot start the measuring thread")?;
@@ -183,6 +192,7 @@ mod tests {
             priority: 1,
             fire_event: true,
             probe_at: ProbeAt::Window,
+            fire: Fire::default(),
             histogram_limit_ns: limit_ns,
         }
     }

@@ -37,7 +37,7 @@ pub fn run(o: Options) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    exec(cargo().args(["build", "--workspace", "--release", "--bins"]))?;
+    exec(cargo().args(["build", "--workspace", "--release", "--bins", "--lib"]))?;
     // Unit tests: default members only, no root needed.
     exec(cargo().args(["test", "--release"]))?;
     if !o.no_root_tests {

@@ -28,7 +28,7 @@ pub fn run(o: Options) -> Result<()> {
     if !o.no_install {
         packages::ensure()?;
     }
-    exec(cargo().args(["build", "--workspace", "--release", "--bins"]))?;
+    exec(cargo().args(["build", "--workspace", "--release", "--bins", "--lib"]))?;
     let out = o.out.unwrap_or_else(|| {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

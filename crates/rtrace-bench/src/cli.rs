@@ -264,6 +264,9 @@ pub struct ProbesArgs {
 
 #[derive(Args, Debug)]
 pub struct HoldExecArgs {
+    /// `KEY=VALUE` set for the command only (e.g. LD_PRELOAD, which must not load into us).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
 }

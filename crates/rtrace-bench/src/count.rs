@@ -95,6 +95,7 @@ pub fn run(o: CountOptions) -> Result<i32> {
         hook,
         pid: Some(child.id()),
         follow_children: true,
+        skip_tid: None,
         out_dir: out_dir.to_owned(),
         consumer_cpus: o.cpus.harness.clone(),
         buffer_size_kb: o.tracer_opts.buffer_size_kb,
@@ -178,7 +179,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 
 /// Starts the command held (see [`crate::hold::held_command`]).
 fn spawn_held(command: &[String], read_end: OwnedFd) -> Result<std::process::Child> {
-    let child = crate::hold::held_command(command, &read_end)?
+    let child = crate::hold::held_command(command, &[], &read_end)?
         .spawn()
         .context("cannot start the command")?;
     drop(read_end);

@@ -18,20 +18,35 @@ pub fn run(args: &HoldExecArgs) -> Result<i32> {
         bail!("rtrace-bench count went away before starting the command");
     }
     drop(go);
-    let err = std::process::Command::new(&args.command[0])
-        .args(&args.command[1..])
-        .exec();
+    let mut command = std::process::Command::new(&args.command[0]);
+    command.args(&args.command[1..]);
+    for pair in &args.env {
+        let (key, value) = pair
+            .split_once('=')
+            .with_context(|| format!("--env {pair}: expected KEY=VALUE"))?;
+        command.env(key, value);
+    }
+    let err = command.exec();
     bail!("cannot run `{}`: {err}", args.command[0])
 }
 
 /// `rtrace-bench __hold-exec -- CMD...` with the pipe's `read_end` as fd 3: once spawned, it
 /// waits for one byte on that pipe, then execs the command (same pid, so a tracer can attach to
-/// it first). It dies with us (PR_SET_PDEATHSIG survives the exec). Drop `read_end` after spawn.
-pub fn held_command(command: &[String], read_end: &OwnedFd) -> Result<Command> {
+/// it first) with `env` added to its environment. It dies with us (PR_SET_PDEATHSIG survives
+/// the exec). Drop `read_end` after spawn.
+pub fn held_command(
+    command: &[String],
+    env: &[(String, String)],
+    read_end: &OwnedFd,
+) -> Result<Command> {
     let me = std::env::current_exe()?;
     let fd = read_end.as_raw_fd();
     let mut cmd = Command::new(me);
-    cmd.arg("__hold-exec").arg("--").args(command);
+    cmd.arg("__hold-exec");
+    for (k, v) in env {
+        cmd.arg(format!("--env={k}={v}"));
+    }
+    cmd.arg("--").args(command);
     // SAFETY: dup2, fcntl and prctl are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {

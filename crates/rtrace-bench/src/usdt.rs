@@ -445,6 +445,7 @@ fn run_case(
             hook: hook.clone(),
             pid: Some(ready.pid),
             follow_children: false,
+            skip_tid: None,
             out_dir: out_dir.clone(),
             consumer_cpus: o.cpus.harness.clone(),
             buffer_size_kb: o.tracer.buffer_size_kb,

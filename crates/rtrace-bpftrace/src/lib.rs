@@ -96,7 +96,7 @@ impl Tracer for BpftraceTracer {
             self.program.display()
         );
         rtrace_tracer::require_root("bpftrace")?;
-        script::program(hook, self.mode, script::PidFilter::None)?;
+        script::program(hook, self.mode, script::PidFilter::None, None)?;
         if let Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. } = hook {
             ensure!(
                 binary.is_file(),
@@ -118,7 +118,13 @@ impl Tracer for BpftraceTracer {
             }
             BpftraceMode::Aggregate => None,
         };
-        let args = script::args(&target.hook, self.mode, target.pid, events.as_deref())?;
+        let args = script::args(
+            &target.hook,
+            self.mode,
+            target.pid,
+            target.skip_tid,
+            events.as_deref(),
+        )?;
         // bpftrace's own default (64 pages per CPU) overflows within milliseconds at our hit
         // rates, and bpftrace 0.17 then under-reports its losses; without an explicit size, give
         // it as much buffer as the eBPF backend's default ring (16 MiB, shared by all CPUs).

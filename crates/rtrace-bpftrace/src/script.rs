@@ -106,12 +106,25 @@ impl PidFilter {
     }
 }
 
-/// The bpftrace program.
-pub fn program(hook: &Hook, mode: BpftraceMode, filter: PidFilter) -> Result<String> {
+/// The bpftrace program; hits of thread `skip_tid` are left out by its predicate.
+pub fn program(
+    hook: &Hook,
+    mode: BpftraceMode,
+    filter: PidFilter,
+    skip_tid: Option<u32>,
+) -> Result<String> {
     let (point, arg) = attach_point(hook)?;
-    let predicate = match filter {
-        PidFilter::Predicate(pid) => format!(" /pid == {pid}/"),
-        PidFilter::None | PidFilter::DashP(_) => String::new(),
+    let mut tests = Vec::new();
+    if let PidFilter::Predicate(pid) = filter {
+        tests.push(format!("pid == {pid}"));
+    }
+    if let Some(tid) = skip_tid {
+        tests.push(format!("tid != {tid}"));
+    }
+    let predicate = if tests.is_empty() {
+        String::new()
+    } else {
+        format!(" /{}/", tests.join(" && "))
     };
     let action = match mode {
         BpftraceMode::Record => format!("printf({RECORD_FORMAT}, {arg});"),
@@ -125,6 +138,7 @@ pub fn args(
     hook: &Hook,
     mode: BpftraceMode,
     pid: Option<u32>,
+    skip_tid: Option<u32>,
     events_file: Option<&Path>,
 ) -> Result<Vec<OsString>> {
     let filter = PidFilter::choose(hook, mode, pid);
@@ -135,7 +149,7 @@ pub fn args(
     if let Some(f) = events_file {
         args.extend(["-o".into(), f.as_os_str().to_owned()]);
     }
-    args.extend(["-e".into(), program(hook, mode, filter)?.into()]);
+    args.extend(["-e".into(), program(hook, mode, filter, skip_tid)?.into()]);
     Ok(args)
 }
 
@@ -203,25 +217,29 @@ mod tests {
     fn usdt_scripts() {
         let h = usdt("/tmp/x/sdt_loop", "rtest", "hit", 1);
         assert_eq!(
-            program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7)).unwrap(),
+            program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7), None).unwrap(),
             r#"usdt:"/tmp/x/sdt_loop":rtest:hit { @c = count(); }"#
         );
         assert_eq!(
-            program(&h, BpftraceMode::Record, PidFilter::None).unwrap(),
+            program(&h, BpftraceMode::Record, PidFilter::None, None).unwrap(),
             r#"usdt:"/tmp/x/sdt_loop":rtest:hit { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
         );
         assert_eq!(
-            program(&h, BpftraceMode::Record, PidFilter::Predicate(7)).unwrap(),
+            program(&h, BpftraceMode::Record, PidFilter::Predicate(7), None).unwrap(),
             r#"usdt:"/tmp/x/sdt_loop":rtest:hit /pid == 7/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
         );
         let plus = usdt("/lib/libstdc++.so.6", "libstdcxx", "throw", 2);
-        assert!(program(&plus, BpftraceMode::Aggregate, PidFilter::None)
-            .unwrap()
-            .starts_with(r#"usdt:"/lib/libstdc++.so.6":libstdcxx:throw "#));
+        assert!(
+            program(&plus, BpftraceMode::Aggregate, PidFilter::None, None)
+                .unwrap()
+                .starts_with(r#"usdt:"/lib/libstdc++.so.6":libstdcxx:throw "#)
+        );
         let no_arg = usdt("/b", "p", "n", 0);
-        assert!(program(&no_arg, BpftraceMode::Record, PidFilter::None)
-            .unwrap()
-            .ends_with("pid, 0); }"));
+        assert!(
+            program(&no_arg, BpftraceMode::Record, PidFilter::None, None)
+                .unwrap()
+                .ends_with("pid, 0); }")
+        );
     }
 
     fn strs(a: &[OsString]) -> Vec<&str> {
@@ -231,14 +249,40 @@ mod tests {
     #[test]
     fn usdt_counts_use_dash_p_printed_events_a_predicate() {
         let h = usdt("/b", "p", "n", 1);
-        let a = args(&h, BpftraceMode::Aggregate, Some(42), None).unwrap();
+        let a = args(&h, BpftraceMode::Aggregate, Some(42), None, None).unwrap();
         assert_eq!(&strs(&a)[..3], ["-p", "42", "-e"]);
-        let a = args(&h, BpftraceMode::Record, Some(42), Some(Path::new("/o/f"))).unwrap();
+        let a = args(
+            &h,
+            BpftraceMode::Record,
+            Some(42),
+            None,
+            Some(Path::new("/o/f")),
+        )
+        .unwrap();
         let a = strs(&a);
         assert_eq!(&a[..3], ["-o", "/o/f", "-e"]);
         assert!(a[3].contains("/pid == 42/"), "{}", a[3]);
-        let a = args(&h, BpftraceMode::Aggregate, None, None).unwrap();
+        let a = args(&h, BpftraceMode::Aggregate, None, None, None).unwrap();
         assert_eq!(a[0], "-e");
+    }
+
+    #[test]
+    fn skipped_thread_joins_the_predicate() {
+        let h = Hook::Uprobe {
+            binary: "/lib/libc.so.6".into(),
+            function: "clock_nanosleep".into(),
+            offset: 0x10,
+            ret: true,
+        };
+        assert_eq!(
+            program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7), Some(7)).unwrap(),
+            r#"uretprobe:"/lib/libc.so.6":clock_nanosleep /tid != 7/ { @c = count(); }"#
+        );
+        assert!(
+            program(&h, BpftraceMode::Record, PidFilter::Predicate(7), Some(7))
+                .unwrap()
+                .contains(" /pid == 7 && tid != 7/ "),
+        );
     }
 
     #[test]
@@ -248,7 +292,7 @@ mod tests {
             PidFilter::choose(&h, BpftraceMode::Aggregate, Some(9)),
             PidFilter::Predicate(9)
         );
-        let a = args(&h, BpftraceMode::Aggregate, Some(9), None).unwrap();
+        let a = args(&h, BpftraceMode::Aggregate, Some(9), None, None).unwrap();
         assert_eq!(
             strs(&a),
             [
@@ -256,7 +300,7 @@ mod tests {
                 "tracepoint:syscalls:sys_exit_clock_nanosleep /pid == 9/ { @c = count(); }"
             ]
         );
-        assert!(program(&h, BpftraceMode::Record, PidFilter::None)
+        assert!(program(&h, BpftraceMode::Record, PidFilter::None, None)
             .unwrap()
             .contains("args->ret"));
     }
@@ -272,7 +316,7 @@ mod tests {
             tp("syscalls", "x/y"),
         ] {
             assert!(
-                program(&h, BpftraceMode::Aggregate, PidFilter::None).is_err(),
+                program(&h, BpftraceMode::Aggregate, PidFilter::None, None).is_err(),
                 "{h:?}"
             );
         }
@@ -280,7 +324,7 @@ mod tests {
             provider: "p".into(),
             event: "e".into(),
         };
-        assert!(program(&lttng, BpftraceMode::Aggregate, PidFilter::None).is_err());
+        assert!(program(&lttng, BpftraceMode::Aggregate, PidFilter::None, None).is_err());
     }
 
     #[test]
@@ -292,18 +336,30 @@ mod tests {
             ret,
         };
         assert_eq!(
-            program(&h(false), BpftraceMode::Aggregate, PidFilter::DashP(3)).unwrap(),
+            program(
+                &h(false),
+                BpftraceMode::Aggregate,
+                PidFilter::DashP(3),
+                None
+            )
+            .unwrap(),
             r#"uprobe:"/b/w":rtrace_marker_hit { @c = count(); }"#
         );
         assert_eq!(
-            program(&h(true), BpftraceMode::Record, PidFilter::Predicate(3)).unwrap(),
+            program(
+                &h(true),
+                BpftraceMode::Record,
+                PidFilter::Predicate(3),
+                None
+            )
+            .unwrap(),
             r#"uretprobe:"/b/w":rtrace_marker_hit /pid == 3/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, retval); }"#
         );
-        let a = args(&h(true), BpftraceMode::Aggregate, Some(3), None).unwrap();
+        let a = args(&h(true), BpftraceMode::Aggregate, Some(3), None, None).unwrap();
         assert_eq!(&strs(&a)[..2], ["-p", "3"]);
         assert_eq!(
             program_of(&a).unwrap(),
-            program(&h(true), BpftraceMode::Aggregate, PidFilter::DashP(3)).unwrap()
+            program(&h(true), BpftraceMode::Aggregate, PidFilter::DashP(3), None).unwrap()
         );
         let bad = Hook::Uprobe {
             binary: "/b/w".into(),
@@ -311,7 +367,7 @@ mod tests {
             offset: 0x10,
             ret: false,
         };
-        assert!(program(&bad, BpftraceMode::Aggregate, PidFilter::None).is_err());
+        assert!(program(&bad, BpftraceMode::Aggregate, PidFilter::None, None).is_err());
     }
 
     #[test]

@@ -38,6 +38,7 @@ fn main() -> Result<()> {
         },
         pid: None,
         follow_children: true,
+        skip_tid: None,
         out_dir: out_dir.clone(),
         consumer_cpus: vec![],
         buffer_size_kb: None,

@@ -129,6 +129,7 @@ impl Tracer for EbpfTracer {
             probe: plan::Probe::from_hook(&target.hook)?,
             mode: self.mode,
             pid: target.pid,
+            skip_tid: target.skip_tid,
             ring_bytes: plan::ring_bytes(target.buffer_size_kb, ncpus)?,
             out_dir: target.out_dir.clone(),
             consumer_cpus: target.consumer_cpus.clone(),

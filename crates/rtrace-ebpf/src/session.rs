@@ -41,6 +41,8 @@ pub struct Plan {
     pub probe: Probe,
     pub mode: EbpfMode,
     pub pid: Option<u32>,
+    /// Hits of this thread are ignored in BPF (rodata `skip_tid`).
+    pub skip_tid: Option<u32>,
     pub ring_bytes: u32,
     pub out_dir: PathBuf,
     pub consumer_cpus: Vec<usize>,
@@ -226,6 +228,7 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         Probe::Usdt { .. } | Probe::Uprobe { .. } => 0,
     };
     rodata.wakeup_per_event = plan.mode == EbpfMode::RecordWakeup;
+    rodata.skip_tid = plan.skip_tid.unwrap_or(0);
     let ring = if plan.mode.records() {
         plan.ring_bytes
     } else {

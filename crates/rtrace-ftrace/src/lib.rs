@@ -120,13 +120,21 @@ impl Tracer for FtraceTracer {
         )?;
         // Threads of the process now; threads and children created later only with
         // `follow_children` (set_event_pid + event-fork, which hook the scheduler).
+        let skip = target.skip_tid.filter(|_| pid.is_some());
         let filter = match pid {
             Some(pid) if target.follow_children => {
                 inst.write("options/event-fork", "1")?;
                 inst.write("set_event_pid", &thread_ids(pid).join(" "))?;
-                None
+                skip.map(|t| format!("common_pid != {t}"))
             }
-            Some(pid) => Some(pid_filter(&thread_ids(pid))),
+            Some(pid) => {
+                let skip = skip.map(|t| t.to_string());
+                let tids: Vec<String> = thread_ids(pid)
+                    .into_iter()
+                    .filter(|t| Some(t) != skip.as_ref())
+                    .collect();
+                Some(pid_filter(&tids))
+            }
             None => None,
         };
         let events: Vec<(String, String)> = match &target.hook {
@@ -175,7 +183,12 @@ impl Tracer for FtraceTracer {
 }
 
 /// An event filter keeping the events of these threads: `common_pid == 12 || common_pid == 13`.
+/// No thread at all: `common_pid == -1`, which matches nothing (an empty filter would match
+/// everything).
 fn pid_filter(tids: &[String]) -> String {
+    if tids.is_empty() {
+        return "common_pid == -1".into();
+    }
     tids.iter()
         .map(|t| format!("common_pid == {t}"))
         .collect::<Vec<_>>()

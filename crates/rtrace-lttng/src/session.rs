@@ -121,13 +121,20 @@ impl LttngSession {
         let chan = format!("--channel={CHANNEL}");
         match &s.what {
             What::Ust { event } => {
-                if let Some(pid) = target.pid {
+                // A program held before its exec (cyclictest with the preload library)
+                // registers only once it runs: the vpid tracker below then applies from its
+                // start (liblttng-ust waits for its sessions before `main`).
+                if let Some(pid) = target.pid.filter(|_| !target.follow_children) {
                     wait_registered(pid, event)?;
                 }
                 cli::lttng(&["enable-event", domain, &session, &chan, event])
             }
-            What::Syscall { name, .. } => {
-                cli::lttng(&["enable-event", domain, &session, &chan, "--syscall", name])
+            What::Syscall { name, exit } => {
+                let filter = syscall_filter(*exit, target.skip_tid);
+                let mut args = vec!["enable-event", domain, &session, &chan, "--syscall", name];
+                let filter_opt = filter.map(|f| format!("--filter={f}"));
+                args.extend(filter_opt.as_deref());
+                cli::lttng(&args)
             }
         }
         .context("cannot enable the LTTng event")?;
@@ -188,7 +195,17 @@ impl LttngSession {
                 let entry_name = format!("syscall_entry_{name}");
                 let exit_name = format!("syscall_exit_{name}");
                 let c = ctf::count_by_name(&self.out, &[&entry_name, &exit_name])?;
-                let (hooked, other) = if *exit { (c[1], c[0]) } else { (c[0], c[1]) };
+                if *exit {
+                    // Exit only (see `syscall_filter`): every discarded event was an exit.
+                    if c[0] > 0 {
+                        bail!("LTTng recorded {} {entry_name} events although its filter keeps exits only", c[0]);
+                    }
+                    return Ok(EventStats {
+                        recorded: c[1],
+                        lost: discarded,
+                    });
+                }
+                let (hooked, other) = (c[0], c[1]);
                 Ok(EventStats {
                     recorded: hooked,
                     lost: syscall_lost(discarded, hooked, other),
@@ -196,6 +213,21 @@ impl LttngSession {
             }
         }
     }
+}
+
+/// The filter of a syscall event rule. `--syscall` enables a call's entry and exit; for an
+/// exit hook a filter on `ret`, a field only exit records have, keeps the exits alone (LTTng
+/// evaluates a filter naming a field the record lacks to false), so LTTng records one event
+/// per call as ftrace and eBPF do. `skip_tid` leaves one thread out (`$ctx.tid`).
+pub fn syscall_filter(exit: bool, skip_tid: Option<u32>) -> Option<String> {
+    let mut tests = Vec::new();
+    if exit {
+        tests.push("(ret >= 0 || ret < 0)".to_owned());
+    }
+    if let Some(tid) = skip_tid {
+        tests.push(format!("$ctx.tid != {tid}"));
+    }
+    (!tests.is_empty()).then(|| tests.join(" && "))
 }
 
 /// Hooked events lost when each call makes one entry and one exit event (`2H` events in all)
@@ -280,6 +312,23 @@ mod tests {
         assert!(syscall("sched", "sched_switch").is_err());
         assert!(syscall("syscalls", "clock_nanosleep").is_err());
         assert!(syscall("syscalls", "sys_exit_a;b").is_err());
+    }
+
+    #[test]
+    fn exit_hooks_filter_out_entries_and_skipped_threads() {
+        assert_eq!(
+            syscall_filter(true, None).as_deref(),
+            Some("(ret >= 0 || ret < 0)")
+        );
+        assert_eq!(
+            syscall_filter(true, Some(7)).as_deref(),
+            Some("(ret >= 0 || ret < 0) && $ctx.tid != 7")
+        );
+        assert_eq!(syscall_filter(false, None), None);
+        assert_eq!(
+            syscall_filter(false, Some(7)).as_deref(),
+            Some("$ctx.tid != 7")
+        );
     }
 
     #[test]

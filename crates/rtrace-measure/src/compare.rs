@@ -251,6 +251,7 @@ mod tests {
             pm_qos_zero: Some(true),
             trace_data: None,
             wall_s: 1.0,
+            rounds: Vec::new(),
         }
     }
 
@@ -267,6 +268,7 @@ mod tests {
                 shuffle_seed: None,
                 interval_us,
                 loops: 100,
+                rounds: None,
                 cpu: 1,
                 main_cpu: 0,
                 harness_cpus: vec![0],

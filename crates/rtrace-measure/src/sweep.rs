@@ -2,6 +2,7 @@
 //! latency of a cyclictest-style loop under each tracer configuration, with the real
 //! `cyclictest` as a cross-check for the configurations that need no workload instrumentation.
 
+use crate::interval::Estimate;
 use crate::{AccountingError, Environment, Events, Summary};
 use hdrhistogram::Histogram;
 use rtrace_tracer::{Instrumentation, TracerKind};
@@ -29,6 +30,18 @@ pub enum Configuration {
     UsdtBpftrace,
     /// The loop's LTTng-UST tracepoint (LTTng workload) traced by LTTng.
     UsdtLttng,
+    /// A uprobe on the marker function the loop calls, traced by ftrace.
+    UprobeFtrace,
+    /// A uprobe on the marker function, traced by our BPF program.
+    UprobeEbpf,
+    /// A uprobe on the marker function, traced by bpftrace.
+    UprobeBpftrace,
+    /// A uretprobe on the marker function, traced by ftrace.
+    UretprobeFtrace,
+    /// A uretprobe on the marker function, traced by our BPF program.
+    UretprobeEbpf,
+    /// A uretprobe on the marker function, traced by bpftrace.
+    UretprobeBpftrace,
     /// `syscalls:sys_exit_clock_nanosleep` enabled in our tracefs instance.
     KernelFtrace,
     /// `syscalls:sys_exit_clock_nanosleep` traced by our BPF tracepoint program.
@@ -50,12 +63,18 @@ pub enum Space {
 }
 
 impl Configuration {
-    pub const ALL: [Configuration; 8] = [
+    pub const ALL: [Configuration; 14] = [
         Configuration::None,
         Configuration::UsdtFtrace,
         Configuration::UsdtEbpf,
         Configuration::UsdtBpftrace,
         Configuration::UsdtLttng,
+        Configuration::UprobeFtrace,
+        Configuration::UprobeEbpf,
+        Configuration::UprobeBpftrace,
+        Configuration::UretprobeFtrace,
+        Configuration::UretprobeEbpf,
+        Configuration::UretprobeBpftrace,
         Configuration::KernelFtrace,
         Configuration::KernelEbpf,
         Configuration::KernelLttng,
@@ -68,6 +87,12 @@ impl Configuration {
             Configuration::UsdtEbpf => "usdt-ebpf",
             Configuration::UsdtBpftrace => "usdt-bpftrace",
             Configuration::UsdtLttng => "usdt-lttng",
+            Configuration::UprobeFtrace => "uprobe-ftrace",
+            Configuration::UprobeEbpf => "uprobe-ebpf",
+            Configuration::UprobeBpftrace => "uprobe-bpftrace",
+            Configuration::UretprobeFtrace => "uretprobe-ftrace",
+            Configuration::UretprobeEbpf => "uretprobe-ebpf",
+            Configuration::UretprobeBpftrace => "uretprobe-bpftrace",
             Configuration::KernelFtrace => "kernel-ftrace",
             Configuration::KernelEbpf => "kernel-ebpf",
             Configuration::KernelLttng => "kernel-lttng",
@@ -77,9 +102,17 @@ impl Configuration {
     pub fn tracer(self) -> TracerKind {
         match self {
             Configuration::None => TracerKind::None,
-            Configuration::UsdtFtrace | Configuration::KernelFtrace => TracerKind::Ftrace,
-            Configuration::UsdtEbpf | Configuration::KernelEbpf => TracerKind::Ebpf,
-            Configuration::UsdtBpftrace => TracerKind::Bpftrace,
+            Configuration::UsdtFtrace
+            | Configuration::UprobeFtrace
+            | Configuration::UretprobeFtrace
+            | Configuration::KernelFtrace => TracerKind::Ftrace,
+            Configuration::UsdtEbpf
+            | Configuration::UprobeEbpf
+            | Configuration::UretprobeEbpf
+            | Configuration::KernelEbpf => TracerKind::Ebpf,
+            Configuration::UsdtBpftrace
+            | Configuration::UprobeBpftrace
+            | Configuration::UretprobeBpftrace => TracerKind::Bpftrace,
             Configuration::UsdtLttng | Configuration::KernelLttng => TracerKind::Lttng,
         }
     }
@@ -90,10 +123,32 @@ impl Configuration {
             Configuration::UsdtFtrace
             | Configuration::UsdtEbpf
             | Configuration::UsdtBpftrace
-            | Configuration::UsdtLttng => Space::User,
+            | Configuration::UsdtLttng
+            | Configuration::UprobeFtrace
+            | Configuration::UprobeEbpf
+            | Configuration::UprobeBpftrace
+            | Configuration::UretprobeFtrace
+            | Configuration::UretprobeEbpf
+            | Configuration::UretprobeBpftrace => Space::User,
             Configuration::KernelFtrace
             | Configuration::KernelEbpf
             | Configuration::KernelLttng => Space::Kernel,
+        }
+    }
+
+    /// The user-space hook of the built-in loop: the USDT probe (or LTTng-UST tracepoint), or
+    /// the entry or return of the marker function; `None` outside user space.
+    pub fn hook_kind(self) -> Option<crate::usdt::HookKind> {
+        use crate::usdt::HookKind;
+        match self {
+            Configuration::UprobeFtrace
+            | Configuration::UprobeEbpf
+            | Configuration::UprobeBpftrace => Some(HookKind::Uprobe),
+            Configuration::UretprobeFtrace
+            | Configuration::UretprobeEbpf
+            | Configuration::UretprobeBpftrace => Some(HookKind::Uretprobe),
+            c if c.space() == Space::User => Some(HookKind::Usdt),
+            _ => None,
         }
     }
 
@@ -105,24 +160,28 @@ impl Configuration {
         }
     }
 
-    /// Whether the real cyclictest also runs (it carries no tracepoint of ours).
-    pub fn cross_checked(self) -> bool {
-        self.space() != Space::User
-    }
-
     /// How this configuration's event accounting is judged.
     pub fn rule(self) -> Option<AccountingRule> {
         match self.space() {
             Space::None => None,
-            Space::User => Some(AccountingRule::Exact),
-            Space::Kernel => Some(AccountingRule::AtLeast),
+            // The built-in loop counts its clock_nanosleep calls; cyclictest's main thread is
+            // filtered out: one exit per call of the measuring thread, nothing else.
+            Space::User | Space::Kernel => Some(AccountingRule::Exact),
         }
     }
 
     pub fn describe(self) -> &'static str {
         match self.space() {
             Space::None => "no tracer",
-            Space::User => "tracepoint fired once per loop, traced",
+            Space::User => match self.hook_kind() {
+                Some(crate::usdt::HookKind::Uprobe) => {
+                    "marker function called once per loop, its entry traced"
+                }
+                Some(crate::usdt::HookKind::Uretprobe) => {
+                    "marker function called once per loop, its return traced"
+                }
+                _ => "tracepoint fired once per loop, traced",
+            },
             Space::Kernel => "sys_exit_clock_nanosleep traced, loop not instrumented",
         }
     }
@@ -165,8 +224,8 @@ impl std::fmt::Display for Source {
 pub enum AccountingRule {
     /// One tracepoint hit per loop: `recorded + lost == hits`.
     Exact,
-    /// One syscall exit per sleep at least: `recorded + lost >= hits` (the traced process's
-    /// other `clock_nanosleep` calls, e.g. cyclictest's main thread, add some).
+    /// One syscall exit per sleep at least: `recorded + lost >= hits` (files of older versions,
+    /// which counted cyclictest's main thread too).
     AtLeast,
 }
 
@@ -234,8 +293,11 @@ pub struct SweepConfig {
     pub shuffle_seed: Option<u64>,
     /// Period of the measuring thread (µs).
     pub interval_us: u64,
-    /// Wake-ups per run.
+    /// Wake-ups per configuration and source (split across the rounds).
     pub loops: u64,
+    /// `--rounds`; absent in files of older versions (one round).
+    #[serde(default)]
+    pub rounds: Option<u32>,
     /// Measured CPU.
     pub cpu: usize,
     /// CPU of the workload's (and cyclictest's) main thread.
@@ -296,6 +358,144 @@ pub struct SweepRun {
     #[serde(default)]
     pub trace_data: Option<crate::trace_data::TraceData>,
     pub wall_s: f64,
+    /// Each round's latency statistics, in round order (`--rounds`); empty in files of older
+    /// versions.
+    #[serde(default)]
+    pub rounds: Vec<RoundLatency>,
+}
+
+/// One round's wake-up latency statistics (ns): the unit of the sweep's intervals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoundLatency {
+    /// 0-based round index (rounds of different configurations pair by it).
+    pub round: u32,
+    pub loops: u64,
+    pub p50_ns: f64,
+    pub mean_ns: f64,
+    pub p99_ns: f64,
+    pub max_ns: f64,
+}
+
+impl RoundLatency {
+    pub fn of(round: u32, s: &Summary, loops: u64) -> RoundLatency {
+        RoundLatency {
+            round,
+            loops,
+            p50_ns: s.p50_ns,
+            mean_ns: s.mean_ns,
+            p99_ns: s.p99_ns,
+            max_ns: s.max_ns,
+        }
+    }
+}
+
+impl crate::Pool for SweepRun {
+    fn is_same_run(&self, other: &SweepRun) -> bool {
+        self.config == other.config && self.source == other.source
+    }
+
+    /// Histograms add up, counts and event accounting sum (judged again on the sums), the
+    /// rounds' statistics are kept for the intervals.
+    fn absorb(&mut self, round: SweepRun) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.is_same_run(&round),
+            "cannot pool {} {} with {} {}",
+            self.config,
+            self.source,
+            round.config,
+            round.source
+        );
+        let mut pooled = rtrace_protocol::decode_histogram(&self.histogram)?;
+        pooled.add(rtrace_protocol::decode_histogram(&round.histogram)?)?;
+        self.histogram = rtrace_protocol::encode_histogram(&pooled)?;
+        self.latency = Summary::of(&pooled).unwrap_or(self.latency);
+        self.overflows += round.overflows;
+        self.loops += round.loops;
+        self.overruns = match (self.overruns, round.overruns) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.accounting = match (self.accounting.take(), round.accounting) {
+            (Some(a), Some(b)) => Some(Accounting::judge(
+                a.rule,
+                Events {
+                    hits: a.events.hits + b.events.hits,
+                    recorded: a.events.recorded + b.events.recorded,
+                    lost: a.events.lost + b.events.lost,
+                },
+            )),
+            (a, b) => a.or(b),
+        };
+        self.mlocked = match (self.mlocked, round.mlocked) {
+            (Some(a), Some(b)) => Some(a && b),
+            (a, b) => a.or(b),
+        };
+        self.pm_qos_zero = match (self.pm_qos_zero, round.pm_qos_zero) {
+            (Some(a), Some(b)) => Some(a && b),
+            (a, b) => a.or(b),
+        };
+        self.trace_data = match (self.trace_data, round.trace_data) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.wall_s += round.wall_s;
+        self.rounds.extend(round.rounds);
+        Ok(())
+    }
+
+    fn accounting(&self) -> Result<(), String> {
+        match &self.accounting {
+            Some(a) if !a.ok => Err(a
+                .error
+                .clone()
+                .unwrap_or_else(|| "event accounting failed".into())),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A statistic of a round's latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatencyStat {
+    P50,
+    Mean,
+    P99,
+}
+
+impl LatencyStat {
+    fn of(self, r: &RoundLatency) -> f64 {
+        match self {
+            LatencyStat::P50 => r.p50_ns,
+            LatencyStat::Mean => r.mean_ns,
+            LatencyStat::P99 => r.p99_ns,
+        }
+    }
+}
+
+/// `run`'s latency minus `base`'s (ns), by `stat`: the mean of the per-round differences of
+/// rounds with the same index (a round of every configuration runs back to back, so the pair
+/// shares the machine's state), with its t interval over those rounds. Falls back to the pooled
+/// difference without interval for files without rounds. A difference is no finer than the
+/// histogram's 3 significant digits: that resolution bounds each round's variance from below.
+pub fn shift(run: &SweepRun, base: &SweepRun, stat: LatencyStat) -> Option<Estimate> {
+    let diffs: Vec<f64> = run
+        .rounds
+        .iter()
+        .filter_map(|r| {
+            let b = base.rounds.iter().find(|b| b.round == r.round)?;
+            Some(stat.of(r) - stat.of(b))
+        })
+        .collect();
+    if diffs.is_empty() {
+        let pooled = |s: &Summary| match stat {
+            LatencyStat::P50 => s.p50_ns,
+            LatencyStat::Mean => s.mean_ns,
+            LatencyStat::P99 => s.p99_ns,
+        };
+        return crate::interval::mean_of(&[pooled(&run.latency) - pooled(&base.latency)], 0.0);
+    }
+    let resolution = (run.latency.p50_ns.max(base.latency.p50_ns) / 1000.0).max(1.0);
+    crate::interval::mean_of(&diffs, 2.0 * resolution * resolution / 12.0)
 }
 
 /// A configuration or cross-check that did not run, and why.
@@ -331,16 +531,11 @@ mod tests {
     }
 
     #[test]
-    fn only_uninstrumented_configurations_are_cross_checked() {
-        let checked: Vec<_> = Configuration::ALL
-            .into_iter()
-            .filter(|c| c.cross_checked())
-            .map(Configuration::name)
-            .collect();
-        assert_eq!(
-            checked,
-            ["none", "kernel-ftrace", "kernel-ebpf", "kernel-lttng"]
-        );
+    fn every_traced_configuration_is_accounted_exactly() {
+        for c in Configuration::ALL {
+            let expected = (c != Configuration::None).then_some(AccountingRule::Exact);
+            assert_eq!(c.rule(), expected, "{c}");
+        }
         assert_eq!(
             Configuration::UsdtLttng.instrumentation(),
             Instrumentation::LttngUst

@@ -33,6 +33,17 @@ impl ProbeAt {
     }
 }
 
+/// What fires once per loop when `fire_event` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fire {
+    /// The workload's tracepoint (USDT `rtrace:event`, or LTTng-UST in `workload-lttng`).
+    #[default]
+    Tracepoint,
+    /// A call of the marker function `rtrace_marker_hit` (uprobe / uretprobe hooks).
+    Marker,
+}
+
 /// What the cyclic loop runs: cyclictest's method with one measuring thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CyclicConfig {
@@ -52,6 +63,9 @@ pub struct CyclicConfig {
     /// Where the tracepoint fires.
     #[serde(default)]
     pub probe_at: ProbeAt,
+    /// What fires.
+    #[serde(default)]
+    pub fire: Fire,
     /// Latencies above this bound (ns) count as histogram overflows (cyclictest's `--histogram`).
     pub histogram_limit_ns: u64,
 }
@@ -92,6 +106,7 @@ mod tests {
             priority: 99,
             fire_event: true,
             probe_at: ProbeAt::After,
+            fire: Fire::default(),
             histogram_limit_ns: 10_000_000,
         });
         let s = serde_json::to_string(&c).unwrap();

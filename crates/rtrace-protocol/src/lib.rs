@@ -9,7 +9,7 @@
 mod cyclic;
 mod histogram;
 
-pub use cyclic::{CyclicConfig, CyclicDone, ProbeAt};
+pub use cyclic::{CyclicConfig, CyclicDone, Fire, ProbeAt};
 pub use histogram::{decode_histogram, encode_histogram, new_histogram, HistogramError};
 
 use serde::{Deserialize, Serialize};

@@ -170,7 +170,6 @@ fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun 
         tracer: config.tracer(),
         hook: None,
         program: "workload".into(),
-        latency,
         histogram,
         overflows: 0,
         loops: 5_000,
@@ -189,6 +188,19 @@ fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun 
         pm_qos_zero: Some(true),
         trace_data: None,
         wall_s: 1.0,
+        // Three rounds around the pooled statistics, 50 ns apart.
+        rounds: (0..3u32)
+            .map(|i| {
+                let d = (f64::from(i) - 1.0) * 50.0;
+                rtrace_measure::sweep::RoundLatency {
+                    p50_ns: latency.p50_ns + d,
+                    mean_ns: latency.mean_ns + d,
+                    p99_ns: latency.p99_ns + d,
+                    ..rtrace_measure::sweep::RoundLatency::of(i, &latency, 5_000 / 3)
+                }
+            })
+            .collect(),
+        latency,
     }
 }
 
@@ -221,13 +233,18 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
             shuffle_seed: None,
             interval_us: 200,
             loops: 5_000,
+            rounds: Some(3),
             cpu: 1,
             main_cpu: 0,
             harness_cpus: vec![0],
             priority: 99,
             histogram_limit_us: 10_000,
             buffer_size_kb: None,
-            tracer_options: serde_json::Value::Null,
+            tracer_options: serde_json::json!({
+                "record": "stream",
+                "bpf_modes": ["record"],
+                "lttng_event": ["tracepoint"],
+            }),
             cyclictest: None,
             cyclictest_version: None,
         },

@@ -179,6 +179,28 @@ fn usdt_details(r: &UsdtResult) -> String {
     out
 }
 
+/// The latency shifts against `none` beside `usdt`'s per-hit costs (see
+/// [`crate::sweep_shift`]); empty without a `none` run.
+fn shift_table(r: &SweepResult, report: &Report) -> String {
+    let rows = crate::sweep_shift::rows(r, crate::sweep_shift::usdt_beside(report, r));
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h3>Latency shift against <code>none</code></h3>\n<p class=\"sub\">{}.</p>\n<table>\n",
+        code_spans(crate::sweep_shift::NOTE)
+    );
+    out.push_str(&header(
+        &crate::sweep_shift::HEADER,
+        crate::sweep_shift::TEXT_COLUMNS,
+    ));
+    for cells in rows {
+        out.push_str(&row(&cells, crate::sweep_shift::TEXT_COLUMNS));
+    }
+    out.push_str("</table>\n");
+    out
+}
+
 fn sweep_table(r: &SweepResult) -> String {
     let mut out = String::from("<table>\n");
     out.push_str(&header(
@@ -309,6 +331,7 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             out.push_str(&warnings(&e.warnings));
             out.push_str("<h3>Latency per configuration (µs) and event accounting</h3>\n");
             out.push_str(&sweep_table(r));
+            out.push_str(&shift_table(r, report));
             serde_json::to_string_pretty(&r.config)?
         }
     };

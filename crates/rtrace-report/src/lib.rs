@@ -19,6 +19,7 @@ pub mod statistics;
 pub mod summary;
 pub mod svg;
 pub mod sweep_rows;
+pub mod sweep_shift;
 pub mod sweep_terminal;
 pub mod table;
 pub mod terminal;

@@ -145,7 +145,7 @@ pub fn environment(e: &Environment) -> String {
     aligned(&["setting".into(), "value".into()], &rows, 2)
 }
 
-fn entry(e: &Entry, figures: &[figures::Figure]) -> String {
+fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
     let mut out = String::new();
     let source = e
         .file
@@ -180,6 +180,16 @@ fn entry(e: &Entry, figures: &[figures::Figure]) -> String {
                 crate::format::sweep_notes(r).join(". ")
             ));
             out.push_str(&sweep_table(r));
+            let usdt = crate::sweep_shift::usdt_beside(report, r);
+            let rows = crate::sweep_shift::rows(r, usdt);
+            if !rows.is_empty() {
+                let header: Vec<String> = crate::sweep_shift::HEADER.map(String::from).to_vec();
+                out.push_str(&format!(
+                    "\n### Latency shift against `none`\n\n{}.\n\n",
+                    crate::sweep_shift::NOTE
+                ));
+                out.push_str(&aligned(&header, &rows, crate::sweep_shift::TEXT_COLUMNS));
+            }
         }
     }
     out.push_str(&ratio_list(&e.result));
@@ -221,7 +231,7 @@ impl Exporter for Markdown {
             out.push('\n');
         }
         for e in &report.entries {
-            out.push_str(&entry(e, &figures));
+            out.push_str(&entry(e, &figures, report));
             out.push('\n');
         }
         let shared: Vec<&figures::Figure> =

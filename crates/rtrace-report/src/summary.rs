@@ -81,32 +81,53 @@ pub fn usdt(r: &UsdtResult, warnings: &[Warning]) -> Vec<String> {
     out
 }
 
-/// The sentences of a sweep: each configuration's median wake-up latency against no tracing.
-pub fn sweep(r: &SweepResult, warnings: &[Warning]) -> Vec<String> {
+/// The sentences of a sweep: each configuration's median wake-up latency against no tracing
+/// (with its interval over rounds), and, given `usdt` measured on the same machine, each
+/// user-space shift over the per-hit cost of the same tracer.
+pub fn sweep(
+    r: &SweepResult,
+    warnings: &[Warning],
+    usdt: Option<&rtrace_measure::usdt::UsdtResult>,
+) -> Vec<String> {
     let mut out = Vec::new();
+    let shifts = crate::sweep_shift::shifts(r, usdt);
     for source in [Source::Builtin, Source::Cyclictest] {
         let Some(none) = r.run(Configuration::None, source) else {
             continue;
         };
-        let shifts: Vec<String> = r
-            .runs
+        let mine: Vec<_> = shifts.iter().filter(|s| s.run.source == source).collect();
+        let list: Vec<String> = mine
             .iter()
-            .filter(|x| x.source == source && x.config != Configuration::None)
-            .map(|x| {
-                let d = x.latency.p50_ns - none.latency.p50_ns;
-                format!(
-                    "{} {}{} µs",
-                    x.config,
-                    if d >= 0.0 { "+" } else { "−" },
-                    us(d.abs())
-                )
+            .filter_map(|s| {
+                Some(format!(
+                    "{} {} µs",
+                    s.run.config,
+                    crate::sweep_shift::us_interval(s.p50.as_ref()?)
+                ))
             })
             .collect();
-        if !shifts.is_empty() {
+        if !list.is_empty() {
             out.push(format!(
-                "Median wake-up latency against no tracing ({} µs, {source}): {}.",
+                "Median wake-up latency against no tracing ({} µs, {source}; 95% interval over rounds): {}.",
                 us(none.latency.p50_ns),
-                shifts.join(", ")
+                list.join(", ")
+            ));
+        }
+        let ratios: Vec<String> = mine
+            .iter()
+            .filter_map(|s| {
+                Some(format!(
+                    "{} {:.2}× ({} µs per hit)",
+                    s.run.config,
+                    s.ratio()?,
+                    us(s.per_hit?.estimate)
+                ))
+            })
+            .collect();
+        if !ratios.is_empty() {
+            out.push(format!(
+                "Median shift ÷ the per-hit cost `usdt` measured for the same tracer and hook ({source}): {}.",
+                ratios.join(", ")
             ));
         }
     }
@@ -114,11 +135,13 @@ pub fn sweep(r: &SweepResult, warnings: &[Warning]) -> Vec<String> {
     out
 }
 
-/// The sentences of a report entry.
-pub fn of_entry(e: &crate::result::Entry) -> Vec<String> {
+/// The sentences of a report entry (a sweep is compared with the report's usdt result).
+pub fn of_entry(e: &crate::result::Entry, report: &crate::result::Report) -> Vec<String> {
     match &e.result {
         crate::result::AnyResult::Usdt(r) => usdt(r, &e.warnings),
-        crate::result::AnyResult::Sweep(r) => sweep(r, &e.warnings),
+        crate::result::AnyResult::Sweep(r) => {
+            sweep(r, &e.warnings, crate::sweep_shift::usdt_beside(report, r))
+        }
     }
 }
 
@@ -128,7 +151,7 @@ pub fn of_report(report: &crate::result::Report) -> Vec<(Option<String>, Vec<Str
     report
         .entries
         .iter()
-        .map(|e| (titled.then(|| e.id.clone()), of_entry(e)))
+        .map(|e| (titled.then(|| e.id.clone()), of_entry(e, report)))
         .filter(|(_, lines)| !lines.is_empty())
         .collect()
 }
@@ -198,14 +221,26 @@ mod tests {
         );
 
         let s = fixtures::sweep("PREEMPT_RT", 1);
-        let lines = sweep(&s, &[]);
+        let lines = sweep(&s, &[], None);
         let none = s.run(Configuration::None, Source::Builtin).unwrap();
         let ftrace = s.run(Configuration::UsdtFtrace, Source::Builtin).unwrap();
         let d = ftrace.latency.p50_ns - none.latency.p50_ns;
         assert!(
-            lines[0].contains(&format!("usdt-ftrace +{} µs", us(d))),
+            lines[0].contains(&format!("usdt-ftrace +{} (", us(d))),
             "{}",
             lines[0]
         );
+        assert!(
+            !lines.iter().any(|l| l.contains("per-hit")),
+            "no usdt given"
+        );
+        let mut u = fixtures::usdt();
+        u.config.tracer_options = s.config.tracer_options.clone();
+        let lines = sweep(&s, &[], Some(&u));
+        let per_hit = lines
+            .iter()
+            .find(|l| l.starts_with("Median shift ÷ the per-hit cost"))
+            .expect("a per-hit sentence");
+        assert!(per_hit.contains("usdt-ftrace "), "{per_hit}");
     }
 }

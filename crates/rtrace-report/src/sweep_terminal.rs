@@ -29,7 +29,7 @@ pub fn sweep(r: &SweepResult) -> String {
         e.cpu_model
     );
     out.push_str("summary:\n");
-    for l in crate::summary::sweep(r, &r.warnings) {
+    for l in crate::summary::sweep(r, &r.warnings, None) {
         out.push_str(&format!("  {l}\n"));
     }
     out.push_str(&format!(
@@ -42,6 +42,7 @@ pub fn sweep(r: &SweepResult) -> String {
         t.row(row.cells);
     }
     out.push_str(&t.render());
+    out.push_str(&shift_table(r, None));
     let skipped = |title: &str, list: &[rtrace_measure::sweep::Skipped]| -> String {
         if list.is_empty() {
             return String::new();
@@ -58,6 +59,23 @@ pub fn sweep(r: &SweepResult) -> String {
     out.push_str(&skipped("unavailable here", &r.unavailable));
     // Failed runs and everything else worth a warning: `rtrace_measure::warnings::sweep`.
     out
+}
+
+/// The latency shifts against `none` (see [`crate::sweep_shift`]), beside `usdt`'s per-hit
+/// costs when given; empty without a `none` run.
+pub fn shift_table(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -> String {
+    let rows = crate::sweep_shift::rows(r, usdt);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new(
+        &crate::sweep_shift::HEADER,
+        crate::sweep_shift::TEXT_COLUMNS,
+    );
+    for row in rows {
+        t.row(row);
+    }
+    format!("\n{}:\n{}", crate::sweep_shift::NOTE, t.render())
 }
 
 /// The comparison table: per (configuration, source) and statistic, A, B and B − A in µs.

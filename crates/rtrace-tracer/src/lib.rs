@@ -159,6 +159,12 @@ pub struct Target {
     /// (a cost on the wake-up path, and a text-patching of `__schedule` that hung a PREEMPT
     /// guest under TCG). Backends that filter by process (eBPF, LTTng, bpftrace) ignore it.
     pub follow_children: bool,
+    /// Events of this thread do not count (rt-tests' cyclictest: its main thread, whose
+    /// `usleep` also calls `clock_nanosleep`, is the process leader `pid`). ftrace, eBPF,
+    /// bpftrace and LTTng's kernel tracer filter it in the kernel (event filter, BPF,
+    /// predicate, `$ctx.tid`); LTTng-UST does not (its sweep tracepoint fires only in the
+    /// measuring thread, and a UST filter would add its interpreter to every hit).
+    pub skip_tid: Option<u32>,
     /// The run's output directory: trace files go below it.
     pub out_dir: PathBuf,
     /// CPUs that consumers (drain threads, daemons we start) may run on: never the measured CPU.

@@ -36,6 +36,8 @@ const PROJECT: &[(&str, bool)] = &[
     ("rtrace-bench", true),
     ("workload", true),
     ("workload-lttng", false),
+    // The sweep's LTTng cross-check preloads it into cyclictest.
+    ("librtrace_preload.so", false),
 ];
 
 /// Host programs copied to the same path: (path, Debian package, required).
@@ -121,7 +123,7 @@ pub fn build(c: &Contents, dir: &Path) -> Result<PathBuf> {
         if !src.exists() {
             if required {
                 bail!(
-                    "{} is missing: build it with `cargo build --workspace --release --bins`",
+                    "{} is missing: build it with `cargo build --workspace --release --bins --lib`",
                     src.display()
                 );
             }

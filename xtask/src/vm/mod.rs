@@ -68,7 +68,7 @@ pub struct Options {
 /// `cargo xtask vm`.
 pub fn run(o: Options) -> Result<()> {
     if !o.no_build {
-        exec(cargo().args(["build", "--workspace", "--release", "--bins"]))?;
+        exec(cargo().args(["build", "--workspace", "--release", "--bins", "--lib"]))?;
     }
     let mut kernels = o.kernel.clone();
     kernels.dedup();

@@ -20,6 +20,26 @@ pub struct Cyclictest {
     pub version: String,
 }
 
+/// The LTTng cross-check's preload library, next to the workload binaries
+/// (crate `rtrace-preload`).
+pub const PRELOAD: &str = "librtrace_preload.so";
+
+/// The C library this system's programs (cyclictest among them) run with: the one this
+/// process mapped.
+pub fn libc() -> Result<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").context("cannot read /proc/self/maps")?;
+    let path = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| {
+            Path::new(p)
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with("libc.so"))
+        })
+        .context("no libc.so mapped in this process: the uretprobe cross-check needs glibc")?;
+    std::fs::canonicalize(path).with_context(|| format!("cannot resolve {path}"))
+}
+
 /// Options the cross-check needs (rt-tests 2.x).
 const NEEDED: [&str; 4] = ["--json", "--nsecs", "--mainaffinity", "--histogram"];
 
@@ -71,13 +91,14 @@ fn histogram_args(limit_us: u64) -> Vec<String> {
     }
 }
 
-/// The thesis' command line with the sweep's parameters, writing its result to `json`.
-pub fn args(o: &SweepOptions, json: &Path) -> Vec<String> {
+/// The thesis' command line with the sweep's parameters for `loops` wake-ups, writing its
+/// result to `json`.
+pub fn args(o: &SweepOptions, loops: u64, json: &Path) -> Vec<String> {
     let mut args = vec![
         "--mlockall".into(),
         format!("--priority={}", o.priority),
         format!("--interval={}", o.interval_us),
-        format!("--loops={}", o.loops),
+        format!("--loops={loops}"),
         "--distance=0".into(),
         "--threads=1".into(),
         format!("--affinity={}", o.cpus.measured),
@@ -105,6 +126,7 @@ impl Drop for Running {
 pub fn run<A>(
     ct: &Cyclictest,
     args: &[String],
+    env: &[(String, String)],
     json: &Path,
     stderr_file: &Path,
     attach: impl FnOnce(u32) -> Result<A>,
@@ -118,7 +140,7 @@ pub fn run<A>(
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let stderr = std::fs::File::create(stderr_file)
         .with_context(|| format!("cannot create {}", stderr_file.display()))?;
-    let child = held_command(&command, &read_end)?
+    let child = held_command(&command, env, &read_end)?
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr)

@@ -9,17 +9,21 @@
 mod cyclictest;
 pub mod options;
 
+use crate::runner::{self, Round, Setup};
+use crate::tracers;
 use crate::usdt::{tracer_options_json, workload_bin};
-use crate::{signals, tracers};
 use anyhow::{bail, Context, Result};
 use options::SweepOptions;
 use rtrace_measure::sweep::{
-    Accounting, AccountingRule, Configuration, Skipped, Source, Space, SweepConfig, SweepResult,
-    SweepRun, NANOSLEEP_EXIT,
+    Accounting, AccountingRule, Configuration, RoundLatency, Skipped, Source, Space, SweepConfig,
+    SweepResult, SweepRun, NANOSLEEP_EXIT,
 };
 use rtrace_measure::trace_data::TraceData;
-use rtrace_measure::{run_workload_message, Environment, Events, Summary, WorkloadError};
-use rtrace_protocol::{decode_histogram, encode_histogram, CyclicConfig, Message, WorkloadConfig};
+use rtrace_measure::usdt::HookKind;
+use rtrace_measure::{run_workload_message, Environment, Events, Summary};
+use rtrace_protocol::{
+    decode_histogram, encode_histogram, CyclicConfig, Fire, Message, WorkloadConfig,
+};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -32,6 +36,15 @@ struct Plan {
     hook: Option<Hook>,
     /// The workload binary of the built-in loop.
     workload: PathBuf,
+    /// How the real cyclictest is traced in this configuration; `None`: no cross-check.
+    cross: Option<CrossCheck>,
+}
+
+/// The cross-check's hook (`None` without a tracer) and what cyclictest runs with.
+struct CrossCheck {
+    hook: Option<Hook>,
+    /// Environment of cyclictest only (the LTTng preload library).
+    env: Vec<(String, String)>,
 }
 
 /// Builds and checks one configuration; changes nothing.
@@ -49,18 +62,24 @@ fn prepare(o: &SweepOptions, config: Configuration) -> Result<Plan> {
             tracer: None,
             hook: None,
             workload,
+            cross: None,
         });
     };
-    let hook = match (config.space(), config.instrumentation()) {
-        (Space::User, Instrumentation::Usdt) => Hook::Usdt {
+    let hook = match (config.hook_kind(), config.instrumentation()) {
+        (Some(kind @ (HookKind::Uprobe | HookKind::Uretprobe)), _) => Hook::uprobe(
+            &workload,
+            rtrace_protocol::MARKER_HIT,
+            kind == HookKind::Uretprobe,
+        )?,
+        (Some(_), Instrumentation::Usdt) => Hook::Usdt {
             binary: workload.clone(),
             sites: rtrace_sdt::find(&workload, "rtrace", "event")?,
         },
-        (Space::User, Instrumentation::LttngUst) => Hook::LttngUst {
+        (Some(_), Instrumentation::LttngUst) => Hook::LttngUst {
             provider: "rtrace".into(),
             event: "event".into(),
         },
-        _ => Hook::KernelTracepoint {
+        (None, _) => Hook::KernelTracepoint {
             category: NANOSLEEP_EXIT.0.into(),
             name: NANOSLEEP_EXIT.1.into(),
         },
@@ -71,7 +90,147 @@ fn prepare(o: &SweepOptions, config: Configuration) -> Result<Plan> {
         tracer: Some(tracer),
         hook: Some(hook),
         workload,
+        cross: None,
     })
+}
+
+/// How the real cyclictest is traced in `p`'s configuration (see [`cross_hook`]), checked.
+fn prepare_cross(o: &SweepOptions, p: &Plan) -> Result<CrossCheck> {
+    let Some(tracer) = &p.tracer else {
+        return Ok(CrossCheck {
+            hook: None,
+            env: Vec::new(),
+        });
+    };
+    let (hook, env) = cross_hook(o, p.config, p.hook.as_ref())?;
+    tracer.check(&hook)?;
+    Ok(CrossCheck {
+        hook: Some(hook),
+        env,
+    })
+}
+
+/// The hook that fires in cyclictest where the configuration's tracepoint fires in the built-in
+/// loop, without patching rt-tests: the kernel configurations trace the same syscall exit; the
+/// uprobe-based tracers put a uretprobe on libc's `clock_nanosleep`, which returns between the
+/// wake-up and cyclictest's clock reading; LTTng fires `rtrace:event` there from a preloaded
+/// wrapper of `clock_nanosleep` (`librtrace_preload.so`).
+fn cross_hook(
+    o: &SweepOptions,
+    config: Configuration,
+    hook: Option<&Hook>,
+) -> Result<(Hook, Vec<(String, String)>)> {
+    match (config.hook_kind(), config.instrumentation()) {
+        (Some(HookKind::Uprobe), _) => bail!(
+            "no cyclictest cross-check: a uprobe on clock_nanosleep's entry fires before the sleep, outside the measured window (the usdt and uretprobe configurations' cross-checks trace its return)"
+        ),
+        (Some(_), Instrumentation::Usdt) => {
+            let libc = cyclictest::libc()?;
+            Ok((Hook::uprobe(&libc, "clock_nanosleep", true)?, Vec::new()))
+        }
+        (Some(_), Instrumentation::LttngUst) => {
+            let lib = o.workload_dir.join(cyclictest::PRELOAD);
+            let lib = std::fs::canonicalize(&lib).with_context(|| {
+                format!(
+                    "{} not found: build it with `cargo build --release` or pass --workload-dir DIR",
+                    lib.display()
+                )
+            })?;
+            Ok((
+                Hook::LttngUst {
+                    provider: "rtrace".into(),
+                    event: "event".into(),
+                },
+                vec![("LD_PRELOAD".into(), lib.display().to_string())],
+            ))
+        }
+        _ => Ok((
+            hook.cloned()
+                .context("a traced configuration without a hook")?,
+            Vec::new(),
+        )),
+    }
+}
+
+/// The sweep as the runner's experiment.
+struct Sweep {
+    o: SweepOptions,
+    plans: Vec<Plan>,
+    cyclictest: Option<cyclictest::Cyclictest>,
+    result: SweepResult,
+}
+
+/// One entry of the plan: a configuration (index into `plans`) measured by one source.
+type Step = (usize, Source);
+
+impl runner::Experiment for Sweep {
+    const NAME: &'static str = "cyclictest-sweep";
+    type Step = Step;
+    type Run = SweepRun;
+
+    fn label(&self, &(i, source): &Step) -> String {
+        format!("{} {source}", self.plans[i].config)
+    }
+
+    fn describe(&self, &(i, source): &Step) -> String {
+        let p = &self.plans[i];
+        match (source, p.cross.as_ref().and_then(|c| c.hook.as_ref())) {
+            (Source::Cyclictest, Some(h)) => format!("{} traced", h.label()),
+            _ => p.config.describe().to_owned(),
+        }
+    }
+
+    fn run(&mut self, &(i, source): &Step, round: &Round) -> Result<SweepRun> {
+        let p = &self.plans[i];
+        match source {
+            Source::Builtin => run_builtin(&self.o, p, round),
+            Source::Cyclictest => {
+                let ct = self
+                    .cyclictest
+                    .as_ref()
+                    .context("cyclictest step without cyclictest")?;
+                run_cyclictest(&self.o, p, ct, round)
+            }
+        }
+    }
+
+    fn runs(&mut self) -> &mut Vec<SweepRun> {
+        &mut self.result.runs
+    }
+
+    fn failed(&mut self, &(i, source): &Step, error: anyhow::Error) -> Result<()> {
+        self.result.failed.push(Skipped {
+            config: self.plans[i].config,
+            source: Some(source),
+            reason: format!("{error:#}"),
+        });
+        Ok(())
+    }
+
+    fn json(&mut self) -> Result<Vec<u8>> {
+        self.result.warnings = rtrace_measure::warnings::sweep(&self.result);
+        rtrace_report::json::sweep(&self.result)
+    }
+
+    fn result(&self) -> rtrace_report::AnyResult {
+        rtrace_report::AnyResult::Sweep(self.result.clone())
+    }
+
+    fn terminal(&self) -> String {
+        rtrace_report::sweep_terminal::sweep(&self.result)
+            + &rtrace_report::terminal::warnings(&self.result.warnings, crate::report::paint())
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.result
+            .unavailable
+            .iter()
+            .map(|u| {
+                let what = u.source.map_or(String::new(), |s| format!(" {s}"));
+                format!("{}{what} unavailable: {}", u.config, u.reason)
+            })
+            .collect()
+    }
 }
 
 pub fn run(mut o: SweepOptions) -> Result<i32> {
@@ -87,23 +246,6 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
             }),
         }
     }
-    let cyclictest = if plans.iter().any(|p| p.config.cross_checked()) {
-        match cyclictest::find(&o.cyclictest) {
-            Ok(c) => c,
-            Err(e) => {
-                for p in plans.iter().filter(|p| p.config.cross_checked()) {
-                    unavailable.push(Skipped {
-                        config: p.config,
-                        source: Some(Source::Cyclictest),
-                        reason: format!("{e:#}"),
-                    });
-                }
-                None
-            }
-        }
-    } else {
-        None
-    };
     if plans.is_empty() {
         let reasons: Vec<String> = unavailable
             .iter()
@@ -111,9 +253,30 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
             .collect();
         bail!("no configuration can run here ({})", reasons.join("; "));
     }
-    for u in &unavailable {
-        let what = u.source.map_or(String::new(), |s| format!(" {s}"));
-        eprintln!("note: {}{what} unavailable: {}", u.config, u.reason);
+    let cyclictest = match cyclictest::find(&o.cyclictest) {
+        Ok(c) => c,
+        Err(e) => {
+            for p in &plans {
+                unavailable.push(Skipped {
+                    config: p.config,
+                    source: Some(Source::Cyclictest),
+                    reason: format!("{e:#}"),
+                });
+            }
+            None
+        }
+    };
+    if cyclictest.is_some() {
+        for p in &mut plans {
+            match prepare_cross(&o, p) {
+                Ok(c) => p.cross = Some(c),
+                Err(e) => unavailable.push(Skipped {
+                    config: p.config,
+                    source: Some(Source::Cyclictest),
+                    reason: format!("{e:#}"),
+                }),
+            }
+        }
     }
 
     // Every check passed; take the CPUs and the output directory (the first changes).
@@ -125,13 +288,8 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
     o.main_cpu = options::main_cpu(o.main_cpu_requested, &o.cpus, &crate::cpus::usable())?;
     let run_dir = crate::output::claim_dir("--out", &o.out, o.out_given)?;
     o.out = run_dir.path.clone();
-    signals::pin_harness(&o.cpus.harness)?;
-    signals::install();
-    tracers::remove_stale()?;
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
 
-    let mut result = SweepResult {
+    let result = SweepResult {
         experiment: "cyclictest-sweep".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         started_unix: std::time::SystemTime::now()
@@ -143,6 +301,7 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
             shuffle_seed: o.shuffle_seed,
             interval_us: o.interval_us,
             loops: o.loops,
+            rounds: Some(o.rounds),
             cpu: o.cpus.measured,
             main_cpu: o.main_cpu,
             harness_cpus: o.cpus.harness.clone(),
@@ -160,121 +319,41 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
         failed: Vec::new(),
         warnings: Vec::new(),
     };
-    write_json(&o, &result)?;
-
-    let cross_checks = |p: &Plan| cyclictest.is_some() && p.config.cross_checked();
-    let steps = plans.iter().map(|p| 1 + cross_checks(p) as u64).sum();
-    let progress = crate::progress::Progress::new(steps);
-    for p in &plans {
-        progress.start(format!(
-            "{} builtin ({}): {} loops every {} us",
-            p.config,
-            p.config.describe(),
-            o.loops,
-            o.interval_us
-        ));
-        let builtin = run_builtin(&o, p);
-        record(&mut result, p.config, Source::Builtin, builtin)?;
-        write_json(&o, &result)?;
-        progress.done();
-        if let Some(ct) = cyclictest.as_ref().filter(|_| cross_checks(p)) {
-            progress.start(format!("{} cyclictest", p.config));
-            let cross = run_cyclictest(&o, p, ct);
-            record(&mut result, p.config, Source::Cyclictest, cross)?;
-            write_json(&o, &result)?;
-            progress.done();
-        }
-    }
-    progress.finish();
-    let report = crate::report::write_dir(
-        &o.out,
-        &rtrace_report::Report::one(rtrace_report::AnyResult::Sweep(result.clone())),
-    )?;
-
-    print!("{}", rtrace_report::sweep_terminal::sweep(&result));
-    let warnings = rtrace_measure::warnings::sweep(&result);
-    print!(
-        "{}",
-        rtrace_report::terminal::warnings(&warnings, crate::report::paint())
-    );
-    if let Some(j) = &o.json {
-        eprintln!("results: {}", j.display());
-    }
-    eprintln!(
-        "results, cyclictest files and trace data: {}",
-        o.out.display()
-    );
-    eprintln!("report: {}", report.display());
-    let mut problems: Vec<String> = result
-        .failed
+    let plan: Vec<Step> = plans
         .iter()
-        .map(|f| format!("{} {} failed", f.config, f.source.map_or("", Source::name)))
+        .enumerate()
+        .flat_map(|(i, p)| {
+            std::iter::once((i, Source::Builtin))
+                .chain(p.cross.is_some().then_some((i, Source::Cyclictest)))
+        })
         .collect();
-    problems.extend(
-        result
-            .runs
-            .iter()
-            .filter(|r| r.accounting.as_ref().is_some_and(|a| !a.ok))
-            .map(|r| format!("{} {}: event accounting failed", r.config, r.source)),
-    );
-    if !problems.is_empty() {
-        bail!("{} (see the table above)", problems.join("; "));
-    }
-    Ok(0)
-}
-
-/// Keeps a finished run, or its error in `failed`. An interruption is returned as is: the
-/// caller unwinds (dropping every attachment) and exits.
-fn record(
-    result: &mut SweepResult,
-    config: Configuration,
-    source: Source,
-    run: Result<SweepRun>,
-) -> Result<()> {
-    if rtrace_measure::spawn::interrupted() {
-        // Ctrl-C sent to the whole process group may end a run "successfully" (cyclictest stops
-        // early on SIGINT): keep nothing measured after the interruption.
-        return Err(run
-            .err()
-            .unwrap_or_else(|| WorkloadError::Interrupted.into()));
-    }
-    match run {
-        Ok(r) => result.runs.push(r),
-        Err(e) => {
-            eprintln!("error: {config} {source}: {e:#}");
-            result.failed.push(Skipped {
-                config,
-                source: Some(source),
-                reason: format!("{e:#}"),
-            });
-        }
-    }
-    Ok(())
-}
-
-fn write_json(o: &SweepOptions, r: &SweepResult) -> Result<()> {
-    let r = &SweepResult {
-        warnings: rtrace_measure::warnings::sweep(r),
-        ..r.clone()
+    let setup = Setup {
+        out: o.out.clone(),
+        json: o.json.clone(),
+        harness: o.cpus.harness.clone(),
+        rounds: o.rounds,
     };
-    let bytes = rtrace_report::json::sweep(r)?;
-    let default = o.out.join("cyclictest-sweep.json");
-    for path in std::iter::once(&default).chain(o.json.as_ref()) {
-        crate::output::write_atomic(path, &bytes)?;
-    }
-    Ok(())
+    let mut sweep = Sweep {
+        o,
+        plans,
+        cyclictest,
+        result,
+    };
+    runner::run(&mut sweep, &plan, &setup)
 }
 
-/// Attaches the plan's tracer (if any) to `pid`; trace data goes below `out_dir`.
-/// `follow_children`: the program creates its measuring thread after the attach (cyclictest).
+/// Attaches `tracer` (if any) to `hook` in process `pid`; trace data goes below `out_dir`.
+/// `held`: the program is held before its exec and creates its measuring thread after the
+/// attach (cyclictest), whose main thread (the leader) is left out.
 fn attach(
     o: &SweepOptions,
-    p: &Plan,
+    tracer: Option<&dyn Tracer>,
+    hook: Option<&Hook>,
     pid: u32,
-    follow_children: bool,
+    held: bool,
     out_dir: &Path,
 ) -> Result<Option<Box<dyn Attachment>>> {
-    let (Some(tracer), Some(hook)) = (&p.tracer, &p.hook) else {
+    let (Some(tracer), Some(hook)) = (tracer, hook) else {
         return Ok(None);
     };
     std::fs::create_dir_all(out_dir)
@@ -282,7 +361,8 @@ fn attach(
     let target = Target {
         hook: hook.clone(),
         pid: Some(pid),
-        follow_children,
+        follow_children: held,
+        skip_tid: held.then_some(pid),
         out_dir: out_dir.to_owned(),
         consumer_cpus: o.cpus.harness.clone(),
         buffer_size_kb: o.tracer.buffer_size_kb,
@@ -320,26 +400,39 @@ fn settle(
         .with_context(|| format!("cannot settle the trace data in {}", dir.display()))
 }
 
-/// The workload's cyclic loop under the plan's tracer.
-fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
+/// The workload's cyclic loop under the plan's tracer: one round.
+fn run_builtin(o: &SweepOptions, p: &Plan, round: &Round) -> Result<SweepRun> {
     let started = Instant::now();
     let config = WorkloadConfig::Cyclic(CyclicConfig {
         interval_ns: o.interval_us * 1000,
-        loops: o.loops,
+        loops: round.share(o.loops),
         cpu: o.cpus.measured,
         main_cpu: Some(o.main_cpu),
         priority: o.priority,
         fire_event: p.config.space() == Space::User,
         probe_at: o.probe_at,
+        fire: match p.config.hook_kind() {
+            Some(HookKind::Uprobe | HookKind::Uretprobe) => Fire::Marker,
+            _ => Fire::Tracepoint,
+        },
         histogram_limit_ns: o.histogram_us * 1000,
     });
-    let out_dir = o.out.join(format!("{}-builtin", p.config));
+    let out_dir = o
+        .out
+        .join(format!("{}-builtin{}", p.config, round.dir_suffix()));
     let env = p
         .tracer
         .as_ref()
         .map_or_else(Vec::new, |t| t.workload_env());
     let (ready, last, attachment) = run_workload_message(&p.workload, &env, &config, |ready| {
-        attach(o, p, ready.pid, false, &out_dir)
+        attach(
+            o,
+            p.tracer.as_deref(),
+            p.hook.as_ref(),
+            ready.pid,
+            false,
+            &out_dir,
+        )
     })?;
     let Message::CyclicDone(done) = last else {
         bail!(
@@ -347,21 +440,22 @@ fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
             p.workload.display()
         );
     };
-    let rule = p.config.rule();
-    let hits = match rule {
-        Some(AccountingRule::AtLeast) => done.sleeps,
+    // User space: one tracepoint per loop; kernel space: one exit per clock_nanosleep call.
+    let hits = match p.config.space() {
+        Space::Kernel => done.sleeps,
         _ => done.hits,
     };
-    let accounting = finish(attachment, rule, hits)?;
+    let accounting = finish(attachment, p.config.rule(), hits)?;
     let trace_data = settle(o, &out_dir, accounting.as_ref())?;
     let hist = decode_histogram(&done.histogram)?;
+    let latency = Summary::of(&hist).context("the workload recorded no latency samples")?;
     Ok(SweepRun {
         config: p.config,
         source: Source::Builtin,
         tracer: p.config.tracer(),
         hook: p.hook.as_ref().map(Hook::label),
         program: p.workload.display().to_string(),
-        latency: Summary::of(&hist).context("the workload recorded no latency samples")?,
+        latency,
         histogram: done.histogram,
         overflows: done.overflows,
         loops: done.loops,
@@ -371,28 +465,46 @@ fn run_builtin(o: &SweepOptions, p: &Plan) -> Result<SweepRun> {
         pm_qos_zero: Some(done.pm_qos_zero),
         trace_data,
         wall_s: started.elapsed().as_secs_f64(),
+        rounds: vec![RoundLatency::of(round.index, &latency, done.loops)],
     })
 }
 
-/// rt-tests' cyclictest under the plan's tracer, filtered to its pid.
-fn run_cyclictest(o: &SweepOptions, p: &Plan, ct: &cyclictest::Cyclictest) -> Result<SweepRun> {
+/// rt-tests' cyclictest under the plan's cross-check hook, filtered to its measuring thread:
+/// one round.
+fn run_cyclictest(
+    o: &SweepOptions,
+    p: &Plan,
+    ct: &cyclictest::Cyclictest,
+    round: &Round,
+) -> Result<SweepRun> {
     let started = Instant::now();
-    let json = o.out.join(format!("{}-cyclictest.json", p.config));
-    let stderr = o.out.join(format!("{}-cyclictest.stderr", p.config));
-    let args = cyclictest::args(o, &json);
-    let out_dir = o.out.join(format!("{}-cyclictest", p.config));
-    let (report, attachment) = cyclictest::run(ct, &args, &json, &stderr, |pid| {
-        attach(o, p, pid, true, &out_dir)
+    let cross = p.cross.as_ref().context("no cross-check planned")?;
+    let name = format!("{}-cyclictest{}", p.config, round.dir_suffix());
+    let json = o.out.join(format!("{name}.json"));
+    let stderr = o.out.join(format!("{name}.stderr"));
+    let args = cyclictest::args(o, round.share(o.loops), &json);
+    let out_dir = o.out.join(&name);
+    let (report, attachment) = cyclictest::run(ct, &args, &cross.env, &json, &stderr, |pid| {
+        attach(
+            o,
+            p.tracer.as_deref(),
+            cross.hook.as_ref(),
+            pid,
+            true,
+            &out_dir,
+        )
     })?;
     let accounting = finish(attachment, p.config.rule(), report.cycles)?;
     let trace_data = settle(o, &out_dir, accounting.as_ref())?;
+    let latency = report.summary().context("cyclictest recorded no samples")?;
+    let env: String = cross.env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
     Ok(SweepRun {
         config: p.config,
         source: Source::Cyclictest,
         tracer: p.config.tracer(),
-        hook: p.hook.as_ref().map(Hook::label),
-        program: format!("{} {}", ct.path.display(), args.join(" ")),
-        latency: report.summary().context("cyclictest recorded no samples")?,
+        hook: cross.hook.as_ref().map(Hook::label),
+        program: format!("{env}{} {}", ct.path.display(), args.join(" ")),
+        latency,
         histogram: encode_histogram(&report.histogram)?,
         overflows: report.overflows,
         loops: report.cycles,
@@ -402,5 +514,6 @@ fn run_cyclictest(o: &SweepOptions, p: &Plan, ct: &cyclictest::Cyclictest) -> Re
         pm_qos_zero: None,
         trace_data,
         wall_s: started.elapsed().as_secs_f64(),
+        rounds: vec![RoundLatency::of(round.index, &latency, report.cycles)],
     })
 }

@@ -7,6 +7,7 @@ use crate::cpus::Cpus;
 use crate::options::{default_out, default_workload_dir, OptionsError, TracerOptions};
 use clap::{Args, ValueEnum};
 use rtrace_measure::sweep::{Configuration, Space};
+use rtrace_measure::usdt::HookKind;
 use rtrace_protocol::ProbeAt;
 use std::path::PathBuf;
 
@@ -18,11 +19,19 @@ pub enum ConfigArg {
     UsdtEbpf,
     UsdtBpftrace,
     UsdtLttng,
+    UprobeFtrace,
+    UprobeEbpf,
+    UprobeBpftrace,
+    UretprobeFtrace,
+    UretprobeEbpf,
+    UretprobeBpftrace,
     KernelFtrace,
     KernelEbpf,
     KernelLttng,
     /// Every usdt-* configuration.
     Usdt,
+    /// Every uprobe-* and uretprobe-* configuration (the marker function's entry or return).
+    Dynamic,
     /// Every kernel-* configuration.
     Kernel,
     /// Every configuration (those unavailable here are reported with the reason).
@@ -62,7 +71,9 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 99)]
     pub priority: i32,
     /// Configurations to run, comma separated (none, usdt-ftrace, usdt-ebpf, usdt-bpftrace,
-    /// usdt-lttng, kernel-ftrace, kernel-ebpf, kernel-lttng; groups: usdt, kernel, all).
+    /// usdt-lttng, uprobe-ftrace, uprobe-ebpf, uprobe-bpftrace, uretprobe-ftrace,
+    /// uretprobe-ebpf, uretprobe-bpftrace, kernel-ftrace, kernel-ebpf, kernel-lttng; groups:
+    /// usdt, dynamic, kernel, all).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     pub configs: Vec<ConfigArg>,
     /// Where the built-in loop fires its user-space tracepoint: `window`, between the wake-up
@@ -70,6 +81,12 @@ pub struct SweepArgs {
     /// cyclictest); `after`, once the latency is taken (its cost is never measured).
     #[arg(long, value_enum, default_value = "window")]
     pub probe_at: ProbeAtArg,
+    /// Repeat every configuration this often, each round separate processes, alternating the
+    /// order (A B C, C B A, ...) so that a drift of the machine weighs on every configuration
+    /// alike; the loops are split across rounds, each configuration pools its rounds, and the
+    /// latency shifts against `none` get 95% intervals over the rounds (one round: none).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: u32,
     /// Run the configurations in a random order (cancels drift); the seed is saved.
     #[arg(long)]
     pub shuffle: bool,
@@ -116,6 +133,8 @@ pub enum SweepOptionsError {
     Interval(u64),
     #[error("--loops must be at least 1")]
     Loops,
+    #[error("--rounds {rounds} is out of range: use 1..={loops} (at least one loop per round)")]
+    Rounds { rounds: u32, loops: u64 },
     #[error("--priority {0} is not a SCHED_FIFO priority: use 1..99")]
     Priority(i32),
     #[error("--histogram-us {0} is out of range: use 1..=1000000 (cyclictest keeps at most 1,000,000 buckets)")]
@@ -141,7 +160,9 @@ pub struct SweepOptions {
     pub configs: Vec<Configuration>,
     pub shuffle_seed: Option<u64>,
     pub interval_us: u64,
+    /// Wake-ups per configuration, split across `rounds`.
     pub loops: u64,
+    pub rounds: u32,
     pub cpus: Cpus,
     pub main_cpu: usize,
     /// `--main-cpu`, if given.
@@ -168,7 +189,10 @@ fn configurations(args: &[ConfigArg]) -> Vec<Configuration> {
         .filter(|c| {
             args.iter().any(|a| match a {
                 ConfigArg::All => true,
-                ConfigArg::Usdt => c.space() == Space::User,
+                ConfigArg::Usdt => c.hook_kind() == Some(HookKind::Usdt),
+                ConfigArg::Dynamic => {
+                    matches!(c.hook_kind(), Some(HookKind::Uprobe | HookKind::Uretprobe))
+                }
                 ConfigArg::Kernel => c.space() == Space::Kernel,
                 one => single(*one) == Some(*c),
             })
@@ -185,10 +209,16 @@ fn single(a: ConfigArg) -> Option<Configuration> {
         ConfigArg::UsdtEbpf => Configuration::UsdtEbpf,
         ConfigArg::UsdtBpftrace => Configuration::UsdtBpftrace,
         ConfigArg::UsdtLttng => Configuration::UsdtLttng,
+        ConfigArg::UprobeFtrace => Configuration::UprobeFtrace,
+        ConfigArg::UprobeEbpf => Configuration::UprobeEbpf,
+        ConfigArg::UprobeBpftrace => Configuration::UprobeBpftrace,
+        ConfigArg::UretprobeFtrace => Configuration::UretprobeFtrace,
+        ConfigArg::UretprobeEbpf => Configuration::UretprobeEbpf,
+        ConfigArg::UretprobeBpftrace => Configuration::UretprobeBpftrace,
         ConfigArg::KernelFtrace => Configuration::KernelFtrace,
         ConfigArg::KernelEbpf => Configuration::KernelEbpf,
         ConfigArg::KernelLttng => Configuration::KernelLttng,
-        ConfigArg::Usdt | ConfigArg::Kernel | ConfigArg::All => return None,
+        ConfigArg::Usdt | ConfigArg::Dynamic | ConfigArg::Kernel | ConfigArg::All => return None,
     })
 }
 
@@ -215,6 +245,12 @@ impl SweepOptions {
         }
         if a.loops == 0 {
             return Err(SweepOptionsError::Loops);
+        }
+        if a.rounds == 0 || u64::from(a.rounds) > a.loops {
+            return Err(SweepOptionsError::Rounds {
+                rounds: a.rounds,
+                loops: a.loops,
+            });
         }
         if !(1..=99).contains(&a.priority) {
             return Err(SweepOptionsError::Priority(a.priority));
@@ -245,6 +281,7 @@ impl SweepOptions {
             shuffle_seed,
             interval_us: a.interval_us,
             loops: a.loops,
+            rounds: a.rounds,
             cpus,
             main_cpu,
             main_cpu_requested: a.main_cpu,

@@ -1,0 +1,199 @@
+//! How far each configuration moves the wake-up latency against `none`, per source (median and
+//! mean, 95% interval over rounds), beside the per-hit cost that `usdt` measured for the same
+//! tracer and mode when the report holds a usdt result. The user-space tracepoint fires inside
+//! the measured window, so its shift is about one hit's cost, usually more: after a sleep the
+//! probe's path (trap, tracer code, buffers) is cold, in the hot `usdt` loop it is not.
+
+use crate::format::us;
+use rtrace_measure::interval::Estimate;
+use rtrace_measure::probe_cost::{Extra, Stat};
+use rtrace_measure::sweep::{shift, Configuration, LatencyStat, Space, SweepResult, SweepRun};
+use rtrace_measure::usdt::{Case, UsdtResult};
+use rtrace_tracer::TracerKind;
+
+/// Column names, in order.
+pub const HEADER: [&str; 6] = [
+    "configuration",
+    "source",
+    "p50 − none (µs)",
+    "mean − none (µs)",
+    "usdt per-hit (µs)",
+    "p50 shift ÷ per-hit",
+];
+
+/// Leading text columns (left-aligned).
+pub const TEXT_COLUMNS: usize = 2;
+
+/// What the table shows, for its caption.
+pub const NOTE: &str = "Latency shift against `none` in the same rounds (each round runs every configuration back to back; 95% Student-t interval over the rounds' differences), beside the extra ns per hit that `usdt` measured for the same tracer, mode and hook (case-1 mean minus case-0 mean, its interval over its rounds); the built-in loop's user-space tracepoint and cyclictest's uretprobe (or LTTng's preloaded wrapper) fire inside the measured window, so a shift of about one hit's cost is expected, more because the path is cold after each sleep";
+
+/// One configuration's shift, and the per-hit cost it is compared with.
+#[derive(Debug, Clone)]
+pub struct Shift {
+    pub run: SweepRun,
+    pub p50: Option<Estimate>,
+    pub mean: Option<Estimate>,
+    /// `usdt`'s extra ns per hit for this configuration's tracer and mode (user space only).
+    pub per_hit: Option<Estimate>,
+}
+
+impl Shift {
+    /// p50 shift ÷ per-hit cost.
+    pub fn ratio(&self) -> Option<f64> {
+        let (s, h) = (self.p50?, self.per_hit?);
+        (h.estimate > 0.0).then(|| s.estimate / h.estimate)
+    }
+}
+
+/// The mode `r`'s configurations ran `tracer` in (`record`, `tracepoint`; `None` for ftrace).
+fn sweep_mode(r: &SweepResult, tracer: TracerKind) -> Option<String> {
+    let first = |key: &str| {
+        r.config.tracer_options[key]
+            .as_array()
+            .and_then(|a| a.first())
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
+    match tracer {
+        TracerKind::Ebpf | TracerKind::Bpftrace => first("bpf_modes"),
+        TracerKind::Lttng => first("lttng_event"),
+        TracerKind::Ftrace | TracerKind::None => None,
+    }
+}
+
+/// `usdt`'s per-hit cost on `config`'s hook (USDT probe, uprobe, uretprobe) for its tracer in
+/// the mode the sweep used,
+/// when both ran with the same recording mode (`stream`, `overwrite`).
+pub fn per_hit(sweep: &SweepResult, usdt: &UsdtResult, config: Configuration) -> Option<Estimate> {
+    if config.space() != Space::User
+        || sweep.config.tracer_options["record"] != usdt.config.tracer_options["record"]
+    {
+        return None;
+    }
+    let mode = sweep_mode(sweep, config.tracer());
+    let run = usdt.runs.iter().find(|c| {
+        c.case == Case::Traced
+            && Some(c.hook_kind) == config.hook_kind()
+            && c.tracer == config.tracer()
+            && (mode.is_none() || c.variant == mode)
+    })?;
+    Extra::of(usdt, run)?.difference(Stat::SteadyMean)
+}
+
+/// Every traced (configuration, source) of `r` against `none` of the same source.
+pub fn shifts(r: &SweepResult, usdt: Option<&UsdtResult>) -> Vec<Shift> {
+    r.runs
+        .iter()
+        .filter(|x| x.config != Configuration::None)
+        .filter_map(|x| {
+            let none = r.run(Configuration::None, x.source)?;
+            Some(Shift {
+                run: x.clone(),
+                p50: shift(x, none, LatencyStat::P50),
+                mean: shift(x, none, LatencyStat::Mean),
+                per_hit: usdt.and_then(|u| per_hit(r, u, x.config)),
+            })
+        })
+        .collect()
+}
+
+/// The usdt result a report compares `sweep` with: the first one measured on the same kernel
+/// and CPU model (a per-hit cost from another machine says nothing about this one).
+pub fn usdt_beside<'a>(
+    report: &'a crate::result::Report,
+    sweep: &SweepResult,
+) -> Option<&'a UsdtResult> {
+    report.usdt().map(|(_, u)| u).find(|u| {
+        u.environment.kernel_release == sweep.environment.kernel_release
+            && u.environment.cpu_model == sweep.environment.cpu_model
+    })
+}
+
+/// `+1.23 (1.10–1.36)` or `+0.58 (−1.37 to 2.52)` in µs, or `+1.23` without an interval.
+pub fn us_interval(e: &Estimate) -> String {
+    let sign = if e.estimate >= 0.0 { "+" } else { "−" };
+    let mut s = format!("{sign}{}", us(e.estimate.abs()));
+    if let (Some(l), Some(h)) = (e.low, e.high) {
+        // "−1.37–2.52" reads as a range of two negatives: spell it out then.
+        let to = if l < 0.0 { " to " } else { "–" };
+        s.push_str(&format!(" ({}{to}{})", signed(l), signed(h)));
+    }
+    s
+}
+
+fn signed(ns: f64) -> String {
+    if ns < 0.0 {
+        format!("−{}", us(-ns))
+    } else {
+        us(ns)
+    }
+}
+
+/// The table's rows.
+pub fn rows(r: &SweepResult, usdt: Option<&UsdtResult>) -> Vec<Vec<String>> {
+    let cell = |e: Option<Estimate>| e.as_ref().map_or("-".into(), us_interval);
+    shifts(r, usdt)
+        .into_iter()
+        .map(|s| {
+            vec![
+                s.run.config.to_string(),
+                s.run.source.to_string(),
+                cell(s.p50),
+                cell(s.mean),
+                s.per_hit.as_ref().map_or("-".into(), |e| {
+                    us_interval(e).trim_start_matches('+').into()
+                }),
+                s.ratio().map_or("-".into(), |x| format!("{x:.2}")),
+            ]
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    #[test]
+    fn shifts_pair_rounds_and_carry_an_interval() {
+        let r = fixtures::sweep("PREEMPT_RT", 1);
+        let s = shifts(&r, None);
+        assert!(!s.is_empty());
+        for x in &s {
+            let none = r.run(Configuration::None, x.run.source).unwrap();
+            let p50 = x.p50.unwrap();
+            // The fixture's rounds sit ±50 ns around the pooled p50 in both runs: the paired
+            // differences are the pooled difference exactly.
+            assert!((p50.estimate - (x.run.latency.p50_ns - none.latency.p50_ns)).abs() < 1e-6);
+            assert_eq!(p50.rounds, 3);
+            assert!(p50.low.unwrap() < p50.estimate && p50.estimate < p50.high.unwrap());
+            assert!(x.per_hit.is_none(), "no usdt result given");
+        }
+        for row in rows(&r, None) {
+            assert_eq!(row.len(), HEADER.len());
+        }
+    }
+
+    #[test]
+    fn per_hit_comes_from_the_same_tracer_and_mode() {
+        let r = fixtures::sweep("PREEMPT_RT", 1);
+        let mut u = fixtures::usdt();
+        u.config.tracer_options = r.config.tracer_options.clone();
+        let s = shifts(&r, Some(&u));
+        let ftrace = s
+            .iter()
+            .find(|x| x.run.config == Configuration::UsdtFtrace)
+            .unwrap();
+        let expected = u
+            .runs
+            .iter()
+            .find(|c| c.case == Case::Traced && c.tracer == TracerKind::Ftrace)
+            .and_then(|c| Extra::of(&u, c)?.difference(Stat::SteadyMean))
+            .unwrap();
+        assert_eq!(ftrace.per_hit, Some(expected));
+        assert!(ftrace.ratio().is_some());
+        // Another recording mode: not the same measurement, no per-hit cost.
+        u.config.tracer_options["record"] = "overwrite".into();
+        assert!(shifts(&r, Some(&u)).iter().all(|x| x.per_hit.is_none()));
+    }
+}
