@@ -8,7 +8,8 @@
  *                failures are counted in the per-CPU map `lost`. Submitted without wakeup (user
  *                space polls), or, with the rodata flag `wakeup_per_event`, waking the reader on
  *                every event as bpftrace's printf perf buffer does (wakeup_events = 1).
- *   *_aggregate  per-CPU counter + log2 histogram of the argument in `aggs`; no per-event output.
+ *   *_aggregate  per-CPU counter + log2 histogram of the argument in `aggs`; no per-event output
+ *                (with the rodata `agg_level`: the counter only, or one global increment).
  * USDT (usdt_*), uprobe (up_*: first argument) and uretprobe (uret_*: return value) programs are
  * attached per process by libbpf (the kernel filters the pid, USDT semaphores are handled through
  * the uprobe ref_ctr_offset). The tracepoint programs (tp_*) filter the thread group id
@@ -179,16 +180,36 @@ static __always_inline void record(__s64 arg, __u32 tgid)
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
+/* What the aggregate programs do per hit (set before load; the verifier removes the code a
+ * level does not use, so each level runs only its own instructions):
+ *   AGG_FLOOR  one increment of the global `floor_hits`: no helper, no map lookup; the cheapest
+ *              program that still counts every hit (the decomposition's floor). Not atomic:
+ *              only for a single measured thread (`usdt`).
+ *   AGG_COUNT  the per-CPU counter of `aggs`.
+ *   AGG_HIST   the per-CPU counter and the log2 histogram of the argument (`aggregate`). */
+#define AGG_FLOOR 0
+#define AGG_COUNT 1
+#define AGG_HIST 2
+const volatile __u32 agg_level = AGG_HIST;
+
+/* AGG_FLOOR's counter. */
+__u64 floor_hits = 0;
+
 static __always_inline void aggregate(__s64 arg)
 {
 	struct rtrace_agg *a;
 	__u32 zero = 0;
 
+	if (agg_level == AGG_FLOOR) {
+		floor_hits += 1;
+		return;
+	}
 	a = bpf_map_lookup_elem(&aggs, &zero);
 	if (!a)
 		return;
 	a->count += 1;
-	a->hist[log2_bucket(arg)] += 1;
+	if (agg_level == AGG_HIST)
+		a->hist[log2_bucket(arg)] += 1;
 }
 
 SEC("usdt")

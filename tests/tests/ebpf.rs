@@ -11,10 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 const N: u64 = 100_000;
-const MODES: [EbpfMode; 3] = [
+const MODES: [EbpfMode; 5] = [
     EbpfMode::Record,
     EbpfMode::RecordWakeup,
     EbpfMode::Aggregate,
+    EbpfMode::Count,
+    EbpfMode::Floor,
 ];
 
 /// The shared fixture: `rtest:hit`, semaphore probe `rtest:sem`, `rtest:never`.
@@ -152,6 +154,9 @@ fn usdt_counts_every_hit_of_one_pid() {
         match mode {
             EbpfMode::Record | EbpfMode::RecordWakeup => check_events_file(out_dir.path(), pid, N),
             EbpfMode::Aggregate => check_histogram(out_dir.path(), N),
+            EbpfMode::Count => check_counts_only(out_dir.path(), N),
+            // The floor's one global counter is the stats' `recorded`, checked above.
+            EbpfMode::Floor => {}
         }
     }
 }
@@ -196,6 +201,9 @@ fn memory_operand_arguments_are_read_right() {
         match mode {
             EbpfMode::Record | EbpfMode::RecordWakeup => check_events_file(out_dir.path(), pid, N),
             EbpfMode::Aggregate => check_histogram(out_dir.path(), N),
+            EbpfMode::Count => check_counts_only(out_dir.path(), N),
+            // The floor's one global counter is the stats' `recorded`, checked above.
+            EbpfMode::Floor => {}
         }
     }
 }
@@ -221,6 +229,22 @@ fn check_events_file(dir: &Path, pid: u32, n: u64) {
 }
 
 /// Arguments 0..n: bucket 0 holds 0, bucket k holds [2^(k-1), 2^k).
+/// `count` mode: the per-CPU counters sum to `n` and no histogram is kept.
+fn check_counts_only(dir: &Path, n: u64) {
+    let text = std::fs::read_to_string(dir.join(AGGREGATE_FILE)).unwrap();
+    let counted: u64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("cpu "))
+        .map(|l| l.split(' ').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(counted, n, "{text}");
+    let binned = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("cpu"))
+        .count();
+    assert_eq!(binned, 0, "no histogram in count mode:\n{text}");
+}
+
 fn check_histogram(dir: &Path, n: u64) {
     let text = std::fs::read_to_string(dir.join(AGGREGATE_FILE)).unwrap();
     let mut total = 0;

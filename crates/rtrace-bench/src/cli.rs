@@ -111,7 +111,9 @@ pub struct TracerArgs {
     /// `record` sends every event to a file (ring buffer / printf), `aggregate` only counts
     /// (per-CPU counter and log2 histogram / `count()`). `record-wakeup` is eBPF's record with
     /// bpftrace's wake-up policy (every event wakes the reader); for bpftrace, whose printf
-    /// always does, it is `record`.
+    /// always does, it is `record`. eBPF's `count` (counter without histogram) and `floor` (one
+    /// global increment) are the decomposition's lower steps; bpftrace's `count` is `aggregate`
+    /// and it has no `floor`.
     #[arg(
         long,
         value_enum,
@@ -120,6 +122,19 @@ pub struct TracerArgs {
         alias = "ebpf-mode"
     )]
     pub bpf_mode: Vec<BpfModeArg>,
+    /// ftrace modes (comma separated, each its own column): `off` (events enabled, instance
+    /// tracing off: the trap, the uprobe handler and a failed ring-buffer reservation; hits
+    /// counted from uprobe_profile), `overwrite` (ring buffer, no consumer), `stream` (a
+    /// consumer drains it). Default: one column as --record says.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub ftrace_mode: Vec<FtraceModeArg>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FtraceModeArg {
+    Off,
+    Overwrite,
+    Stream,
 }
 
 /// `--keep-traces`: which runs keep their trace data once its events are counted.
@@ -153,6 +168,11 @@ pub enum BpfModeArg {
     RecordWakeup,
     /// Counts only.
     Aggregate,
+    /// eBPF only: the per-CPU counter without the histogram (a decomposition step).
+    Count,
+    /// eBPF only: one increment of a global counter, the cheapest program that counts every hit
+    /// (the decomposition's floor; one measured thread).
+    Floor,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +216,15 @@ pub struct UsdtArgs {
     /// out: dropping an event is cheaper than recording it).
     #[arg(long)]
     pub allow_loss: bool,
+    /// Decompose each tracer's per-hit cost into steps that add one mechanism at a time, on the
+    /// usdt and usdt-nop5 sites (the report's staircase): every available tracer, eBPF
+    /// floor/count/aggregate/record/record-wakeup, ftrace off/overwrite/stream, LTTng case 3,
+    /// tracepoint and tracef, bpftrace aggregate and record.
+    #[arg(
+        long,
+        conflicts_with_all = ["tracer", "case", "hook", "bpf_mode", "ftrace_mode", "lttng_event"]
+    )]
+    pub decompose: bool,
     /// CPU the workload runs on (default: the last CPU); the harness stays off it.
     #[arg(long)]
     pub cpu: Option<usize>,

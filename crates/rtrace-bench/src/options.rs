@@ -46,6 +46,8 @@ pub struct TracerOptions {
     pub lttng_events: Vec<rtrace_lttng::EventKind>,
     /// eBPF/bpftrace modes, each a column of its own; never empty.
     pub bpf_modes: Vec<BpfMode>,
+    /// ftrace modes, each a column of its own; empty: one column as `record` says.
+    pub ftrace_modes: Vec<rtrace_ftrace::FtraceMode>,
 }
 
 /// Tracer pattern (every event to a file) or aggregator pattern (counts in maps).
@@ -55,6 +57,10 @@ pub enum BpfMode {
     /// eBPF: record, waking the reader on every event; bpftrace: record (its printf always does).
     RecordWakeup,
     Aggregate,
+    /// eBPF: the aggregate program's per-CPU counter alone; bpftrace: `aggregate` (`count()`).
+    Count,
+    /// eBPF: one increment of a global counter, the decomposition's floor; bpftrace: none.
+    Floor,
 }
 
 impl BpfMode {
@@ -63,6 +69,8 @@ impl BpfMode {
             BpfMode::Record => "record",
             BpfMode::RecordWakeup => "record-wakeup",
             BpfMode::Aggregate => "aggregate",
+            BpfMode::Count => "count",
+            BpfMode::Floor => "floor",
         }
     }
 }
@@ -99,6 +107,8 @@ impl From<TracerArgs> for TracerOptions {
                     crate::cli::BpfModeArg::Record => BpfMode::Record,
                     crate::cli::BpfModeArg::RecordWakeup => BpfMode::RecordWakeup,
                     crate::cli::BpfModeArg::Aggregate => BpfMode::Aggregate,
+                    crate::cli::BpfModeArg::Count => BpfMode::Count,
+                    crate::cli::BpfModeArg::Floor => BpfMode::Floor,
                 }) {
                     if !m.contains(&mode) {
                         m.push(mode);
@@ -106,6 +116,19 @@ impl From<TracerArgs> for TracerOptions {
                 }
                 if m.is_empty() {
                     m.push(BpfMode::Record);
+                }
+                m
+            },
+            ftrace_modes: {
+                let mut m = Vec::new();
+                for mode in a.ftrace_mode.iter().map(|m| match m {
+                    crate::cli::FtraceModeArg::Off => rtrace_ftrace::FtraceMode::Off,
+                    crate::cli::FtraceModeArg::Overwrite => rtrace_ftrace::FtraceMode::Overwrite,
+                    crate::cli::FtraceModeArg::Stream => rtrace_ftrace::FtraceMode::Stream,
+                }) {
+                    if !m.contains(&mode) {
+                        m.push(mode);
+                    }
                 }
                 m
             },
@@ -142,6 +165,29 @@ pub struct UsdtOptions {
     /// Whether `--out` gave `out` (else it is the default, created exclusively).
     pub out_given: bool,
     pub workload_dir: PathBuf,
+    /// `--decompose`: every tracer in the modes of its staircase, case 3 for LTTng only.
+    pub decompose: bool,
+}
+
+/// The modes `--decompose` measures (the steps of `rtrace_measure::staircase`).
+fn decompose(a: &mut UsdtArgs) {
+    use crate::cli::{BpfModeArg, FtraceModeArg, HookArg, LttngEventArg};
+    a.tracer = vec![TracerArg::All];
+    a.case = vec![CaseArg::C0, CaseArg::C1, CaseArg::C3];
+    a.hook = vec![HookArg::Usdt, HookArg::UsdtNop5];
+    a.tracer_args.bpf_mode = vec![
+        BpfModeArg::Floor,
+        BpfModeArg::Count,
+        BpfModeArg::Aggregate,
+        BpfModeArg::Record,
+        BpfModeArg::RecordWakeup,
+    ];
+    a.tracer_args.ftrace_mode = vec![
+        FtraceModeArg::Off,
+        FtraceModeArg::Overwrite,
+        FtraceModeArg::Stream,
+    ];
+    a.tracer_args.lttng_event = vec![LttngEventArg::Tracepoint, LttngEventArg::Tracef];
 }
 
 fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
@@ -221,7 +267,10 @@ pub const DEFAULT_ROUNDS: u32 = 10;
 impl TryFrom<UsdtArgs> for UsdtOptions {
     type Error = OptionsError;
 
-    fn try_from(a: UsdtArgs) -> Result<Self, OptionsError> {
+    fn try_from(mut a: UsdtArgs) -> Result<Self, OptionsError> {
+        if a.decompose {
+            decompose(&mut a);
+        }
         if a.iterations == 0 {
             return Err(OptionsError::Iterations);
         }
@@ -261,6 +310,7 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             out_given: a.out.is_some(),
             out: a.out.unwrap_or_else(|| default_out("usdt")),
             workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
+            decompose: a.decompose,
         })
     }
 }

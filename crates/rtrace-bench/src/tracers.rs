@@ -19,7 +19,17 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
     let single = |tracer: Box<dyn Tracer>| vec![Variant { name: None, tracer }];
     Ok(match kind {
         TracerKind::None => Vec::new(),
-        TracerKind::Ftrace => single(Box::new(rtrace_ftrace::FtraceTracer::new())),
+        TracerKind::Ftrace if opts.ftrace_modes.is_empty() => {
+            single(Box::new(rtrace_ftrace::FtraceTracer::new()))
+        }
+        TracerKind::Ftrace => opts
+            .ftrace_modes
+            .iter()
+            .map(|&m| Variant {
+                name: Some(m.name()),
+                tracer: Box::new(rtrace_ftrace::FtraceTracer::with_mode(m)),
+            })
+            .collect(),
         TracerKind::Lttng => opts
             .lttng_events
             .iter()
@@ -40,14 +50,20 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
                     BpfMode::Record => rtrace_ebpf::EbpfMode::Record,
                     BpfMode::RecordWakeup => rtrace_ebpf::EbpfMode::RecordWakeup,
                     BpfMode::Aggregate => rtrace_ebpf::EbpfMode::Aggregate,
+                    BpfMode::Count => rtrace_ebpf::EbpfMode::Count,
+                    BpfMode::Floor => rtrace_ebpf::EbpfMode::Floor,
                 })),
             })
             .collect(),
         TracerKind::Bpftrace => {
             let mut modes: Vec<BpfMode> = Vec::new();
-            for m in opts.bpf_modes.iter().map(|&m| match m {
-                BpfMode::RecordWakeup => BpfMode::Record,
-                m => m,
+            // bpftrace's printf always wakes its reader, its `count()` is its aggregate, and it
+            // has nothing as small as our floor.
+            for m in opts.bpf_modes.iter().filter_map(|&m| match m {
+                BpfMode::RecordWakeup => Some(BpfMode::Record),
+                BpfMode::Count => Some(BpfMode::Aggregate),
+                BpfMode::Floor => None,
+                m => Some(m),
             }) {
                 if !modes.contains(&m) {
                     modes.push(m);
@@ -58,7 +74,9 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
                 .map(|m| Variant {
                     name: Some(m.name()),
                     tracer: Box::new(rtrace_bpftrace::BpftraceTracer::new(match m {
-                        BpfMode::Aggregate => rtrace_bpftrace::BpftraceMode::Aggregate,
+                        BpfMode::Aggregate | BpfMode::Count | BpfMode::Floor => {
+                            rtrace_bpftrace::BpftraceMode::Aggregate
+                        }
                         BpfMode::Record | BpfMode::RecordWakeup => {
                             rtrace_bpftrace::BpftraceMode::Record
                         }
@@ -172,11 +190,46 @@ mod tests {
             lttng_num_subbuf: None,
             lttng_events: vec![rtrace_lttng::EventKind::Tracepoint],
             bpf_modes,
+            ftrace_modes: Vec::new(),
         }
     }
 
     fn names(kind: TracerKind, o: &TracerOptions) -> Vec<Option<&'static str>> {
         variants(kind, o).unwrap().iter().map(|v| v.name).collect()
+    }
+
+    #[test]
+    fn decomposition_modes_are_columns_where_a_tracer_has_them() {
+        let mut o = opts(vec![
+            BpfMode::Floor,
+            BpfMode::Count,
+            BpfMode::Aggregate,
+            BpfMode::Record,
+        ]);
+        assert_eq!(
+            names(TracerKind::Ebpf, &o),
+            [
+                Some("floor"),
+                Some("count"),
+                Some("aggregate"),
+                Some("record")
+            ]
+        );
+        // bpftrace: count() is its aggregate, and it has no floor.
+        assert_eq!(
+            names(TracerKind::Bpftrace, &o),
+            [Some("aggregate"), Some("record")]
+        );
+        assert_eq!(names(TracerKind::Ftrace, &o), [None]);
+        o.ftrace_modes = vec![
+            rtrace_ftrace::FtraceMode::Off,
+            rtrace_ftrace::FtraceMode::Overwrite,
+            rtrace_ftrace::FtraceMode::Stream,
+        ];
+        assert_eq!(
+            names(TracerKind::Ftrace, &o),
+            [Some("off"), Some("overwrite"), Some("stream")]
+        );
     }
 
     #[test]

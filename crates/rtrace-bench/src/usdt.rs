@@ -197,7 +197,11 @@ pub fn run(mut o: UsdtOptions) -> Result<i32> {
         runs: Vec::new(),
         warnings: Vec::new(),
     };
-    let plan = plan(&o, &cols.iter().map(|c| c.hook_kind).collect::<Vec<_>>());
+    let plan = plan(
+        &o,
+        &cols.iter().map(|c| c.hook_kind).collect::<Vec<_>>(),
+        |i| !o.decompose || cols[i].kind == TracerKind::Lttng,
+    );
     let setup = Setup {
         out: o.out.clone(),
         json: o.json.clone(),
@@ -222,7 +226,9 @@ type Step = (Option<usize>, Case, HookKind);
 /// lasting seconds: quiet runs next to their case 0 mostly share its state, and traced runs
 /// next to each other (eBPF beside bpftrace) share theirs. uprobe kinds have their own case 0
 /// (the marker call).
-fn plan(o: &UsdtOptions, cols: &[HookKind]) -> Vec<Step> {
+/// `quiet(i)`: whether column `i` runs its quiet cases (`--decompose` keeps them for LTTng only,
+/// whose case 3 is a step of its staircase).
+fn plan(o: &UsdtOptions, cols: &[HookKind], quiet_for: impl Fn(usize) -> bool) -> Vec<Step> {
     let mut plan = Vec::new();
     // Without a USDT kind the barrier baseline still runs: it shows the plain call's cost.
     if o.cases.contains(&Case::Baseline) && o.hooks.iter().all(|k| k.is_dynamic()) {
@@ -231,7 +237,7 @@ fn plan(o: &UsdtOptions, cols: &[HookKind]) -> Vec<Step> {
     for (h, &hook_kind) in o.hooks.iter().enumerate() {
         let mine: Vec<usize> = (0..cols.len()).filter(|&i| cols[i] == hook_kind).collect();
         let mut quiet: Vec<Step> = Vec::new();
-        for &i in &mine {
+        for &i in mine.iter().filter(|&&i| quiet_for(i)) {
             for &case in o
                 .cases
                 .iter()
@@ -390,6 +396,7 @@ pub(crate) fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
         "lttng_num_subbuf": t.lttng_num_subbuf,
         "lttng_event": t.lttng_events.iter().map(|&k| crate::tracers::lttng_event_name(k)).collect::<Vec<_>>(),
         "bpf_modes": t.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "ftrace_modes": t.ftrace_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
     })
 }
 
@@ -437,9 +444,17 @@ fn run_case(
             .with_context(|| format!("cannot create {}", out_dir.display()))?;
     }
     let env = col.map_or_else(Vec::new, |c| c.tracer.workload_env());
-    let (outcome, attachment) = run_workload(bin, &env, &config, |ready| {
+    // `--decompose` also counts the process's performance counters (opened once the tracer
+    // is attached, read after the process exited).
+    let (outcome, (attachment, counters)) = run_workload(bin, &env, &config, |ready| {
+        // Opened after the attach: they see the process from its first iteration on, and none
+        // of the attach (another process's work).
+        let counters = || {
+            o.decompose
+                .then(|| rtrace_measure::counters::Counters::open(ready.pid))
+        };
         let (Some(col), Some(hook)) = (col, hook) else {
-            return Ok(None::<Box<dyn Attachment>>);
+            return Ok((None::<Box<dyn Attachment>>, counters()));
         };
         let target = Target {
             hook: hook.clone(),
@@ -451,8 +466,10 @@ fn run_case(
             buffer_size_kb: o.tracer.buffer_size_kb,
             record: o.tracer.record,
         };
-        col.tracer.attach(&target).map(Some)
+        let attached = col.tracer.attach(&target)?;
+        Ok((Some(attached), counters()))
     })?;
+    let counters = counters.map(|c| c.read(round.share(o.iterations) + o.warmup));
     // Case 2's hook (`rtrace:idle`, `rtrace_marker_idle`) never runs: its ground truth is 0
     // even when the loop body calls the other marker.
     let hits = if case == Case::Dormant {
@@ -493,6 +510,7 @@ fn run_case(
         wall_s: started.elapsed().as_secs_f64(),
         rests: outcome.done.rests,
         rounds: vec![round_summary],
+        counters,
     };
     if hook.is_some() {
         let verified = rtrace_measure::pool::Pool::accounting(&r).is_ok();
@@ -533,11 +551,11 @@ mod tests {
     fn quiet_runs_surround_their_case_0_and_traced_runs_come_together() {
         let usdt = [HookKind::Usdt; 3];
         assert_eq!(
-            names(&plan(&options(&[]), &usdt)),
+            names(&plan(&options(&[]), &usdt, |_| true)),
             ["02us", "03us", "12us", "-0us", "13us", "22us", "23us", "01us", "11us", "21us"]
         );
         assert_eq!(
-            names(&plan(&options(&["--case", "0,1"]), &usdt)),
+            names(&plan(&options(&["--case", "0,1"]), &usdt, |_| true)),
             ["-0us", "01us", "11us", "21us"]
         );
     }
@@ -548,14 +566,20 @@ mod tests {
         let dynamic = plan(
             &options(&["--hook", "uprobe,uretprobe", "--case", "0,1"]),
             &cols,
+            |_| true,
         );
         assert_eq!(names(&dynamic), ["-0us", "-0up", "01up", "-0ur", "11ur"]);
         let both = [HookKind::Usdt, HookKind::Uprobe];
-        let mixed = plan(&options(&["--hook", "usdt,uprobe", "--case", "0,2"]), &both);
+        let mixed = plan(
+            &options(&["--hook", "usdt,uprobe", "--case", "0,2"]),
+            &both,
+            |_| true,
+        );
         assert_eq!(names(&mixed), ["-0us", "02us", "-0up", "12up"]);
         let nop5 = plan(
             &options(&["--hook", "usdt-nop5", "--case", "0,1"]),
             &[HookKind::UsdtNop5],
+            |_| true,
         );
         assert_eq!(names(&nop5), ["-0us", "01us"], "the barrier baseline");
     }

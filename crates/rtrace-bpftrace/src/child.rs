@@ -25,20 +25,17 @@ pub const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Removing a uprobe waits for an RCU Tasks Trace grace period (`uprobe_unregister_sync` →
 /// `synchronize_rcu_tasks_trace`): seen here to take over 30 s while QEMU kept both CPUs busy.
 pub const KERNEL_DETACH_TIMEOUT: Duration = Duration::from_secs(300);
-/// bpftrace counts as detaching while it was in uninterruptible sleep this recently.
-const DETACH_QUIET: Duration = Duration::from_secs(2);
 
-/// Whether process `pid` is in uninterruptible sleep (state `D`: inside the kernel, here
-/// waiting for a grace period while it removes its probes).
-fn uninterruptible(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            // `pid (comm) S ...`: the state follows the last `)`.
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace().next().map(|st| st == "D")
-        })
-        .unwrap_or(false)
+/// What `/proc/PID/stat` says about a process's progress: whether it is in uninterruptible
+/// sleep (state `D`: inside the kernel, here waiting for a grace period while it removes its
+/// probes) and the CPU time it has used (ticks, user + system).
+fn progress(pid: u32) -> Option<(bool, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) S ppid ...`: the state follows the last `)`; utime and stime are fields 14
+    // and 15 of the line, i.e. 11 and 12 after the state.
+    let f: Vec<&str> = s[s.rfind(')')? + 1..].split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some((*f.first()? == "D", ticks))
 }
 
 /// A running bpftrace whose probes are attached.
@@ -155,32 +152,36 @@ impl Bpftrace {
         self.wait(STOP_TIMEOUT)
     }
 
-    /// Waits for exit, then collects the output. SIGKILL after `timeout`, unless bpftrace is
-    /// still in the kernel detaching its probes (see [`KERNEL_DETACH_TIMEOUT`]).
+    /// Waits for exit, then collects the output. SIGKILL once bpftrace made no progress (neither
+    /// in the kernel detaching its probes nor using CPU time) for `timeout`, or after
+    /// [`KERNEL_DETACH_TIMEOUT`] in all.
     fn wait(&mut self, timeout: Duration) -> Result<Exited> {
         let mut child = self.child.take().expect("child present until waited");
         let start = Instant::now();
-        let mut last_in_kernel: Option<Instant> = None;
+        // bpftrace is making progress while it is in the kernel (state D) or uses CPU time
+        // (draining and printing on a loaded machine): only a bpftrace that did neither for
+        // `timeout` is hung.
+        let mut last_progress = Instant::now();
+        let mut ticks = None;
         let status = loop {
             if let Some(s) = child.try_wait().context("waiting for bpftrace")? {
                 break s;
             }
-            if uninterruptible(child.id()) {
-                last_in_kernel = Some(Instant::now());
+            if let Some((in_kernel, now_ticks)) = progress(child.id()) {
+                if in_kernel || ticks.is_some_and(|t| t != now_ticks) {
+                    last_progress = Instant::now();
+                }
+                ticks = Some(now_ticks);
             }
-            let detaching = last_in_kernel.is_some_and(|t| t.elapsed() < DETACH_QUIET);
-            let limit = if detaching {
-                KERNEL_DETACH_TIMEOUT
-            } else {
-                timeout
-            };
-            if start.elapsed() > limit {
+            let stalled = last_progress.elapsed() > timeout;
+            if stalled || start.elapsed() > KERNEL_DETACH_TIMEOUT {
                 let _ = child.kill();
                 let _ = child.wait();
                 self.join_readers();
                 bail!(
-                    "bpftrace did not stop within {} s of SIGINT and was killed: its counts are lost; rerun on a less loaded system",
-                    timeout.as_secs()
+                    "bpftrace did not stop after SIGINT (no progress for {} s, or still running after {} s) and was killed: its counts are lost; rerun on a less loaded system",
+                    timeout.as_secs(),
+                    KERNEL_DETACH_TIMEOUT.as_secs()
                 );
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -250,8 +251,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_running_process_is_not_in_the_kernel() {
-        assert!(!uninterruptible(std::process::id()));
-        assert!(!uninterruptible(u32::MAX), "no such process");
+    fn a_running_process_is_not_in_the_kernel_and_uses_cpu_time() {
+        let (in_kernel, before) = progress(std::process::id()).expect("our own stat");
+        assert!(!in_kernel);
+        let spin = Instant::now();
+        let mut x = 0u64;
+        while spin.elapsed() < Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let (_, after) = progress(std::process::id()).unwrap();
+        assert!(after > before, "50 ms of work is at least one tick");
+        assert!(progress(u32::MAX).is_none(), "no such process");
     }
 }

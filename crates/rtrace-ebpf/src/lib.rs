@@ -64,6 +64,13 @@ pub enum EbpfMode {
     RecordWakeup,
     /// Aggregator pattern: per-CPU counter and log2 histogram in maps.
     Aggregate,
+    /// The aggregate program reduced to its per-CPU counter (no histogram): a step of the
+    /// per-hit cost decomposition.
+    Count,
+    /// The cheapest program that still counts every hit: one increment of a global variable (no
+    /// helper, no map lookup; not atomic, so for one measured thread). The decomposition's floor:
+    /// what the hook itself costs (trap or call, uprobe dispatch, BPF program entry).
+    Floor,
 }
 
 impl EbpfMode {
@@ -73,6 +80,8 @@ impl EbpfMode {
             EbpfMode::Record => "record",
             EbpfMode::RecordWakeup => "record-wakeup",
             EbpfMode::Aggregate => "aggregate",
+            EbpfMode::Count => "count",
+            EbpfMode::Floor => "floor",
         }
     }
 

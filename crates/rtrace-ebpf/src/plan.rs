@@ -110,10 +110,12 @@ impl Probe {
     }
 
     /// Name of the BPF program (in `rtrace.bpf.c`) for this probe in `mode` (`record-wakeup`
-    /// runs the record program with its rodata flag `wakeup_per_event` set).
+    /// runs the record program with its rodata flag `wakeup_per_event` set, `count` and `floor`
+    /// the aggregate program with its rodata `agg_level` lowered).
     pub fn program(&self, mode: EbpfMode) -> &'static str {
         let mode = match mode {
             EbpfMode::RecordWakeup => EbpfMode::Record,
+            EbpfMode::Count | EbpfMode::Floor => EbpfMode::Aggregate,
             m => m,
         };
         match (self, mode) {
@@ -125,7 +127,9 @@ impl Probe {
             (Probe::Uprobe { ret: true, .. }, EbpfMode::Aggregate) => "uret_aggregate",
             (Probe::NanosleepExit, EbpfMode::Record) => "tp_record",
             (Probe::NanosleepExit, EbpfMode::Aggregate) => "tp_aggregate",
-            (_, EbpfMode::RecordWakeup) => unreachable!("mapped to Record above"),
+            (_, EbpfMode::RecordWakeup | EbpfMode::Count | EbpfMode::Floor) => {
+                unreachable!("mapped to Record or Aggregate above")
+            }
         }
     }
 }
@@ -211,6 +215,8 @@ mod tests {
         assert_eq!(p.program(EbpfMode::Record), "usdt_record");
         assert_eq!(p.program(EbpfMode::RecordWakeup), "usdt_record");
         assert_eq!(p.program(EbpfMode::Aggregate), "usdt_aggregate");
+        assert_eq!(p.program(EbpfMode::Count), "usdt_aggregate");
+        assert_eq!(p.program(EbpfMode::Floor), "usdt_aggregate");
     }
 
     #[test]

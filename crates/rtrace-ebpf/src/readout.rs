@@ -30,8 +30,19 @@ pub fn sum_lost(skel: &skel::RtraceSkel<'_>) -> Result<u64> {
         .sum()
 }
 
-/// Reads the per-CPU counters and histograms, writes them to `path`; returns the total count.
-pub fn write_aggregate(skel: &skel::RtraceSkel<'_>, path: &Path) -> Result<u64> {
+/// The floor program's global hit counter (`floor_hits` in `.bss`).
+pub fn floor_hits(skel: &skel::RtraceSkel<'_>) -> Result<u64> {
+    let bss = skel
+        .maps
+        .bss_data
+        .as_deref()
+        .context("the BPF object has no .bss (a build bug: rebuild rtrace-bench)")?;
+    Ok(bss.floor_hits)
+}
+
+/// Reads the per-CPU counters and, with `hist`, the histograms, writes them to `path`; returns
+/// the total count.
+pub fn write_aggregate(skel: &skel::RtraceSkel<'_>, path: &Path, hist_kept: bool) -> Result<u64> {
     use std::fmt::Write as _;
     let per_cpu = skel
         .maps
@@ -58,7 +69,7 @@ pub fn write_aggregate(skel: &skel::RtraceSkel<'_>, path: &Path) -> Result<u64> 
     }
     let binned: u64 = hist.iter().sum();
     anyhow::ensure!(
-        binned == total,
+        !hist_kept || binned == total,
         "aggregate map is inconsistent (histogram {binned} vs counter {total}): a BPF program bug, please report it"
     );
     std::fs::write(path, text)

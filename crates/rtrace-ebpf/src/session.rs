@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::freed::{KernelIds, FREE_TIMEOUT};
 use crate::plan::{Probe, NANOSLEEP_EXIT};
-use crate::readout::{sum_lost, write_aggregate};
+use crate::readout::{floor_hits, sum_lost, write_aggregate};
 use crate::sink::EventSink;
 use crate::{libbpf_log, skel, EbpfMode};
 
@@ -176,12 +176,19 @@ fn trace(
                 lost: sum_lost(&skel)?,
             })
         }
-        EbpfMode::Aggregate => {
+        EbpfMode::Aggregate | EbpfMode::Count | EbpfMode::Floor => {
             let link = attach(plan, &skel)?;
             attached();
             let _ = stop.recv();
             drop(link);
-            let recorded = write_aggregate(&skel, &plan.out_dir.join(AGGREGATE_FILE))?;
+            let recorded = match plan.mode {
+                EbpfMode::Floor => floor_hits(&skel)?,
+                mode => write_aggregate(
+                    &skel,
+                    &plan.out_dir.join(AGGREGATE_FILE),
+                    mode == EbpfMode::Aggregate,
+                )?,
+            };
             Ok(EventStats {
                 recorded,
                 lost: sum_lost(&skel)?,
@@ -229,6 +236,11 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
     };
     rodata.wakeup_per_event = plan.mode == EbpfMode::RecordWakeup;
     rodata.skip_tid = plan.skip_tid.unwrap_or(0);
+    rodata.agg_level = match plan.mode {
+        EbpfMode::Floor => 0,
+        EbpfMode::Count => 1,
+        _ => 2,
+    };
     let ring = if plan.mode.records() {
         plan.ring_bytes
     } else {

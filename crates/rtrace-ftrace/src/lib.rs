@@ -31,13 +31,52 @@ use instance::Instance;
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
 use stream::Consumer;
 
+/// What an ftrace attachment does with its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FtraceMode {
+    /// The events are enabled in an instance whose `tracing_on` is 0: every hit traps, runs the
+    /// uprobe handler and the event's filter path, and the ring-buffer reservation fails (a step
+    /// of the per-hit cost decomposition). Hits are counted from `uprobe_profile` (uprobe
+    /// events only).
+    Off,
+    /// Flight recorder: the instance's ring buffer in overwrite mode, no consumer.
+    Overwrite,
+    /// A consumer drains `trace_pipe_raw` to disk on the harness CPUs.
+    Stream,
+}
+
+impl FtraceMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            FtraceMode::Off => "off",
+            FtraceMode::Overwrite => "overwrite",
+            FtraceMode::Stream => "stream",
+        }
+    }
+}
+
 /// The ftrace backend.
 #[derive(Debug, Default)]
-pub struct FtraceTracer;
+pub struct FtraceTracer {
+    /// `None`: as `Target::record` says.
+    mode: Option<FtraceMode>,
+}
 
 impl FtraceTracer {
     pub fn new() -> FtraceTracer {
-        FtraceTracer
+        FtraceTracer { mode: None }
+    }
+
+    /// A backend in `mode` whatever `Target::record` says.
+    pub fn with_mode(mode: FtraceMode) -> FtraceTracer {
+        FtraceTracer { mode: Some(mode) }
+    }
+
+    fn mode(&self, record: RecordMode) -> FtraceMode {
+        self.mode.unwrap_or(match record {
+            RecordMode::Overwrite => FtraceMode::Overwrite,
+            RecordMode::Stream => FtraceMode::Stream,
+        })
     }
 }
 
@@ -49,6 +88,9 @@ impl Tracer for FtraceTracer {
     fn check(&self, hook: &Hook) -> Result<()> {
         rtrace_tracer::require_root("ftrace")?;
         Tracefs::available()?;
+        if self.mode == Some(FtraceMode::Off) && matches!(hook, Hook::KernelTracepoint { .. }) {
+            bail!("ftrace mode `off` counts hits from uprobe_profile, which kernel tracepoints are not in: use it with USDT or uprobe hooks");
+        }
         match hook {
             Hook::Usdt { binary, sites } => {
                 uprobe::definitions("check", binary, sites)?;
@@ -103,6 +145,7 @@ impl Tracer for FtraceTracer {
             uprobes: Vec::new(),
             enabled: Vec::new(),
             consumer: None,
+            off: false,
         };
         // Every step registers what it created in `a` first, so dropping `a` on error undoes it.
         let inst = Instance::create(&fs, &tag)?;
@@ -110,14 +153,15 @@ impl Tracer for FtraceTracer {
         if let Some(kb) = target.buffer_size_kb {
             inst.write("buffer_size_kb", &kb.to_string())?;
         }
+        let mode = self.mode(target.record);
         inst.write(
             "options/overwrite",
-            if target.record == RecordMode::Overwrite {
-                "1"
-            } else {
-                "0"
-            },
+            if mode == FtraceMode::Stream { "0" } else { "1" },
         )?;
+        if mode == FtraceMode::Off {
+            inst.write("tracing_on", "0")?;
+        }
+        a.off = mode == FtraceMode::Off;
         // Threads of the process now; threads and children created later only with
         // `follow_children` (set_event_pid + event-fork, which hook the scheduler).
         let skip = target.skip_tid.filter(|_| pid.is_some());
@@ -162,7 +206,7 @@ impl Tracer for FtraceTracer {
             Hook::LttngUst { .. } => unreachable!("rejected by check"),
         };
         let inst = a.instance.as_ref().expect("created above");
-        if target.record == RecordMode::Stream {
+        if mode == FtraceMode::Stream {
             let cpus = inst.cpus()?;
             a.consumer = Some(Consumer::start(
                 &inst.path(""),
@@ -224,9 +268,36 @@ struct FtraceAttachment {
     /// Events enabled in our instance.
     enabled: Vec<(String, String)>,
     consumer: Option<Consumer>,
+    /// Mode `off`: nothing reaches the buffer; hits come from `uprobe_profile`.
+    off: bool,
 }
 
 impl FtraceAttachment {
+    /// Hits of our uprobe events since they were created, from `uprobe_profile` (lines
+    /// `FILE EVENT NHIT`; event names repeat across runs, so only events of the files we probe
+    /// count: a concurrent run probing the same file would add its hits, and the accounting
+    /// check would then fail, not pass).
+    fn profile_hits(&self) -> Result<u64> {
+        let text = self.fs.read("uprobe_profile")?;
+        let ours: Vec<&str> = self
+            .uprobes
+            .iter()
+            .filter_map(|ge| ge.split_once('/').map(|(_, e)| e))
+            .collect();
+        let mut hits = 0;
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let [_, event, nhit] = f[..] {
+                if ours.contains(&event) {
+                    hits += nhit
+                        .parse::<u64>()
+                        .with_context(|| format!("unreadable uprobe_profile line {line:?}"))?;
+                }
+            }
+        }
+        Ok(hits)
+    }
+
     fn disable(&mut self) -> Result<()> {
         if let Some(inst) = &self.instance {
             for (g, e) in self.enabled.drain(..) {
@@ -264,6 +335,15 @@ impl Attachment for FtraceAttachment {
         self.disable()?;
         if let Some(c) = self.consumer.take() {
             c.finish().context("draining trace_pipe_raw")?;
+        }
+        if self.off {
+            // Read before teardown removes the events (and their counters).
+            let hits = self.profile_hits()?;
+            self.teardown()?;
+            return Ok(EventStats {
+                recorded: hits,
+                lost: 0,
+            });
         }
         let stats = self
             .instance

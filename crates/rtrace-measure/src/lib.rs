@@ -2,6 +2,7 @@
 //! ready/go handshake, collects its histograms, and describes the environment. Never prints.
 
 pub mod compare;
+pub mod counters;
 pub mod cyclictest;
 pub mod disturbed;
 pub mod env;
@@ -11,6 +12,7 @@ pub mod pacing;
 pub mod pool;
 pub mod probe_cost;
 pub mod spawn;
+pub mod staircase;
 pub mod summary;
 pub mod sweep;
 pub mod trace_data;

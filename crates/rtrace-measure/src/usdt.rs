@@ -382,6 +382,10 @@ pub struct CaseResult {
     /// of older versions). `summary` pools them; every interval is made over them.
     #[serde(default)]
     pub rounds: Vec<RoundSummary>,
+    /// The workload process's performance counters over all rounds (`usdt --decompose`);
+    /// `None` otherwise and in files of older versions.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Counts>,
 }
 
 /// One round of a run: a separate workload process.
@@ -508,6 +512,13 @@ impl crate::Pool for CaseResult {
             (a, b) => a.or(b),
         };
         self.rounds.extend(round.rounds);
+        self.counters = match (self.counters.take(), round.counters) {
+            (Some(mut a), Some(b)) => {
+                a.add(&b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
         Ok(())
     }
 
@@ -585,6 +596,7 @@ mod tests {
             rests: 1,
             disturbed: Disturbed::of(&h),
             rounds: vec![RoundSummary::of(&h).unwrap()],
+            counters: None,
         }
     }
 

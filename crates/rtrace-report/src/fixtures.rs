@@ -111,6 +111,7 @@ fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
         rests: 0,
         disturbed: Disturbed::of(&pooled),
         rounds,
+        counters: None,
     }
 }
 

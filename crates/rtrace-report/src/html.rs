@@ -258,6 +258,45 @@ fn list(text: &str) -> String {
     out
 }
 
+/// The per-hit cost decomposition: one table per tracer and hook site (`usdt --decompose`).
+fn staircase(r: &UsdtResult) -> String {
+    let tables = crate::staircase::tables(r);
+    if tables.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h3>Where the nanoseconds go</h3>\n<p class=\"sub\">{}.</p>\n",
+        esc(crate::staircase::NOTE)
+    );
+    for t in tables {
+        out.push_str(&format!(
+            "<p><b>{}</b> ({})</p>\n<table>\n",
+            esc(&t.title),
+            esc(&t.check)
+        ));
+        out.push_str(&header(
+            &crate::staircase::HEADER,
+            crate::staircase::TEXT_COLUMNS,
+        ));
+        for cells in t.rows {
+            out.push_str(&row(&cells, crate::staircase::TEXT_COLUMNS));
+        }
+        out.push_str("</table>\n");
+    }
+    let lines: Vec<String> = crate::staircase::program_cost_lines(r)
+        .into_iter()
+        .chain(crate::staircase::uncounted_line(r))
+        .collect();
+    if !lines.is_empty() {
+        out.push_str("<ul>\n");
+        for l in lines {
+            out.push_str(&format!("<li>{}</li>\n", esc(&l)));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
+}
+
 /// The reference comparisons, each with what differs between its two sides.
 fn reference(r: &UsdtResult) -> String {
     let items = crate::reference::items(r);
@@ -316,6 +355,7 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 out.push_str(&list(&dormant));
             }
             out.push_str(&reference(r));
+            out.push_str(&staircase(r));
             serde_json::to_string_pretty(&r.config)?
         }
         AnyResult::Sweep(r) => {

@@ -15,6 +15,7 @@ pub mod probes;
 pub mod ratios;
 pub mod reference;
 pub mod result;
+pub mod staircase;
 pub mod statistics;
 pub mod summary;
 pub mod svg;

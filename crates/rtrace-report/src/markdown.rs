@@ -172,6 +172,24 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
                 out.push_str("\n### Reference comparisons (same run)\n\n");
                 out.push_str(&reference);
             }
+            let stairs = crate::staircase::tables(r);
+            if !stairs.is_empty() {
+                out.push_str(&format!(
+                    "\n### Where the nanoseconds go\n\n{}.\n",
+                    crate::staircase::NOTE
+                ));
+                let header: Vec<String> = crate::staircase::HEADER.map(String::from).to_vec();
+                for t in stairs {
+                    out.push_str(&format!("\n**{}** ({}):\n\n", t.title, t.check));
+                    out.push_str(&aligned(&header, &t.rows, crate::staircase::TEXT_COLUMNS));
+                }
+                for l in crate::staircase::program_cost_lines(r)
+                    .into_iter()
+                    .chain(crate::staircase::uncounted_line(r))
+                {
+                    out.push_str(&format!("\n- {l}\n"));
+                }
+            }
         }
         crate::result::AnyResult::Sweep(r) => {
             out.push_str(&format!(

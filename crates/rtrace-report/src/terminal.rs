@@ -128,6 +128,7 @@ pub fn usdt(r: &UsdtResult, paint: Paint) -> String {
         out.push_str(&reference);
     }
     out.push_str(&crate::hooks::text(r));
+    out.push_str(&crate::staircase::text(r));
     out.push_str(&warnings(&r.warnings, paint));
     out
 }

@@ -1,0 +1,211 @@
+//! The per-hit cost decomposition (`usdt --decompose`) as tables: per hook site and tracer, each
+//! step's increment with its interval and its height, the sum against the full cost, and the
+//! program cost above our eBPF floor for our aggregate program and bpftrace's `count()`.
+
+use rtrace_measure::interval::Estimate;
+use rtrace_measure::staircase::{above_floor, staircases, Staircase};
+use rtrace_measure::usdt::{HookKind, UsdtResult};
+use rtrace_tracer::TracerKind;
+
+/// Column names, in order.
+pub const HEADER: [&str; 6] = [
+    "hook",
+    "step",
+    "adds",
+    "increment (ns)",
+    "height (ns)",
+    "counters per hit over case 0",
+];
+
+/// Leading text columns (left-aligned).
+pub const TEXT_COLUMNS: usize = 3;
+
+/// What the tables show, for their caption.
+pub const NOTE: &str = "Each step is a configuration measured in the same rounds; its height is its extra ns per hit over case 0, its increment the height minus the step below, round by round (95% t interval over the rounds). The increments add up to the top step's cost; the first step of eBPF and ftrace is this kernel's floor for the hook (trap or call, uprobe dispatch, the least a tracer can do and still count every hit). Counters per hit, as Gebai measured them: the workload process's count per iteration minus case 0's (task-clock is CPU time in ns, a check on the TSC's height; hardware counters where perf offers them)";
+
+/// Counters no step could count, with the reason, in one line; `None` when every one counted.
+pub fn uncounted_line(r: &UsdtResult) -> Option<String> {
+    let mut all = std::collections::BTreeMap::new();
+    for s in staircases(r) {
+        all.extend(s.uncounted);
+    }
+    (!all.is_empty()).then(|| {
+        let list: Vec<String> = all.iter().map(|(k, why)| format!("{k} ({why})")).collect();
+        format!(
+            "not counted on this machine: {} (perf_event_open refused them; a VM without a virtual PMU has none)",
+            list.join(", ")
+        )
+    })
+}
+
+/// `x` rounded to ns, without a `-0`.
+fn ns(x: f64) -> String {
+    let r = x.round();
+    format!("{}", if r == 0.0 { 0.0 } else { r })
+}
+
+/// `575 (560 to 590)`, or `575` without an interval.
+fn cell(e: &Estimate) -> String {
+    match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{} ({} to {})", ns(e.estimate), ns(l), ns(h)),
+        _ => ns(e.estimate),
+    }
+}
+
+/// One table (a tracer's staircase on one hook site): its title and rows.
+pub struct Table {
+    pub title: String,
+    pub rows: Vec<Vec<String>>,
+    /// `steps sum to N ns, the top step costs M ns`.
+    pub check: String,
+}
+
+/// The counters of a step per hit, `task-clock 610 ns, cycles 1500`; `-` without any.
+fn counters_cell(st: &rtrace_measure::staircase::Step) -> String {
+    if st.counters.is_empty() {
+        return "-".into();
+    }
+    st.counters
+        .iter()
+        .map(|(k, v)| {
+            let unit = if k == "task-clock" { " ns" } else { "" };
+            format!("{k} {}{unit}", ns(*v))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn table(s: &Staircase) -> Table {
+    let rows = s
+        .steps
+        .iter()
+        .map(|st| {
+            vec![
+                s.hook.to_string(),
+                st.run.clone(),
+                st.adds.to_owned(),
+                cell(&st.increment),
+                cell(&st.height),
+                counters_cell(st),
+            ]
+        })
+        .collect();
+    let (sum, full) = (s.sum(), s.full());
+    Table {
+        title: format!("{} on {}", s.tracer, s.hook),
+        rows,
+        check: format!(
+            "steps sum to {sum:.0} ns; the top step costs {full:.0} ns ({:+.1}%)",
+            if full != 0.0 {
+                100.0 * (sum - full) / full
+            } else {
+                0.0
+            }
+        ),
+    }
+}
+
+/// Every staircase of `r` as a table.
+pub fn tables(r: &UsdtResult) -> Vec<Table> {
+    staircases(r).iter().map(table).collect()
+}
+
+/// The program cost above the floor, ours against bpftrace's, on the `usdt` site (on
+/// `usdt-nop5` libbpf attaches to the nop5 and calls, bpftrace attaches at the note's address
+/// and traps: their difference there is the hook, not the program).
+pub fn program_cost_lines(r: &UsdtResult) -> Vec<String> {
+    let hook = HookKind::Usdt;
+    let ours = above_floor(r, hook, TracerKind::Ebpf, "aggregate");
+    let theirs = above_floor(r, hook, TracerKind::Bpftrace, "aggregate");
+    let (Some(o), Some(t)) = (ours, theirs) else {
+        return Vec::new();
+    };
+    let ratio = if t.estimate > 0.0 {
+        format!("{:.2}×", o.estimate / t.estimate)
+    } else {
+        "n/a (bpftrace's program costs nothing measurable)".to_owned()
+    };
+    vec![format!(
+        "program cost above the eBPF floor on {hook}: our aggregate {} ns, bpftrace count() {} ns: ours ÷ bpftrace's = {ratio}",
+        cell(&o),
+        cell(&t)
+    )]
+}
+
+/// The terminal text; empty without a staircase.
+pub fn text(r: &UsdtResult) -> String {
+    let tables = tables(r);
+    if tables.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\nwhere the nanoseconds go ({NOTE}):\n");
+    for t in tables {
+        let mut table = crate::table::Table::new(&HEADER, TEXT_COLUMNS);
+        for row in t.rows {
+            table.row(row);
+        }
+        out.push_str(&format!("{}: {}\n{}", t.title, t.check, table.render()));
+    }
+    for l in program_cost_lines(r).into_iter().chain(uncounted_line(r)) {
+        out.push_str(&format!("{l}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrace_measure::usdt::Case;
+
+    /// The fixture's ftrace case-1 run again as eBPF floor, count and aggregate steps, 100 ns apart,
+    /// and bpftrace's as aggregate, 150 ns above the floor.
+    fn decomposed() -> UsdtResult {
+        let mut r = crate::fixtures::usdt();
+        let ebpf = r
+            .runs
+            .iter()
+            .find(|c| c.tracer == TracerKind::Ftrace && c.case == Case::Traced)
+            .unwrap()
+            .clone();
+        for (mode, tracer, shift) in [
+            ("floor", TracerKind::Ebpf, 0.0),
+            ("count", TracerKind::Ebpf, 100.0),
+            ("aggregate", TracerKind::Ebpf, 200.0),
+            ("aggregate", TracerKind::Bpftrace, 150.0),
+        ] {
+            let mut c = ebpf.clone();
+            c.tracer = tracer;
+            c.variant = Some(mode.into());
+            c.summary.mean_ns += shift;
+            c.disturbed = None;
+            if let Some(e) = &mut c.events {
+                e.recorded += e.lost;
+                e.lost = 0;
+            }
+            for round in &mut c.rounds {
+                round.summary.mean_ns += shift;
+                round.disturbed = None;
+            }
+            r.runs.push(c);
+        }
+        r
+    }
+
+    #[test]
+    fn steps_telescope_to_the_top_and_programs_compare_above_the_floor() {
+        let r = decomposed();
+        let t = tables(&r);
+        let ebpf = t
+            .iter()
+            .find(|t| t.title == "ebpf on usdt")
+            .expect("eBPF staircase");
+        assert_eq!(ebpf.rows.len(), 3);
+        assert!(ebpf.rows[1][3].starts_with("100"), "{:?}", ebpf.rows[1]);
+        assert!(ebpf.rows[2][3].starts_with("100"), "{:?}", ebpf.rows[2]);
+        assert!(ebpf.check.ends_with("(+0.0%)"), "{}", ebpf.check);
+        let lines = program_cost_lines(&r);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains("= 1.33×"), "{}", lines[0]);
+        assert!(text(&r).contains("where the nanoseconds go"));
+    }
+}
