@@ -362,6 +362,8 @@ fn sigint_during_an_lttng_run_leaves_no_session() {
             "1000000",
             "--interval-us",
             "200",
+            "--rounds",
+            "1",
             "--no-cyclictest",
         ],
         |out, pid| {

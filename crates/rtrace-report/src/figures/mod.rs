@@ -4,6 +4,7 @@
 pub mod boxplot;
 pub mod data;
 pub mod lines;
+mod staircase;
 pub mod style;
 mod sweep;
 mod usdt;
@@ -36,6 +37,8 @@ enum Kind {
     SweepHistogram,
     /// Fig 3.5: one configuration across sweeps (e.g. PREEMPT vs PREEMPT_RT).
     Preemption(Configuration),
+    /// The per-hit cost decomposition of one hook site (`usdt --decompose`).
+    Staircase(HookKind),
 }
 
 /// One figure a report can show.
@@ -110,6 +113,13 @@ impl Figure {
                 )
             }
             Kind::Case1Polygon(pick) => polygon(&self.title, &picked(usdt()?, *pick, Case::Traced)),
+            Kind::Staircase(hook) => {
+                let stairs: Vec<_> = rtrace_measure::staircase::staircases(usdt()?)
+                    .into_iter()
+                    .filter(|s| s.hook == *hook)
+                    .collect();
+                staircase::figure(&self.title, &stairs)
+            }
             Kind::SweepBox(space) => {
                 let (_, r) = *sweeps().first().context("no sweep")?;
                 let runs = sweep_runs(r, *space);
@@ -223,6 +233,14 @@ pub fn plan(report: &Report) -> Vec<Figure> {
             out.push(fig(e, &name("cases-box"), format!("Probe duration per tracer, every case ({h} hook)"),
                 "Each case on its own axis: case 0 is the bare loop; cases 2 and 3 show what a dormant tracer and an inactive tracepoint cost.",
                 Kind::CasesBox(h)));
+            if rtrace_measure::staircase::staircases(r)
+                .iter()
+                .any(|s| s.hook == h)
+            {
+                out.push(fig(e, &format!("staircase-{h}"), format!("Where the nanoseconds go: per-hit cost, step by step ({h} hook)"),
+                    "Each tracer's configurations from the cheapest up, each adding one mechanism (see the table): a bar spans from the step below to this step, the number is what the step adds, the whisker the step's 95% interval.",
+                    Kind::Staircase(h)));
+            }
         }
     }
     let mut sweeps = Vec::new();

@@ -1,0 +1,125 @@
+//! The per-hit cost decomposition as a waterfall (`usdt --decompose`): one row per step, each
+//! tracer's steps together, a bar from the step below's height to this step's, its interval
+//! as a whisker, and the increment written beside it.
+
+use super::style;
+use anyhow::Result;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use rtrace_measure::staircase::Staircase;
+
+/// Height of one step's row (px), and of the title, axis and key around the rows.
+const ROW_PX: u32 = 34;
+const FRAME_PX: u32 = 150;
+/// Width of the step labels left of the plot (px).
+const LABEL_AREA_PX: u32 = 300;
+/// Half the height of a bar, in rows.
+const HALF_BAR: f64 = 0.32;
+
+/// What the marks mean.
+pub const KEY: &str = "bar: from the step below to this step (extra ns per hit over case 0) · whisker: 95% interval of the step's height · number: the increment";
+
+/// The waterfall of every staircase in `stairs` (one hook site).
+pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
+    let rows: Vec<(String, RGBColor, f64, f64, f64, f64, f64)> = stairs
+        .iter()
+        .flat_map(|s| {
+            let colour = style::colour(s.tracer);
+            let mut below = 0.0;
+            s.steps
+                .iter()
+                .map(move |st| {
+                    let h = st.height.estimate;
+                    let row = (
+                        st.run.clone(),
+                        colour,
+                        below,
+                        h,
+                        st.height.low.unwrap_or(h),
+                        st.height.high.unwrap_or(h),
+                        st.increment.estimate,
+                    );
+                    below = h;
+                    row
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let n = rows.len().max(1);
+    let xmax = rows.iter().map(|r| r.3.max(r.5)).fold(1.0f64, f64::max) * 1.18;
+    let xmin = rows
+        .iter()
+        .map(|r| r.2.min(r.3).min(r.4))
+        .fold(0.0f64, f64::min);
+    let size = (style::WIDE.0, FRAME_PX + ROW_PX * n as u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE)?;
+        let body = root.titled(title, style::text(style::TITLE_PX))?;
+        let (_, h) = body.dim_in_pixel();
+        let (plot, key) = body.split_vertically(h - style::TITLE_PX * 2);
+        // Row i at y = n - 1 - i: the first step on top.
+        let y = |i: usize| (n - 1 - i) as f64;
+        let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+        let mut chart = ChartBuilder::on(&plot)
+            .margin(style::MARGIN_PX)
+            .x_label_area_size(style::X_AXIS_PX)
+            .y_label_area_size(LABEL_AREA_PX)
+            .build_cartesian_2d(xmin..xmax, -0.5..(n as f64 - 0.5))?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
+            .x_desc("extra ns per hit over case 0")
+            .y_labels(n)
+            .y_label_formatter(&|v| {
+                let r = v.round();
+                if (v - r).abs() > 1e-6 || r < 0.0 || r as usize >= n {
+                    return String::new();
+                }
+                labels[n - 1 - r as usize].clone()
+            })
+            .x_label_formatter(&|v| style::grouped(*v))
+            .axis_desc_style(style::text(style::AXIS_PX))
+            .label_style(style::text(style::LABEL_PX))
+            .draw()?;
+        for (i, (_, colour, below, height, low, high, increment)) in rows.iter().enumerate() {
+            let yc = y(i);
+            let (a, b) = (below.min(*height), below.max(*height));
+            chart.draw_series([
+                Rectangle::new(
+                    [(a, yc - HALF_BAR), (b, yc + HALF_BAR)],
+                    colour.mix(style::FILL_ALPHA + 0.25).filled(),
+                ),
+                Rectangle::new(
+                    [(a, yc - HALF_BAR), (b, yc + HALF_BAR)],
+                    colour.stroke_width(2),
+                ),
+            ])?;
+            chart.draw_series([
+                PathElement::new(vec![(*low, yc), (*high, yc)], style::TEXT.stroke_width(2)),
+                PathElement::new(
+                    vec![(*low, yc - 0.15), (*low, yc + 0.15)],
+                    style::TEXT.stroke_width(2),
+                ),
+                PathElement::new(
+                    vec![(*high, yc - 0.15), (*high, yc + 0.15)],
+                    style::TEXT.stroke_width(2),
+                ),
+            ])?;
+            let note = style::text(style::NOTE_PX).pos(Pos::new(HPos::Left, VPos::Center));
+            chart.draw_series([EmptyElement::at((b.max(*high), yc))
+                + Text::new(format!("{:+} ns", increment.round() + 0.0), (8, 0), note)])?;
+        }
+        let (w, _) = key.dim_in_pixel();
+        key.draw(&Text::new(
+            KEY,
+            (w as i32 / 2, 0),
+            style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+        root.present()?;
+    }
+    Ok(svg)
+}
