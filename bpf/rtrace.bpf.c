@@ -182,11 +182,12 @@ static __always_inline void record(__s64 arg, __u32 tgid)
 
 /* What the aggregate programs do per hit (set before load; the verifier removes the code a
  * level does not use, so each level runs only its own instructions):
- *   AGG_FLOOR  one increment of the global `floor_hits`: no helper, no map lookup; the cheapest
- *              program that still counts every hit (the decomposition's floor). Not atomic:
- *              only for a single measured thread (`usdt`).
- *   AGG_COUNT  the per-CPU counter of `aggs`.
- *   AGG_HIST   the per-CPU counter and the log2 histogram of the argument (`aggregate`). */
+ *   AGG_FLOOR  one increment of the global `floor_hits`: no helper, no map lookup, the argument
+ *              not read; the cheapest program that still counts every hit (the decomposition's
+ *              floor). Not atomic: only for a single measured thread (`usdt`).
+ *   AGG_COUNT  the per-CPU counter of `aggs`, the argument not read.
+ *   AGG_HIST   the argument read (for USDT: its spec looked up by attach cookie), the per-CPU
+ *              counter and the log2 histogram of the argument (`aggregate`). */
 #define AGG_FLOOR 0
 #define AGG_COUNT 1
 #define AGG_HIST 2
@@ -195,21 +196,36 @@ const volatile __u32 agg_level = AGG_HIST;
 /* AGG_FLOOR's counter. */
 __u64 floor_hits = 0;
 
-static __always_inline void aggregate(__s64 arg)
+/* AGG_FLOOR and AGG_COUNT: count the hit without reading its argument. Returns whether it did
+ * (the caller then stops); AGG_HIST goes on to read the argument. */
+static __always_inline bool counted_only(void)
 {
 	struct rtrace_agg *a;
 	__u32 zero = 0;
 
 	if (agg_level == AGG_FLOOR) {
 		floor_hits += 1;
-		return;
+		return true;
 	}
+	if (agg_level != AGG_COUNT)
+		return false;
+	a = bpf_map_lookup_elem(&aggs, &zero);
+	if (a)
+		a->count += 1;
+	return true;
+}
+
+/* AGG_HIST: the per-CPU counter and the log2 histogram of the argument. */
+static __always_inline void aggregate(__s64 arg)
+{
+	struct rtrace_agg *a;
+	__u32 zero = 0;
+
 	a = bpf_map_lookup_elem(&aggs, &zero);
 	if (!a)
 		return;
 	a->count += 1;
-	if (agg_level == AGG_HIST)
-		a->hist[log2_bucket(arg)] += 1;
+	a->hist[log2_bucket(arg)] += 1;
 }
 
 SEC("usdt")
@@ -225,6 +241,8 @@ SEC("usdt")
 int usdt_aggregate(struct pt_regs *ctx)
 {
 	if (skipped())
+		return 0;
+	if (counted_only())
 		return 0;
 	aggregate(usdt_arg0(ctx));
 	return 0;
@@ -247,6 +265,8 @@ int up_aggregate(struct pt_regs *ctx)
 {
 	if (skipped())
 		return 0;
+	if (counted_only())
+		return 0;
 	aggregate(PT_REGS_PARM1(ctx));
 	return 0;
 }
@@ -264,6 +284,8 @@ SEC("uretprobe")
 int uret_aggregate(struct pt_regs *ctx)
 {
 	if (skipped())
+		return 0;
+	if (counted_only())
 		return 0;
 	aggregate(PT_REGS_RC(ctx));
 	return 0;
@@ -288,6 +310,8 @@ int tp_aggregate(struct sys_exit_args *ctx)
 	if (skipped())
 		return 0;
 	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	if (counted_only())
 		return 0;
 	aggregate(ctx->ret);
 	return 0;

@@ -8,6 +8,7 @@ mod cyclic;
 pub mod markers;
 mod micro;
 pub mod nop5;
+mod rate;
 mod setup;
 pub mod tsc;
 
@@ -51,6 +52,12 @@ fn run<I: Instrument>() -> Result<()> {
             emit(&Message::Done(done))
         }
         WorkloadConfig::Cyclic(c) => cyclic::run::<I>(&c),
+        WorkloadConfig::Rate(c) => {
+            let placed = setup::place(c.cpu, c.priority)?;
+            announce::<I>(c.cpu, &placed)?;
+            wait_for_go()?;
+            emit(&Message::RateDone(rate::run::<I>(&c)))
+        }
     }
 }
 

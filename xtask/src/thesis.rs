@@ -1,5 +1,6 @@
 //! `cargo xtask thesis`: the README's main command. Installs what is missing, builds, runs the
-//! usdt comparison and the cyclictest sweep with every tracer available here (quick defaults),
+//! usdt comparison, the cyclictest sweep and the lossless-rate search with every tracer available
+//! here (quick defaults),
 //! and writes one report directory (`index.html`, `report.md`, `results.csv`, `figures/`).
 
 use crate::exec::{cargo, exec};
@@ -63,9 +64,17 @@ pub fn run(o: Options) -> Result<()> {
             .arg("--out")
             .arg(out.join("cyclictest-sweep")),
     );
+    step(
+        "rate",
+        Command::new(&bench)
+            .args(["rate", "--tracer", "all", "--duration-ms", "200"])
+            .arg("--out")
+            .arg(out.join("rate")),
+    );
     let results: Vec<PathBuf> = [
         out.join("usdt/usdt.json"),
         out.join("cyclictest-sweep/cyclictest-sweep.json"),
+        out.join("rate/rate.json"),
     ]
     .into_iter()
     .filter(|p| p.exists())

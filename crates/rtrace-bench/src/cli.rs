@@ -24,6 +24,9 @@ pub enum Command {
     /// rt-tests' cyclictest as cross-check.
     #[command(name = "cyclictest-sweep")]
     CyclictestSweep(crate::sweep::options::SweepArgs),
+    /// The highest event rate each tracer records without loss, per buffer size (Beamonte):
+    /// climb, bisect, confirm 3 times, and lose events at 1.5 times that rate.
+    Rate(RateArgs),
     /// Overlay two cyclictest-sweep results (e.g. PREEMPT vs PREEMPT_RT): per-percentile differences.
     Compare(crate::compare::CompareArgs),
     /// Regenerate a report (HTML, Markdown, CSV, SVG figures) from result files.
@@ -241,6 +244,45 @@ pub struct UsdtArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Directory for trace data and results (default: results/usdt-<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Directory holding the workload binaries (default: next to rtrace-bench).
+    #[arg(long, value_name = "DIR")]
+    pub workload_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RateArgs {
+    /// Tracers to search (comma separated; `all`: every tracer available here).
+    #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
+    pub tracer: Vec<TracerArg>,
+    /// Per-CPU buffer sizes to search at (KiB, comma separated), each its own search.
+    #[arg(long, value_delimiter = ',', default_value = "256,4096")]
+    pub buffer_sizes_kb: Vec<u64>,
+    /// How long the probe fires at each rate (ms).
+    #[arg(long, default_value_t = 1000)]
+    pub duration_ms: u64,
+    /// First rate of the climb (events/s); it doubles until events are lost.
+    #[arg(long, default_value_t = 10_000.0)]
+    pub start_rate: f64,
+    /// Highest rate tried (events/s).
+    #[arg(long, default_value_t = 50_000_000.0)]
+    pub max_rate: f64,
+    /// Bisection steps between the last lossless and the first lossy rate.
+    #[arg(long, default_value_t = 5)]
+    pub bisections: u32,
+    /// CPU the workload fires on (default: the last CPU); consumers stay off it.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// SCHED_FIFO priority of the workload (1-99); default: normal scheduling.
+    #[arg(long)]
+    pub priority: Option<i32>,
+    #[command(flatten)]
+    pub tracer_args: TracerArgs,
+    /// Write the JSON result here too.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory for results and the report (default: results/rate-<timestamp>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Directory holding the workload binaries (default: next to rtrace-bench).

@@ -10,6 +10,7 @@ mod options;
 mod output;
 mod probes;
 mod progress;
+mod rate;
 mod report;
 mod runner;
 mod signals;
@@ -45,6 +46,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::CyclictestSweep(args) => {
             sweep::run(sweep::options::SweepOptions::try_from(args)?)
         }
+        cli::Command::Rate(args) => rate::run(rate::RateOptions::try_from(args)?),
         cli::Command::Compare(args) => compare::run(&args),
         cli::Command::Report(args) => report::run(&args),
         cli::Command::HoldExec(args) => hold::run(&args),

@@ -76,6 +76,10 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
                 print!("{}", rtrace_report::sweep_terminal::sweep(r));
                 print!("{}", terminal::warnings(&e.warnings, paint()));
             }
+            AnyResult::Rate(r) => {
+                print!("{}", rtrace_report::rate::text(r));
+                print!("{}", terminal::warnings(&e.warnings, paint()));
+            }
         }
     }
     eprintln!("report: {}", index.display());

@@ -56,7 +56,11 @@ fn require_bin(bin: &Path) -> Result<()> {
 /// The `rtrace:event` / `rtrace:idle` hooks of a workload binary (`rtrace:event_nop5` /
 /// `rtrace:idle_nop5` for the usdt-nop5 kind), or for uprobe kinds the entry or return of its
 /// marker functions `rtrace_marker_hit` / `rtrace_marker_idle`.
-fn hooks(bin: &Path, instrumentation: Instrumentation, kind: HookKind) -> Result<(Hook, Hook)> {
+pub(crate) fn hooks(
+    bin: &Path,
+    instrumentation: Instrumentation,
+    kind: HookKind,
+) -> Result<(Hook, Hook)> {
     if kind.is_dynamic() {
         let ret = kind == HookKind::Uretprobe;
         return Ok((

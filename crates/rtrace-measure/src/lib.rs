@@ -11,6 +11,7 @@ pub mod model;
 pub mod pacing;
 pub mod pool;
 pub mod probe_cost;
+pub mod rate;
 pub mod spawn;
 pub mod staircase;
 pub mod summary;

@@ -18,10 +18,10 @@ use serde::Serialize;
 fn ladder(tracer: TracerKind) -> &'static [(Option<&'static str>, Case, &'static str)] {
     match tracer {
         TracerKind::Ebpf => &[
-            (Some("floor"), Case::Traced, "floor: the hook (int3 trap or nop5 call), uprobe dispatch, a BPF program that increments one global counter"),
+            (Some("floor"), Case::Traced, "floor: the hook (int3 trap or nop5 call), uprobe dispatch, a BPF program that increments one global counter (the argument not read)"),
             (Some("count"), Case::Traced, "+ per-CPU map lookup and counter"),
-            (Some("aggregate"), Case::Traced, "+ log2 histogram of the argument"),
-            (Some("record"), Case::Traced, "ring-buffer reserve/submit of a 32-byte event (no wake-up) instead of the maps"),
+            (Some("aggregate"), Case::Traced, "+ reading the argument (USDT: its spec looked up by attach cookie) and its log2 histogram"),
+            (Some("record"), Case::Traced, "a 32-byte event (argument, timestamp, CPU, pid) reserved and submitted in the ring buffer, no wake-up, instead of the maps"),
             (Some("record-wakeup"), Case::Traced, "+ waking the reader on every event"),
         ],
         TracerKind::Ftrace => &[

@@ -8,9 +8,11 @@
 
 mod cyclic;
 mod histogram;
+mod rate;
 
 pub use cyclic::{CyclicConfig, CyclicDone, Fire, ProbeAt};
 pub use histogram::{decode_histogram, encode_histogram, new_histogram, HistogramError};
+pub use rate::{RateConfig, RateDone};
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +46,8 @@ pub enum WorkloadConfig {
     Micro(MicroConfig),
     /// The cyclictest-style latency loop (thesis §3.4).
     Cyclic(CyclicConfig),
+    /// The probe fired at a fixed rate (`rtrace-bench rate`).
+    Rate(RateConfig),
 }
 
 /// The per-probe microbenchmark configuration.
@@ -96,6 +100,9 @@ pub enum Message {
     /// The result of a [`WorkloadConfig::Cyclic`] run.
     #[serde(rename = "cyclic-done")]
     CyclicDone(CyclicDone),
+    /// The result of a [`WorkloadConfig::Rate`] run.
+    #[serde(rename = "rate-done")]
+    RateDone(RateDone),
 }
 
 /// Printed once pinned and locked, before waiting for "go".

@@ -100,6 +100,8 @@ impl Exporter for Csv {
                         lossy: None,
                     })
                     .collect(),
+                // Rate results have no latency summary: their points are in rate.json.
+                AnyResult::Rate(_) => Vec::new(),
             };
             let env = e.result.environment();
             for row in rows {

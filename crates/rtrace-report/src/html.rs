@@ -374,6 +374,52 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             out.push_str(&shift_table(r, report));
             serde_json::to_string_pretty(&r.config)?
         }
+        AnyResult::Rate(r) => {
+            out.push_str(&format!(
+                "<h2>Highest lossless event rate (<code>{}</code>){file}</h2>\n",
+                esc(&e.id)
+            ));
+            out.push_str(&format!(
+                "<p class=\"sub\">{} ms per run on CPU {}; {}; {}. {}.</p>\n",
+                r.config.duration_ms,
+                r.config.cpu,
+                esc(&e.kernel()),
+                esc(&r.environment.cpu_model),
+                esc(crate::rate::NOTE)
+            ));
+            out.push_str(&warnings(&e.warnings));
+            let table = |head: &[&str], rows: Vec<Vec<String>>, left: usize| {
+                let mut t = String::from("<table>\n");
+                t.push_str(&header(head, left));
+                for cells in rows {
+                    t.push_str(&row(&cells, left));
+                }
+                t.push_str("</table>\n");
+                t
+            };
+            out.push_str(&table(
+                &crate::rate::HEADER,
+                crate::rate::rows(r),
+                crate::rate::TEXT_COLUMNS,
+            ));
+            out.push_str("<details><summary>Every run</summary>\n");
+            out.push_str(&table(
+                &crate::rate::POINT_HEADER,
+                crate::rate::point_rows(r),
+                3,
+            ));
+            out.push_str("</details>\n");
+            if !r.failed.is_empty() {
+                out.push_str(&list(
+                    &r.failed
+                        .iter()
+                        .map(|f| format!("failed: {f}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ));
+            }
+            serde_json::to_string_pretty(&r.config)?
+        }
     };
     let ratios = crate::ratios::of_entry(&e.result)?;
     if !ratios.rows.is_empty() {

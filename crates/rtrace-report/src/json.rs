@@ -44,6 +44,7 @@ impl crate::export::Exporter for Json {
                         warnings: e.warnings.clone(),
                         ..r.clone()
                     })?,
+                    AnyResult::Rate(r) => serde_json::to_vec_pretty(r)?,
                 };
                 Ok(crate::export::Output::new(format!("{}.json", e.id), bytes))
             })

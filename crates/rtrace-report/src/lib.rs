@@ -12,6 +12,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod probes;
+pub mod rate;
 pub mod ratios;
 pub mod reference;
 pub mod result;

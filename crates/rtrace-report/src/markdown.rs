@@ -209,6 +209,34 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
                 out.push_str(&aligned(&header, &rows, crate::sweep_shift::TEXT_COLUMNS));
             }
         }
+        crate::result::AnyResult::Rate(r) => {
+            out.push_str(&format!(
+                "## `{}`: highest lossless event rate{source}
+
+{} ms per run on CPU {}; kernel {}.
+
+{}.
+
+",
+                e.id,
+                r.config.duration_ms,
+                r.config.cpu,
+                e.kernel(),
+                crate::rate::NOTE
+            ));
+            let header: Vec<String> = crate::rate::HEADER.map(String::from).to_vec();
+            out.push_str(&aligned(
+                &header,
+                &crate::rate::rows(r),
+                crate::rate::TEXT_COLUMNS,
+            ));
+            out.push_str("\n### Every run\n\n");
+            let header: Vec<String> = crate::rate::POINT_HEADER.map(String::from).to_vec();
+            out.push_str(&aligned(&header, &crate::rate::point_rows(r), 3));
+            for f in &r.failed {
+                out.push_str(&format!("\n- failed: {f}\n"));
+            }
+        }
     }
     out.push_str(&ratio_list(&e.result));
     let mine: Vec<&figures::Figure> = figures

@@ -212,6 +212,11 @@ pub fn of_entry(result: &crate::AnyResult) -> Result<Section> {
                     .into(),
             rows: sweep_vs_none(r)?,
         },
+        crate::AnyResult::Rate(_) => Section {
+            title: "",
+            method: String::new(),
+            rows: Vec::new(),
+        },
     })
 }
 

@@ -10,12 +10,15 @@ use rtrace_measure::{warnings, Environment, Warning};
 pub const USDT: &str = "usdt";
 /// `experiment` of a cyclictest-sweep result file.
 pub const SWEEP: &str = "cyclictest-sweep";
+/// `experiment` of a rate result file.
+pub const RATE: &str = "rate";
 
 /// A result of any experiment.
 #[derive(Debug, Clone)]
 pub enum AnyResult {
     Usdt(UsdtResult),
     Sweep(SweepResult),
+    Rate(rtrace_measure::rate::RateResult),
 }
 
 impl AnyResult {
@@ -28,8 +31,9 @@ impl AnyResult {
         match v.get("experiment").and_then(|e| e.as_str()) {
             Some(USDT) => Ok(AnyResult::Usdt(serde_json::from_value(v).context(stale)?)),
             Some(SWEEP) => Ok(AnyResult::Sweep(serde_json::from_value(v).context(stale)?)),
+            Some(RATE) => Ok(AnyResult::Rate(serde_json::from_value(v).context(stale)?)),
             Some(other) => {
-                bail!("unknown experiment `{other}`: reports cover `{USDT}` and `{SWEEP}` results")
+                bail!("unknown experiment `{other}`: reports cover `{USDT}`, `{SWEEP}` and `{RATE}` results")
             }
             None => bail!("no `experiment` field: not an rtrace-bench result file"),
         }
@@ -39,6 +43,7 @@ impl AnyResult {
         match self {
             AnyResult::Usdt(_) => USDT,
             AnyResult::Sweep(_) => SWEEP,
+            AnyResult::Rate(_) => RATE,
         }
     }
 
@@ -46,6 +51,7 @@ impl AnyResult {
         match self {
             AnyResult::Usdt(r) => &r.environment,
             AnyResult::Sweep(r) => &r.environment,
+            AnyResult::Rate(r) => &r.environment,
         }
     }
 
@@ -53,6 +59,7 @@ impl AnyResult {
         match self {
             AnyResult::Usdt(r) => r.started_unix,
             AnyResult::Sweep(r) => r.started_unix,
+            AnyResult::Rate(r) => r.started_unix,
         }
     }
 
@@ -61,6 +68,7 @@ impl AnyResult {
         match self {
             AnyResult::Usdt(r) => warnings::usdt(r),
             AnyResult::Sweep(r) => warnings::sweep(r),
+            AnyResult::Rate(r) => warnings::environment(&r.environment, r.config.cpu),
         }
     }
 }
@@ -123,14 +131,14 @@ impl Report {
     pub fn usdt(&self) -> impl Iterator<Item = (&Entry, &UsdtResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Usdt(r) => Some((e, r)),
-            AnyResult::Sweep(_) => None,
+            AnyResult::Sweep(_) | AnyResult::Rate(_) => None,
         })
     }
 
     pub fn sweeps(&self) -> impl Iterator<Item = (&Entry, &SweepResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Sweep(r) => Some((e, r)),
-            AnyResult::Usdt(_) => None,
+            AnyResult::Usdt(_) | AnyResult::Rate(_) => None,
         })
     }
 }

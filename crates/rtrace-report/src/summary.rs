@@ -142,6 +142,11 @@ pub fn of_entry(e: &crate::result::Entry, report: &crate::result::Report) -> Vec
         crate::result::AnyResult::Sweep(r) => {
             sweep(r, &e.warnings, crate::sweep_shift::usdt_beside(report, r))
         }
+        crate::result::AnyResult::Rate(r) => {
+            let mut out = crate::rate::summary(r);
+            out.extend(conditions(&e.warnings));
+            out
+        }
     }
 }
 

@@ -172,6 +172,10 @@ impl Exporter for Text {
                     out.push_str(&crate::sweep_terminal::sweep(r));
                     out.push_str(&warnings(&e.warnings, paint));
                 }
+                AnyResult::Rate(r) => {
+                    out.push_str(&crate::rate::text(r));
+                    out.push_str(&warnings(&e.warnings, paint));
+                }
             }
         }
         Ok(vec![Output::new("report.txt", out)])

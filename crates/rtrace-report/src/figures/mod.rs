@@ -4,6 +4,7 @@
 pub mod boxplot;
 pub mod data;
 pub mod lines;
+mod rate;
 mod staircase;
 pub mod style;
 mod sweep;
@@ -39,6 +40,8 @@ enum Kind {
     Preemption(Configuration),
     /// The per-hit cost decomposition of one hook site (`usdt --decompose`).
     Staircase(HookKind),
+    /// The loss curve of a rate result.
+    LossCurve,
 }
 
 /// One figure a report can show.
@@ -113,6 +116,10 @@ impl Figure {
                 )
             }
             Kind::Case1Polygon(pick) => polygon(&self.title, &picked(usdt()?, *pick, Case::Traced)),
+            Kind::LossCurve => match entries.first().map(|e| &e.result) {
+                Some(crate::result::AnyResult::Rate(r)) => rate::figure(&self.title, r),
+                _ => anyhow::bail!("{} needs a rate result", self.file),
+            },
             Kind::Staircase(hook) => {
                 let stairs: Vec<_> = rtrace_measure::staircase::staircases(usdt()?)
                     .into_iter()
@@ -265,6 +272,15 @@ pub fn plan(report: &Report) -> Vec<Figure> {
             out.push(fig(e, "histogram", "Wake-up latency histograms per configuration".into(),
                 "Every configuration's latency histogram; the log count axis shows the rare long wake-ups.",
                 Kind::SweepHistogram));
+        }
+    }
+    for e in &report.entries {
+        if let crate::result::AnyResult::Rate(r) = &e.result {
+            if !r.searches.is_empty() {
+                out.push(fig(e, "loss-curve", "Events lost against the event rate".into(),
+                    "The share of events each tracer and buffer size lost at each rate it was driven at (log axis); the thick tick on the axis marks its highest lossless rate.",
+                    Kind::LossCurve));
+            }
         }
     }
     if sweeps.len() >= 2 {

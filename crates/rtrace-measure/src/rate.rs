@@ -1,0 +1,316 @@
+//! Result model and search of `rtrace-bench rate` (Beamonte & Dagenais, seeds 001/002): the
+//! highest rate at which a tracer records every event of a probe fired at a steady rate, per
+//! tracer and buffer size. The search climbs geometrically until the first loss, bisects
+//! between the last lossless and the first lossy rate, then confirms: three runs at the rate
+//! found without a loss, one at 1.5 times it with losses. Every point is accounted exactly
+//! (`recorded + lost == hits`): a loss is a counted loss, never a guess.
+
+use crate::{Environment, Events};
+use serde::{Deserialize, Serialize};
+
+/// Why a point was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Climb,
+    Bisect,
+    Confirm,
+    Over,
+}
+
+/// One run at one rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub phase: Phase,
+    /// Rate asked for (events/s).
+    pub rate_hz: f64,
+    /// Rate the loop fired at.
+    pub achieved_hz: f64,
+    /// Firings that began more than one period late.
+    pub late: u64,
+    pub events: Events,
+}
+
+impl Point {
+    pub fn lost_fraction(&self) -> f64 {
+        self.events.lost as f64 / self.events.hits.max(1) as f64
+    }
+
+    /// The loop could not fire at the rate asked for (more than 10% short).
+    pub fn short(&self) -> bool {
+        self.achieved_hz < 0.9 * self.rate_hz
+    }
+}
+
+/// How the search proceeds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SearchPlan {
+    pub start_hz: f64,
+    pub max_hz: f64,
+    /// Climb factor between rates.
+    pub factor: f64,
+    /// Bisection steps between the last lossless and the first lossy rate.
+    pub bisections: u32,
+    /// Runs at the rate found, each without a loss.
+    pub confirmations: u32,
+    /// The rate found times this must lose events.
+    pub over: f64,
+}
+
+impl Default for SearchPlan {
+    fn default() -> Self {
+        SearchPlan {
+            start_hz: 10_000.0,
+            max_hz: 50_000_000.0,
+            factor: 2.0,
+            bisections: 5,
+            confirmations: 3,
+            over: 1.5,
+        }
+    }
+}
+
+/// One tracer and buffer size searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Search {
+    pub tracer: rtrace_tracer::TracerKind,
+    /// Backend mode (`record`, `tracepoint`), if the tracer has several.
+    pub variant: Option<String>,
+    /// Per-CPU buffer size asked for (KiB) and what the backend made of it.
+    pub buffer_size_kb: u64,
+    pub buffer: String,
+    /// Every run, in order.
+    pub points: Vec<Point>,
+    /// Highest rate asked for at which every run lost nothing; `None`: it lost events at the
+    /// start rate already.
+    pub max_lossless_hz: Option<f64>,
+    /// The loop could not fire faster (it never lost events up to its own limit, or `max_hz`):
+    /// `max_lossless_hz` is then a lower bound.
+    pub ceiling: bool,
+    /// Every confirmation run lost nothing.
+    pub confirmed: bool,
+    /// The run at `over` × the rate found lost events.
+    pub over_lossy: Option<bool>,
+}
+
+/// Times a failed confirmation lowers the rate and confirms again.
+pub const RETRIES: u32 = 3;
+
+/// What a search found (see the fields of [`Search`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub points: Vec<Point>,
+    pub max_lossless_hz: Option<f64>,
+    pub ceiling: bool,
+    pub confirmed: bool,
+    pub over_lossy: Option<bool>,
+}
+
+/// The search itself, over `measure(rate, phase)`.
+pub fn search(
+    plan: &SearchPlan,
+    mut measure: impl FnMut(f64, Phase) -> anyhow::Result<Point>,
+) -> anyhow::Result<Found> {
+    let mut points = Vec::new();
+    let mut lower: Option<f64> = None;
+    let mut upper: Option<f64> = None;
+    let mut ceiling = false;
+    let mut r = plan.start_hz;
+    loop {
+        let p = measure(r, Phase::Climb)?;
+        let (lost, short, achieved) = (p.events.lost > 0, p.short(), p.achieved_hz);
+        points.push(p);
+        if lost {
+            upper = Some(r);
+            break;
+        }
+        if short {
+            // Lossless as fast as the loop fires: a lower bound of the tracer's limit.
+            ceiling = true;
+            lower = Some(achieved);
+            break;
+        }
+        lower = Some(r);
+        if r * plan.factor > plan.max_hz {
+            ceiling = true;
+            break;
+        }
+        r *= plan.factor;
+    }
+    if let (Some(mut l), Some(mut u)) = (lower, upper) {
+        for _ in 0..plan.bisections {
+            let mid = (l * u).sqrt();
+            let p = measure(mid, Phase::Bisect)?;
+            let lost = p.events.lost > 0;
+            points.push(p);
+            if lost {
+                u = mid;
+            } else {
+                l = mid;
+            }
+        }
+        lower = Some(l);
+    }
+    let Some(found) = lower else {
+        return Ok(Found {
+            points,
+            max_lossless_hz: None,
+            ceiling: false,
+            confirmed: false,
+            over_lossy: None,
+        });
+    };
+    // A confirmation that loses events moves the rate found down by a bisection step's worth
+    // (5%) and confirms again, at most `RETRIES` times: the rate reported is one that held.
+    let mut found = found;
+    let mut confirmed = false;
+    for attempt in 0..=RETRIES {
+        if attempt > 0 {
+            found /= 1.05;
+        }
+        confirmed = true;
+        for _ in 0..plan.confirmations {
+            let p = measure(found, Phase::Confirm)?;
+            let lost = p.events.lost > 0;
+            points.push(p);
+            if lost {
+                confirmed = false;
+                break;
+            }
+        }
+        if confirmed {
+            break;
+        }
+    }
+    let over = if ceiling {
+        None
+    } else {
+        let p = measure(found * plan.over, Phase::Over)?;
+        let lossy = p.events.lost > 0;
+        points.push(p);
+        Some(lossy)
+    };
+    Ok(Found {
+        points,
+        max_lossless_hz: Some(found),
+        ceiling,
+        confirmed,
+        over_lossy: over,
+    })
+}
+
+/// The result file of `rtrace-bench rate`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RateResult {
+    /// `"rate"`.
+    pub experiment: String,
+    pub tool_version: String,
+    pub started_unix: u64,
+    pub environment: Environment,
+    pub config: RateSettings,
+    pub searches: Vec<Search>,
+    /// Tracers or buffer sizes that could not run, with the reason.
+    pub failed: Vec<String>,
+}
+
+/// How the rate experiment was run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RateSettings {
+    pub duration_ms: u64,
+    pub cpu: usize,
+    pub priority: Option<i32>,
+    pub plan: SearchPlan,
+    pub buffer_sizes_kb: Vec<u64>,
+    pub tracer_options: serde_json::Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tracer that loses events above `limit` Hz and a loop that cannot fire above `cap`.
+    fn fake(limit: f64, cap: f64) -> impl FnMut(f64, Phase) -> anyhow::Result<Point> {
+        move |rate, phase| {
+            let achieved = rate.min(cap);
+            let hits = achieved as u64;
+            let lost = if achieved > limit { hits / 10 } else { 0 };
+            Ok(Point {
+                phase,
+                rate_hz: rate,
+                achieved_hz: achieved,
+                late: 0,
+                events: Events {
+                    hits,
+                    recorded: hits - lost,
+                    lost,
+                },
+            })
+        }
+    }
+
+    #[test]
+    fn finds_the_limit_and_confirms_it() {
+        let plan = SearchPlan::default();
+        let Found {
+            points,
+            max_lossless_hz: found,
+            ceiling,
+            confirmed,
+            over_lossy: over,
+        } = search(&plan, fake(300_000.0, 1e9)).unwrap();
+        let found = found.unwrap();
+        assert!(!ceiling && confirmed && over == Some(true));
+        // Bisection between 160 k and 320 k, five steps: within 320/160^(1/32) of the limit.
+        assert!(found <= 300_000.0 && found > 300_000.0 / 1.03, "{found}");
+        let phases: Vec<Phase> = points.iter().map(|p| p.phase).collect();
+        assert_eq!(phases.iter().filter(|&&p| p == Phase::Confirm).count(), 3);
+        assert_eq!(phases.last(), Some(&Phase::Over));
+    }
+
+    #[test]
+    fn a_loop_that_cannot_go_faster_is_a_ceiling_not_a_limit() {
+        let Found {
+            max_lossless_hz: found,
+            ceiling,
+            confirmed,
+            over_lossy: over,
+            ..
+        } = search(&SearchPlan::default(), fake(1e12, 500_000.0)).unwrap();
+        assert!(ceiling && confirmed && over.is_none());
+        assert!(found.unwrap() >= 500_000.0, "{found:?}");
+    }
+
+    #[test]
+    fn a_confirmation_that_loses_lowers_the_rate_until_three_runs_hold() {
+        // Loses at 300 k/s and above, and once more at the first confirmation rate.
+        let mut first = true;
+        let mut inner = fake(300_000.0, 1e9);
+        let f = search(&SearchPlan::default(), |rate, phase| {
+            let mut p = inner(rate, phase)?;
+            if phase == Phase::Confirm && first {
+                first = false;
+                p.events.lost = 1;
+                p.events.recorded -= 1;
+            }
+            Ok(p)
+        })
+        .unwrap();
+        assert!(f.confirmed);
+        let confirms: Vec<&Point> = f
+            .points
+            .iter()
+            .filter(|p| p.phase == Phase::Confirm)
+            .collect();
+        assert_eq!(confirms.len(), 1 + 3, "one failed, then three that held");
+        assert!(confirms[1].rate_hz < confirms[0].rate_hz);
+        assert_eq!(f.max_lossless_hz, Some(confirms[1].rate_hz));
+    }
+
+    #[test]
+    fn losing_at_the_start_rate_finds_nothing() {
+        let f = search(&SearchPlan::default(), fake(1_000.0, 1e9)).unwrap();
+        let (points, found) = (f.points, f.max_lossless_hz);
+        assert_eq!(found, None);
+        assert_eq!(points.len(), 1);
+    }
+}

@@ -1,0 +1,54 @@
+//! The paced probe loop of `rtrace-bench rate` (Beamonte & Dagenais: the highest event rate a
+//! tracer records without loss): the probe fires at a fixed rate for a fixed time.
+
+use serde::{Deserialize, Serialize};
+
+/// Fire the loop's probe `rate_hz` times a second for `duration_ns`, paced by busy-waiting on
+/// the TSC (no sleep: a sleep's wake-up latency would cap the rate and jitter it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateConfig {
+    pub rate_hz: f64,
+    pub duration_ns: u64,
+    /// CPU to pin the loop to.
+    pub cpu: usize,
+    /// SCHED_FIFO priority, if any.
+    pub priority: Option<i32>,
+    /// What fires: `event` (USDT or LTTng-UST tracepoint) or `event-nop5`.
+    pub body: crate::Body,
+}
+
+/// Printed once at the end of a rate run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateDone {
+    /// Probe executions: the ground truth for event accounting.
+    pub hits: u64,
+    /// Wall time of the loop (ns).
+    pub elapsed_ns: u64,
+    /// Hits per second actually fired (`hits / elapsed`).
+    pub achieved_hz: f64,
+    /// Periods the loop began more than one period late: it could not keep the rate (the probe
+    /// costs more than a period, or the CPU was taken away).
+    pub late: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let c = crate::WorkloadConfig::Rate(RateConfig {
+            rate_hz: 1e5,
+            duration_ns: 1_000_000_000,
+            cpu: 1,
+            priority: None,
+            body: crate::Body::Event,
+        });
+        let s = serde_json::to_string(&c).unwrap();
+        assert!(s.contains("\"mode\":\"rate\""), "{s}");
+        assert_eq!(
+            serde_json::from_str::<crate::WorkloadConfig>(&s).unwrap(),
+            c
+        );
+    }
+}

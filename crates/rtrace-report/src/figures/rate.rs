@@ -1,0 +1,86 @@
+//! The loss curve of `rtrace-bench rate`: the share of events each tracer and buffer size lost
+//! at each rate tried (log rate axis), with the highest lossless rate marked.
+
+use super::style;
+use anyhow::Result;
+use plotters::prelude::*;
+use rtrace_measure::rate::RateResult;
+
+/// One search's curve: label, look, (rate, % lost) points, highest lossless rate.
+type Curve = (String, style::Look, Vec<(f64, f64)>, Option<f64>);
+
+/// The loss curve of every search of `r`.
+pub fn figure(title: &str, r: &RateResult) -> Result<String> {
+    let mut series: Vec<Curve> = Vec::new();
+    let mut seen: Vec<rtrace_tracer::TracerKind> = Vec::new();
+    for s in &r.searches {
+        let nth = seen.iter().filter(|&&t| t == s.tracer).count();
+        seen.push(s.tracer);
+        let mut pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|p| (p.achieved_hz.max(1.0), 100.0 * p.lost_fraction()))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push((
+            format!("{}, {} KiB", crate::rate::label(s), s.buffer_size_kb),
+            style::look(s.tracer, nth),
+            pts,
+            s.max_lossless_hz,
+        ));
+    }
+    let xs = series.iter().flat_map(|s| s.2.iter().map(|p| p.0));
+    let (lo, hi) = xs.fold((f64::INFINITY, 1.0f64), |(l, h), x| (l.min(x), h.max(x)));
+    let lo = if lo.is_finite() { lo / 1.5 } else { 1.0 };
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.2.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, style::SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let body = root.titled(title, style::text(style::TITLE_PX))?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin(style::MARGIN_PX)
+            .x_label_area_size(style::X_AXIS_PX)
+            .y_label_area_size(style::Y_AXIS_PX)
+            .build_cartesian_2d((lo..hi * 1.5).log_scale(), 0.0..ymax)?;
+        chart
+            .configure_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
+            .x_desc("events per second fired")
+            .y_desc("events lost (%)")
+            .x_label_formatter(&|v| crate::rate::rate(*v))
+            .axis_desc_style(style::text(style::AXIS_PX))
+            .label_style(style::text(style::LABEL_PX))
+            .draw()?;
+        for (label, look, pts, max) in &series {
+            let line = look.colour.stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(pts.clone(), line))?
+                .label(label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], look.colour.stroke_width(3))
+                });
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, look.colour.filled())))?;
+            if let Some(m) = max {
+                chart.draw_series([PathElement::new(
+                    vec![(*m, 0.0), (*m, ymax * 0.05)],
+                    look.colour.stroke_width(4),
+                )])?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(0xcc, 0xcc, 0xcc))
+            .label_font(style::text(style::LABEL_PX))
+            .draw()?;
+        root.present()?;
+    }
+    Ok(svg)
+}

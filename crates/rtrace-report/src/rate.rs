@@ -1,0 +1,220 @@
+//! The rate experiment's tables (`rtrace-bench rate`): per tracer and buffer size, the highest
+//! rate recorded without loss, its confirmation (three runs without a loss) and the run at 1.5
+//! times it (which must lose events), then every point measured.
+
+use crate::table::Table;
+use rtrace_measure::rate::{Phase, RateResult, Search};
+
+/// `1.25 M/s`, `310 k/s`.
+pub fn rate(hz: f64) -> String {
+    if hz >= 1e6 {
+        format!("{:.2} M/s", hz / 1e6)
+    } else if hz >= 1e3 {
+        format!("{:.0} k/s", hz / 1e3)
+    } else {
+        format!("{hz:.0}/s")
+    }
+}
+
+/// `ebpf (record)`.
+pub fn label(s: &Search) -> String {
+    match &s.variant {
+        Some(v) => format!("{} ({v})", s.tracer),
+        None => s.tracer.to_string(),
+    }
+}
+
+/// Column names of the summary table.
+pub const HEADER: [&str; 6] = [
+    "tracer",
+    "buffer",
+    "max lossless rate",
+    "confirmed (3 runs, 0 lost)",
+    "at 1.5× that rate",
+    "runs",
+];
+
+/// Leading text columns.
+pub const TEXT_COLUMNS: usize = 2;
+
+/// What the table shows.
+pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) for the run's duration under each tracer and per-CPU buffer size; the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss and one at 1.5 times it that must lose events. Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster without loss, so the tracer's limit is above it";
+
+fn over_cell(s: &Search) -> String {
+    let over = s.points.iter().rev().find(|p| p.phase == Phase::Over);
+    match (s.over_lossy, over) {
+        (Some(true), Some(p)) => format!("{:.2}% lost", 100.0 * p.lost_fraction()),
+        (Some(false), Some(_)) => "0 lost (limit not crossed)".into(),
+        _ => "- (loop ceiling)".into(),
+    }
+}
+
+/// The summary rows.
+pub fn rows(r: &RateResult) -> Vec<Vec<String>> {
+    r.searches
+        .iter()
+        .map(|s| {
+            vec![
+                label(s),
+                format!("{} KiB/CPU", s.buffer_size_kb),
+                match s.max_lossless_hz {
+                    Some(hz) if s.ceiling => format!("≥ {}", rate(hz)),
+                    Some(hz) => rate(hz),
+                    None => format!(
+                        "< {} (lost at the start rate)",
+                        rate(r.config.plan.start_hz)
+                    ),
+                },
+                if s.max_lossless_hz.is_none() {
+                    "-".into()
+                } else if s.confirmed {
+                    "yes".into()
+                } else {
+                    "NO".into()
+                },
+                over_cell(s),
+                s.points.len().to_string(),
+            ]
+        })
+        .collect()
+}
+
+/// The summary sentences.
+pub fn summary(r: &RateResult) -> Vec<String> {
+    let list: Vec<String> = r
+        .searches
+        .iter()
+        .filter_map(|s| {
+            let hz = s.max_lossless_hz?;
+            Some(format!(
+                "{} at {} KiB {}{}",
+                label(s),
+                s.buffer_size_kb,
+                if s.ceiling { "≥ " } else { "" },
+                rate(hz)
+            ))
+        })
+        .collect();
+    if list.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "Highest event rate recorded without loss ({} ms runs, {}): {}.",
+        r.config.duration_ms,
+        r.config.tracer_options["record"].as_str().unwrap_or("?"),
+        list.join(", ")
+    )]
+}
+
+/// The terminal text.
+pub fn text(r: &RateResult) -> String {
+    let mut out = format!(
+        "rate: highest lossless event rate, {} ms per run on CPU {} — kernel {}, {}\nsummary:\n",
+        r.config.duration_ms, r.config.cpu, r.environment.kernel_release, r.environment.cpu_model
+    );
+    for l in summary(r) {
+        out.push_str(&format!("  {l}\n"));
+    }
+    out.push_str(&format!("\n{NOTE}.\n"));
+    let mut t = Table::new(&HEADER, TEXT_COLUMNS);
+    for row in rows(r) {
+        t.row(row);
+    }
+    out.push_str(&t.render());
+    for f in &r.failed {
+        out.push_str(&format!("failed: {f}\n"));
+    }
+    out
+}
+
+/// Every point of every search: tracer, buffer, phase, rate asked, achieved, hits, recorded,
+/// lost, lost %.
+pub fn point_rows(r: &RateResult) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for s in &r.searches {
+        for p in &s.points {
+            out.push(vec![
+                label(s),
+                format!("{} KiB", s.buffer_size_kb),
+                format!("{:?}", p.phase).to_lowercase(),
+                rate(p.rate_hz),
+                rate(p.achieved_hz),
+                p.events.hits.to_string(),
+                p.events.recorded.to_string(),
+                p.events.lost.to_string(),
+                format!("{:.3}", 100.0 * p.lost_fraction()),
+            ]);
+        }
+    }
+    out
+}
+
+/// Column names of [`point_rows`].
+pub const POINT_HEADER: [&str; 9] = [
+    "tracer", "buffer", "phase", "asked", "achieved", "hits", "recorded", "lost", "lost %",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrace_measure::rate::{search, Point, RateSettings, SearchPlan};
+    use rtrace_measure::Events;
+
+    pub fn fixture() -> RateResult {
+        let plan = SearchPlan::default();
+        let f = search(&plan, |rate, phase| {
+            let hits = rate as u64;
+            let lost = if rate > 250_000.0 { hits / 20 } else { 0 };
+            Ok(Point {
+                phase,
+                rate_hz: rate,
+                achieved_hz: rate,
+                late: 0,
+                events: Events {
+                    hits,
+                    recorded: hits - lost,
+                    lost,
+                },
+            })
+        })
+        .unwrap();
+        RateResult {
+            experiment: "rate".into(),
+            tool_version: "0".into(),
+            started_unix: 0,
+            environment: rtrace_measure::Environment::collect(0),
+            config: RateSettings {
+                duration_ms: 1000,
+                cpu: 1,
+                priority: None,
+                plan,
+                buffer_sizes_kb: vec![256],
+                tracer_options: serde_json::json!({"record": "stream"}),
+            },
+            searches: vec![Search {
+                tracer: rtrace_tracer::TracerKind::Ftrace,
+                variant: None,
+                buffer_size_kb: 256,
+                buffer: "instance buffer_size_kb = 256 KiB per CPU".into(),
+                points: f.points,
+                max_lossless_hz: f.max_lossless_hz,
+                ceiling: f.ceiling,
+                confirmed: f.confirmed,
+                over_lossy: f.over_lossy,
+            }],
+            failed: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_table_says_the_limit_its_confirmation_and_the_loss_above_it() {
+        let r = fixture();
+        let rows = rows(&r);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0][3], "yes");
+        assert!(rows[0][4].ends_with("% lost"), "{:?}", rows[0]);
+        assert!(rows[0][2].ends_with("k/s"), "{:?}", rows[0]);
+        assert!(summary(&r)[0].contains("ftrace at 256 KiB"));
+        assert_eq!(point_rows(&r).len(), r.searches[0].points.len());
+    }
+}

@@ -1,0 +1,80 @@
+//! `rtrace-bench rate` end to end: a short search per tracer, every point accounted exactly,
+//! the confirmation and the run above the limit where there is one, nothing left behind.
+
+use rtrace_tests::*;
+
+#[test]
+fn short_searches_account_every_point_and_leave_nothing() {
+    let before = tracefs_snapshot();
+    let dir = tempfile::tempdir().unwrap();
+    let out = bench(&[
+        "rate",
+        "--tracer",
+        "ftrace,ebpf",
+        "--buffer-sizes-kb",
+        "8",
+        "--duration-ms",
+        "200",
+        "--start-rate",
+        "20000",
+        "--max-rate",
+        "2000000",
+        "--bisections",
+        "2",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
+    let v = read_json(&dir.path().join("rate.json"));
+    let searches = v["searches"].as_array().unwrap();
+    assert_eq!(
+        searches.len(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for s in searches {
+        let points = s["points"].as_array().unwrap();
+        assert!(!points.is_empty());
+        for p in points {
+            let ev = &p["events"];
+            let hits = ev["hits"].as_u64().unwrap();
+            assert!(hits > 0, "{p}");
+            assert_eq!(
+                ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap(),
+                hits,
+                "{p}"
+            );
+            // 200 ms at the rate asked, unless the loop could not keep up.
+            let expected = p["rate_hz"].as_f64().unwrap() * 0.2;
+            assert!((hits as f64) < expected * 1.05, "{p}");
+        }
+        if s["max_lossless_hz"].is_f64() {
+            let confirms: Vec<&serde_json::Value> =
+                points.iter().filter(|p| p["phase"] == "confirm").collect();
+            assert!(confirms.len() >= 3, "{s}");
+            if s["confirmed"] == true {
+                // The last three held, at the rate reported.
+                let last = &confirms[confirms.len() - 3..];
+                assert!(last.iter().all(|p| p["events"]["lost"] == 0), "{s}");
+                assert!(
+                    last.iter().all(|p| p["rate_hz"] == s["max_lossless_hz"]),
+                    "{s}"
+                );
+            }
+        }
+    }
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(report.contains("highest lossless event rate"), "{report}");
+    assert!(dir.path().join("figures/rate-loss-curve.svg").is_file());
+    let leftovers = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("point-"))
+        .count();
+    assert_eq!(
+        leftovers, 0,
+        "trace data of every point is removed once counted"
+    );
+}

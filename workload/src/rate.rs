@@ -1,0 +1,45 @@
+//! The paced probe loop (`rtrace-bench rate`): the probe fires `rate_hz` times a second for the
+//! given duration, each firing at its scheduled TSC tick (busy-wait in between). A firing that
+//! starts more than one period late is counted (`late`): the rate asked for was not kept.
+
+use crate::{nop5, tsc, Instrument};
+use rtrace_protocol::{Body, RateConfig, RateDone};
+use std::time::Duration;
+
+const CALIBRATION: Duration = Duration::from_millis(100);
+
+pub fn run<I: Instrument>(c: &RateConfig) -> RateDone {
+    let tsc_hz = tsc::calibrate(CALIBRATION);
+    let period = (tsc_hz / c.rate_hz.max(1e-3)).max(1.0);
+    let total = c.duration_ns as f64 * tsc_hz / 1e9;
+    let start = tsc::start() as f64;
+    let end = start + total;
+    let mut next = start;
+    let (mut hits, mut late) = (0u64, 0u64);
+    loop {
+        let mut now = tsc::start() as f64;
+        if now >= end {
+            break;
+        }
+        while now < next {
+            std::hint::spin_loop();
+            now = tsc::start() as f64;
+        }
+        if now - next > period {
+            late += 1;
+        }
+        match c.body {
+            Body::EventNop5 => nop5::event(hits),
+            _ => I::event(hits),
+        }
+        hits += 1;
+        next += period;
+    }
+    let elapsed_ns = ((tsc::start() as f64 - start) * 1e9 / tsc_hz) as u64;
+    RateDone {
+        hits,
+        elapsed_ns,
+        achieved_hz: hits as f64 * 1e9 / elapsed_ns.max(1) as f64,
+        late,
+    }
+}
