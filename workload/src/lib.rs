@@ -8,6 +8,7 @@ mod cyclic;
 pub mod markers;
 mod micro;
 pub mod nop5;
+mod npt;
 mod rate;
 mod setup;
 pub mod tsc;
@@ -57,6 +58,12 @@ fn run<I: Instrument>() -> Result<()> {
             announce::<I>(c.cpu, &placed)?;
             wait_for_go()?;
             emit(&Message::RateDone(rate::run::<I>(&c)))
+        }
+        WorkloadConfig::Npt(c) => {
+            let placed = setup::place(c.cpu, c.priority)?;
+            announce::<I>(c.cpu, &placed)?;
+            wait_for_go()?;
+            emit(&Message::NptDone(npt::run::<I>(&c)?))
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `cargo xtask thesis`: the README's main command. Installs what is missing, builds, runs the
-//! usdt comparison, the cyclictest sweep and the lossless-rate search with every tracer available
-//! here (quick defaults),
+//! usdt comparison, the cyclictest sweep, the lossless-rate search and npt with every tracer
+//! available here (quick defaults),
 //! and writes one report directory (`index.html`, `report.md`, `results.csv`, `figures/`).
 
 use crate::exec::{cargo, exec};
@@ -71,10 +71,18 @@ pub fn run(o: Options) -> Result<()> {
             .arg("--out")
             .arg(out.join("rate")),
     );
+    step(
+        "npt",
+        Command::new(&bench)
+            .args(["npt", "--tracer", "all", "--duration-ms", "1000"])
+            .arg("--out")
+            .arg(out.join("npt")),
+    );
     let results: Vec<PathBuf> = [
         out.join("usdt/usdt.json"),
         out.join("cyclictest-sweep/cyclictest-sweep.json"),
         out.join("rate/rate.json"),
+        out.join("npt/npt.json"),
     ]
     .into_iter()
     .filter(|p| p.exists())

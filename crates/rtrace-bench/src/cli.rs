@@ -27,6 +27,9 @@ pub enum Command {
     /// The highest event rate each tracer records without loss, per buffer size (Beamonte):
     /// climb, bisect, confirm 3 times, and lose events at 1.5 times that rate.
     Rate(RateArgs),
+    /// Beamonte's Non-Preempt Test: gaps of a tight TSC loop on the measured CPU with no tracer
+    /// and with each tracer consuming the loop's event stream.
+    Npt(NptArgs),
     /// Overlay two cyclictest-sweep results (e.g. PREEMPT vs PREEMPT_RT): per-percentile differences.
     Compare(crate::compare::CompareArgs),
     /// Regenerate a report (HTML, Markdown, CSV, SVG figures) from result files.
@@ -283,6 +286,37 @@ pub struct RateArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Directory for results and the report (default: results/rate-<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Directory holding the workload binaries (default: next to rtrace-bench).
+    #[arg(long, value_name = "DIR")]
+    pub workload_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct NptArgs {
+    /// Tracers that consume the loop's events, each in its own run after the run with no tracer
+    /// (comma separated; `all`: every tracer available here).
+    #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
+    pub tracer: Vec<TracerArg>,
+    /// How long each run's loop spins (ms).
+    #[arg(long, default_value_t = 5000)]
+    pub duration_ms: u64,
+    /// Probe firings per second in the loop: the event stream each tracer consumes (0: none).
+    #[arg(long, default_value_t = 10_000.0)]
+    pub event_rate: f64,
+    /// CPU the loop spins on (default: the last CPU); consumers stay off it.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// SCHED_FIFO priority of the loop (1-99); default: normal scheduling.
+    #[arg(long)]
+    pub priority: Option<i32>,
+    #[command(flatten)]
+    pub tracer_args: TracerArgs,
+    /// Write the JSON result here too.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory for results and the report (default: results/npt-<timestamp>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Directory holding the workload binaries (default: next to rtrace-bench).

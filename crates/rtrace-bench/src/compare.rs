@@ -95,6 +95,7 @@ mod tests {
             AnyResult::Usdt(r) => rtrace_report::json::usdt(r).unwrap(),
             AnyResult::Sweep(r) => rtrace_report::json::sweep(r).unwrap(),
             AnyResult::Rate(r) => serde_json::to_vec(r).unwrap(),
+            AnyResult::Npt(r) => serde_json::to_vec(r).unwrap(),
         };
         std::fs::write(&path, bytes).unwrap();
         path

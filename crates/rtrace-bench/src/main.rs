@@ -6,6 +6,7 @@ mod compare;
 mod count;
 mod cpus;
 mod hold;
+mod npt;
 mod options;
 mod output;
 mod probes;
@@ -47,6 +48,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<i32> {
             sweep::run(sweep::options::SweepOptions::try_from(args)?)
         }
         cli::Command::Rate(args) => rate::run(rate::RateOptions::try_from(args)?),
+        cli::Command::Npt(args) => npt::run(npt::NptOptions::try_from(args)?),
         cli::Command::Compare(args) => compare::run(&args),
         cli::Command::Report(args) => report::run(&args),
         cli::Command::HoldExec(args) => hold::run(&args),

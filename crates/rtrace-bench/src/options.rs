@@ -190,6 +190,21 @@ fn decompose(a: &mut UsdtArgs) {
     a.tracer_args.lttng_event = vec![LttngEventArg::Tracepoint, LttngEventArg::Tracef];
 }
 
+/// The tracers `--tracer` names, in order, without repeats (`all`: every tracer, `none`
+/// included).
+pub fn tracer_kinds(args: &[TracerArg]) -> Vec<TracerKind> {
+    let mut out: Vec<TracerKind> = Vec::new();
+    for &t in args {
+        let kinds = tracer_kind(t).map_or_else(|| TracerKind::ALL.to_vec(), |k| vec![k]);
+        for k in kinds {
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+    }
+    out
+}
+
 fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
     match t {
         TracerArg::None => Some(TracerKind::None),

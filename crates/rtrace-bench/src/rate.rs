@@ -50,22 +50,10 @@ impl TryFrom<crate::cli::RateArgs> for RateOptions {
                 bail!("--priority {p} is not a SCHED_FIFO priority: use 1..99");
             }
         }
-        let mut tracers: Vec<TracerKind> = Vec::new();
-        for t in &a.tracer {
-            let kinds: Vec<TracerKind> = match t {
-                crate::cli::TracerArg::All => TracerKind::ALL.to_vec(),
-                crate::cli::TracerArg::None => Vec::new(),
-                crate::cli::TracerArg::Ftrace => vec![TracerKind::Ftrace],
-                crate::cli::TracerArg::Ebpf => vec![TracerKind::Ebpf],
-                crate::cli::TracerArg::Lttng => vec![TracerKind::Lttng],
-                crate::cli::TracerArg::Bpftrace => vec![TracerKind::Bpftrace],
-            };
-            for k in kinds.into_iter().filter(|k| *k != TracerKind::None) {
-                if !tracers.contains(&k) {
-                    tracers.push(k);
-                }
-            }
-        }
+        let tracers: Vec<TracerKind> = crate::options::tracer_kinds(&a.tracer)
+            .into_iter()
+            .filter(|k| *k != TracerKind::None)
+            .collect();
         if tracers.is_empty() {
             bail!("--tracer names no tracer: pick ftrace, ebpf, lttng, bpftrace or all");
         }

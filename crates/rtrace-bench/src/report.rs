@@ -80,6 +80,10 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
                 print!("{}", rtrace_report::rate::text(r));
                 print!("{}", terminal::warnings(&e.warnings, paint()));
             }
+            AnyResult::Npt(r) => {
+                print!("{}", rtrace_report::npt::text(r));
+                print!("{}", terminal::warnings(&e.warnings, paint()));
+            }
         }
     }
     eprintln!("report: {}", index.display());

@@ -8,6 +8,7 @@ pub mod disturbed;
 pub mod env;
 pub mod interval;
 pub mod model;
+pub mod npt;
 pub mod pacing;
 pub mod pool;
 pub mod probe_cost;

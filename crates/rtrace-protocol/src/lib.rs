@@ -8,10 +8,12 @@
 
 mod cyclic;
 mod histogram;
+mod npt;
 mod rate;
 
 pub use cyclic::{CyclicConfig, CyclicDone, Fire, ProbeAt};
 pub use histogram::{decode_histogram, encode_histogram, new_histogram, HistogramError};
+pub use npt::{NptConfig, NptDone};
 pub use rate::{RateConfig, RateDone};
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +50,8 @@ pub enum WorkloadConfig {
     Cyclic(CyclicConfig),
     /// The probe fired at a fixed rate (`rtrace-bench rate`).
     Rate(RateConfig),
+    /// The Non-Preempt Test loop (`rtrace-bench npt`).
+    Npt(NptConfig),
 }
 
 /// The per-probe microbenchmark configuration.
@@ -103,6 +107,9 @@ pub enum Message {
     /// The result of a [`WorkloadConfig::Rate`] run.
     #[serde(rename = "rate-done")]
     RateDone(RateDone),
+    /// The result of a [`WorkloadConfig::Npt`] run.
+    #[serde(rename = "npt-done")]
+    NptDone(NptDone),
 }
 
 /// Printed once pinned and locked, before waiting for "go".

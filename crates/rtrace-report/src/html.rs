@@ -409,15 +409,33 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 3,
             ));
             out.push_str("</details>\n");
-            if !r.failed.is_empty() {
-                out.push_str(&list(
-                    &r.failed
-                        .iter()
-                        .map(|f| format!("failed: {f}"))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                ));
+            out.push_str(&failures(&r.failed));
+            serde_json::to_string_pretty(&r.config)?
+        }
+        AnyResult::Npt(r) => {
+            out.push_str(&format!(
+                "<h2>npt: gaps of a tight loop (<code>{}</code>){file}</h2>\n",
+                esc(&e.id)
+            ));
+            out.push_str(&format!(
+                "<p class=\"sub\">{}; {}. {}.</p>\n",
+                esc(&e.kernel()),
+                esc(&r.environment.cpu_model),
+                esc(&crate::npt::note(r))
+            ));
+            out.push_str(&warnings(&e.warnings));
+            let mut t = String::from("<table>\n");
+            t.push_str(&header(&crate::npt::HEADER, crate::npt::TEXT_COLUMNS));
+            for cells in crate::npt::rows(r) {
+                t.push_str(&row(&cells, crate::npt::TEXT_COLUMNS));
             }
+            t.push_str("</table>\n");
+            out.push_str(&t);
+            out.push_str(&format!(
+                "<pre>{}</pre>\n",
+                esc(crate::npt::osnoise_line(r).trim_end())
+            ));
+            out.push_str(&failures(&r.failed));
             serde_json::to_string_pretty(&r.config)?
         }
     };
@@ -498,6 +516,20 @@ impl Exporter for Html {
         );
         Ok(vec![Output::new("index.html", page)])
     }
+}
+
+/// The failed runs of a result, as a list; empty when none failed.
+fn failures(failed: &[String]) -> String {
+    if failed.is_empty() {
+        return String::new();
+    }
+    list(
+        &failed
+            .iter()
+            .map(|f| format!("failed: {f}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod hooks;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod npt;
 pub mod probes;
 pub mod rate;
 pub mod ratios;

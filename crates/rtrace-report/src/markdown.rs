@@ -237,6 +237,27 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
                 out.push_str(&format!("\n- failed: {f}\n"));
             }
         }
+        crate::result::AnyResult::Npt(r) => {
+            out.push_str(&format!(
+                "## `{}`: npt, gaps of a tight loop{source}\n\nKernel {}.\n\n{}.\n\n",
+                e.id,
+                e.kernel(),
+                crate::npt::note(r)
+            ));
+            let header: Vec<String> = crate::npt::HEADER.map(String::from).to_vec();
+            out.push_str(&aligned(
+                &header,
+                &crate::npt::rows(r),
+                crate::npt::TEXT_COLUMNS,
+            ));
+            out.push_str(&format!(
+                "\n```\n{}\n```\n",
+                crate::npt::osnoise_line(r).trim_end()
+            ));
+            for f in &r.failed {
+                out.push_str(&format!("\n- failed: {f}\n"));
+            }
+        }
     }
     out.push_str(&ratio_list(&e.result));
     let mine: Vec<&figures::Figure> = figures

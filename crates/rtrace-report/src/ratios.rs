@@ -212,7 +212,7 @@ pub fn of_entry(result: &crate::AnyResult) -> Result<Section> {
                     .into(),
             rows: sweep_vs_none(r)?,
         },
-        crate::AnyResult::Rate(_) => Section {
+        crate::AnyResult::Rate(_) | crate::AnyResult::Npt(_) => Section {
             title: "",
             method: String::new(),
             rows: Vec::new(),

@@ -12,6 +12,8 @@ pub const USDT: &str = "usdt";
 pub const SWEEP: &str = "cyclictest-sweep";
 /// `experiment` of a rate result file.
 pub const RATE: &str = "rate";
+/// `experiment` of an npt result file.
+pub const NPT: &str = "npt";
 
 /// A result of any experiment.
 #[derive(Debug, Clone)]
@@ -19,6 +21,7 @@ pub enum AnyResult {
     Usdt(UsdtResult),
     Sweep(SweepResult),
     Rate(rtrace_measure::rate::RateResult),
+    Npt(rtrace_measure::npt::NptResult),
 }
 
 impl AnyResult {
@@ -32,8 +35,9 @@ impl AnyResult {
             Some(USDT) => Ok(AnyResult::Usdt(serde_json::from_value(v).context(stale)?)),
             Some(SWEEP) => Ok(AnyResult::Sweep(serde_json::from_value(v).context(stale)?)),
             Some(RATE) => Ok(AnyResult::Rate(serde_json::from_value(v).context(stale)?)),
+            Some(NPT) => Ok(AnyResult::Npt(serde_json::from_value(v).context(stale)?)),
             Some(other) => {
-                bail!("unknown experiment `{other}`: reports cover `{USDT}`, `{SWEEP}` and `{RATE}` results")
+                bail!("unknown experiment `{other}`: reports cover `{USDT}`, `{SWEEP}`, `{RATE}` and `{NPT}` results")
             }
             None => bail!("no `experiment` field: not an rtrace-bench result file"),
         }
@@ -44,6 +48,7 @@ impl AnyResult {
             AnyResult::Usdt(_) => USDT,
             AnyResult::Sweep(_) => SWEEP,
             AnyResult::Rate(_) => RATE,
+            AnyResult::Npt(_) => NPT,
         }
     }
 
@@ -52,6 +57,7 @@ impl AnyResult {
             AnyResult::Usdt(r) => &r.environment,
             AnyResult::Sweep(r) => &r.environment,
             AnyResult::Rate(r) => &r.environment,
+            AnyResult::Npt(r) => &r.environment,
         }
     }
 
@@ -60,6 +66,7 @@ impl AnyResult {
             AnyResult::Usdt(r) => r.started_unix,
             AnyResult::Sweep(r) => r.started_unix,
             AnyResult::Rate(r) => r.started_unix,
+            AnyResult::Npt(r) => r.started_unix,
         }
     }
 
@@ -69,6 +76,7 @@ impl AnyResult {
             AnyResult::Usdt(r) => warnings::usdt(r),
             AnyResult::Sweep(r) => warnings::sweep(r),
             AnyResult::Rate(r) => warnings::environment(&r.environment, r.config.cpu),
+            AnyResult::Npt(r) => warnings::environment(&r.environment, r.config.cpu),
         }
     }
 }
@@ -131,14 +139,14 @@ impl Report {
     pub fn usdt(&self) -> impl Iterator<Item = (&Entry, &UsdtResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Usdt(r) => Some((e, r)),
-            AnyResult::Sweep(_) | AnyResult::Rate(_) => None,
+            AnyResult::Sweep(_) | AnyResult::Rate(_) | AnyResult::Npt(_) => None,
         })
     }
 
     pub fn sweeps(&self) -> impl Iterator<Item = (&Entry, &SweepResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Sweep(r) => Some((e, r)),
-            AnyResult::Usdt(_) | AnyResult::Rate(_) => None,
+            AnyResult::Usdt(_) | AnyResult::Rate(_) | AnyResult::Npt(_) => None,
         })
     }
 }

@@ -147,6 +147,11 @@ pub fn of_entry(e: &crate::result::Entry, report: &crate::result::Report) -> Vec
             out.extend(conditions(&e.warnings));
             out
         }
+        crate::result::AnyResult::Npt(r) => {
+            let mut out = crate::npt::summary(r);
+            out.extend(conditions(&e.warnings));
+            out
+        }
     }
 }
 

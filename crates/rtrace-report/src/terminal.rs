@@ -176,6 +176,10 @@ impl Exporter for Text {
                     out.push_str(&crate::rate::text(r));
                     out.push_str(&warnings(&e.warnings, paint));
                 }
+                AnyResult::Npt(r) => {
+                    out.push_str(&crate::npt::text(r));
+                    out.push_str(&warnings(&e.warnings, paint));
+                }
             }
         }
         Ok(vec![Output::new("report.txt", out)])

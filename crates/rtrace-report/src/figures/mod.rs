@@ -4,6 +4,7 @@
 pub mod boxplot;
 pub mod data;
 pub mod lines;
+mod npt;
 mod rate;
 mod staircase;
 pub mod style;
@@ -42,6 +43,8 @@ enum Kind {
     Staircase(HookKind),
     /// The loss curve of a rate result.
     LossCurve,
+    /// The gap histograms of an npt result.
+    NptGaps,
 }
 
 /// One figure a report can show.
@@ -119,6 +122,10 @@ impl Figure {
             Kind::LossCurve => match entries.first().map(|e| &e.result) {
                 Some(crate::result::AnyResult::Rate(r)) => rate::figure(&self.title, r),
                 _ => anyhow::bail!("{} needs a rate result", self.file),
+            },
+            Kind::NptGaps => match entries.first().map(|e| &e.result) {
+                Some(crate::result::AnyResult::Npt(r)) => npt::figure(&self.title, r),
+                _ => anyhow::bail!("{} needs an npt result", self.file),
             },
             Kind::Staircase(hook) => {
                 let stairs: Vec<_> = rtrace_measure::staircase::staircases(usdt()?)
@@ -280,6 +287,13 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 out.push(fig(e, "loss-curve", "Events lost against the event rate".into(),
                     "The share of events each tracer and buffer size lost at each rate it was driven at (log axis); the thick tick on the axis marks its highest lossless rate.",
                     Kind::LossCurve));
+            }
+        }
+        if let crate::result::AnyResult::Npt(r) = &e.result {
+            if !r.runs.is_empty() {
+                out.push(fig(e, "gaps", "npt: gaps of a tight loop, with and without tracing".into(),
+                    "How often each gap length occurred (log count axis) while the loop ran with no tracer and with each tracer consuming its events: the loop's own gap is the first bin; everything to its right took the CPU away from it.",
+                    Kind::NptGaps));
             }
         }
     }
