@@ -247,3 +247,17 @@ fn a_cpuset_without_room_for_the_harness_is_refused_with_the_fix() {
     assert!(!dir.path().join("run").exists());
     assert_eq!(tracefs_snapshot(), before);
 }
+
+#[test]
+fn more_threads_than_cpus() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let n = (cpus + 1).to_string();
+    rejected(
+        &["usdt", "--threads", &n, "-n", "1000"],
+        "pass --threads 1..",
+    );
+    rejected(
+        &["usdt", "--threads", "0", "-n", "1000"],
+        "pass --threads 1..",
+    );
+}

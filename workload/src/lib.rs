@@ -47,9 +47,10 @@ fn run<I: Instrument>() -> Result<()> {
     match config {
         WorkloadConfig::Micro(c) => {
             let placed = setup::place(c.cpu, c.priority)?;
-            announce::<I>(c.cpu, &placed)?;
-            wait_for_go()?;
-            let done = micro::run::<I>(&c)?;
+            let done = micro::run::<I>(&c, || {
+                announce::<I>(c.cpu, &placed)?;
+                wait_for_go()
+            })?;
             emit(&Message::Done(done))
         }
         WorkloadConfig::Cyclic(c) => cyclic::run::<I>(&c),

@@ -21,12 +21,16 @@ fn barrier() {
 /// 1e-6 (the frequencies of separate processes agree that well), and every round is a process.
 const CALIBRATION: Duration = Duration::from_millis(20);
 
-pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
+/// Runs the loop on every thread of `c`. `ready` is called once every further thread exists and
+/// is pinned (so that a tracer filtering on the process's threads sees them all) and returns
+/// when the harness says go.
+pub fn run<I: Instrument>(c: &MicroConfig, ready: impl FnOnce() -> Result<()>) -> Result<Done> {
     let tsc_hz = tsc::calibrate(CALIBRATION);
     let ns_per_tick = 1e9 / tsc_hz;
     let tsc_step_ns = tsc::step_ticks() as f64 * ns_per_tick;
     let mut timer = sized_histogram();
     let mut hist = sized_histogram();
+    let mut rests = 0;
 
     for _ in 0..c.timer_samples {
         let t0 = tsc::start();
@@ -34,15 +38,64 @@ pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
         timer.saturating_record(tsc::to_ns(t1 - t0, ns_per_tick));
     }
 
-    let mut pacer = Pacer::new(c.pacing, ns_per_tick);
-    let hits = match c.body {
-        Body::Barrier => timed(c, ns_per_tick, &mut hist, &mut pacer, |_| barrier()),
-        Body::Event => timed(c, ns_per_tick, &mut hist, &mut pacer, I::event),
-        Body::EventNop5 => timed(c, ns_per_tick, &mut hist, &mut pacer, crate::nop5::event),
-        Body::Call => timed(c, ns_per_tick, &mut hist, &mut pacer, |i| {
-            crate::markers::rtrace_marker_hit(i);
-        }),
-    };
+    // Every thread runs the same loop at the same time: the others are created and pinned
+    // before `ready`, then released together with the first by a barrier. A failure before the
+    // start (a thread not pinned, the harness gone) releases them with `abort` set.
+    let placed = std::sync::Barrier::new(c.more_threads.len() + 1);
+    let start = std::sync::Barrier::new(c.more_threads.len() + 1);
+    let failures = std::sync::Mutex::new(Vec::<String>::new());
+    let abort = std::sync::atomic::AtomicBool::new(false);
+    let (hits, per_thread) = std::thread::scope(|s| -> Result<(u64, Vec<String>)> {
+        let others: Vec<_> = c
+            .more_threads
+            .iter()
+            .map(|&cpu| {
+                let (placed, start, failures, abort) = (&placed, &start, &failures, &abort);
+                s.spawn(move || -> Result<(u64, Histogram<u64>, u64)> {
+                    if let Err(e) = crate::setup::place_thread(cpu, c.priority) {
+                        failures
+                            .lock()
+                            .expect("not poisoned")
+                            .push(format!("{e:#}"));
+                    }
+                    placed.wait();
+                    start.wait();
+                    let mut hist = sized_histogram();
+                    if abort.load(std::sync::atomic::Ordering::SeqCst) {
+                        return Ok((0, hist, 0));
+                    }
+                    let mut pacer = Pacer::new(c.pacing, ns_per_tick);
+                    let hits = body::<I>(c, ns_per_tick, &mut hist, &mut pacer);
+                    Ok((hits, hist, pacer.rests))
+                })
+            })
+            .collect();
+        placed.wait();
+        let failed = failures.lock().expect("not poisoned").clone();
+        let go = if failed.is_empty() {
+            ready()
+        } else {
+            Err(anyhow::anyhow!(failed.join("; ")))
+        };
+        abort.store(go.is_err(), std::sync::atomic::Ordering::SeqCst);
+        start.wait();
+        go?;
+        let mut pacer = Pacer::new(c.pacing, ns_per_tick);
+        let mut hits = body::<I>(c, ns_per_tick, &mut hist, &mut pacer);
+        rests = pacer.rests;
+        let mut per_thread = Vec::new();
+        if !others.is_empty() {
+            per_thread.push(encode_histogram(&hist)?);
+        }
+        for t in others {
+            let (h, th, r) = t.join().expect("a loop thread panicked")?;
+            hits += h;
+            rests += r;
+            per_thread.push(encode_histogram(&th)?);
+            hist.add(&th).expect("same bounds");
+        }
+        Ok((hits, per_thread))
+    })?;
     if std::hint::black_box(hits == u64::MAX) {
         // Never taken: keeps the idle tracepoint and marker in the binary, reachable but not
         // fired.
@@ -60,8 +113,26 @@ pub fn run<I: Instrument>(c: &MicroConfig) -> Result<Done> {
         histogram: encode_histogram(&hist)?,
         timer_overhead: encode_histogram(&timer)?,
         max_rss_kb: max_rss_kb(),
-        rests: pacer.rests,
+        rests,
+        per_thread,
     })
+}
+
+/// One thread's loop of `c.body`; returns how many times the body ran.
+fn body<I: Instrument>(
+    c: &MicroConfig,
+    ns_per_tick: f64,
+    hist: &mut Histogram<u64>,
+    pacer: &mut Pacer,
+) -> u64 {
+    match c.body {
+        Body::Barrier => timed(c, ns_per_tick, hist, pacer, |_| barrier()),
+        Body::Event => timed(c, ns_per_tick, hist, pacer, I::event),
+        Body::EventNop5 => timed(c, ns_per_tick, hist, pacer, crate::nop5::event),
+        Body::Call => timed(c, ns_per_tick, hist, pacer, |i| {
+            crate::markers::rtrace_marker_hit(i);
+        }),
+    }
 }
 
 /// Sleeps outside the timed interval once the loop has spun for a burst (see [`Pacing`]).

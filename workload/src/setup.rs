@@ -24,6 +24,18 @@ pub fn place(cpu: usize, priority: Option<i32>) -> Result<Placed> {
     Ok(Placed { mlocked, priority })
 }
 
+/// Pins a further loop thread to `cpu` with the same SCHED_FIFO priority as the first (memory
+/// is already locked for the whole process).
+pub fn place_thread(cpu: usize, priority: Option<i32>) -> Result<()> {
+    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        bail!("cannot pin a loop thread to CPU {cpu} (is it online?)");
+    }
+    if let Some(p) = priority {
+        set_fifo(p)?;
+    }
+    Ok(())
+}
+
 fn set_fifo(priority: i32) -> Result<()> {
     let param = libc::sched_param {
         sched_priority: priority,

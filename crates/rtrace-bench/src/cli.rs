@@ -231,6 +231,11 @@ pub struct UsdtArgs {
         conflicts_with_all = ["tracer", "case", "hook", "bpf_mode", "ftrace_mode", "lttng_event"]
     )]
     pub decompose: bool,
+    /// Loop threads firing the probe at the same time, each on its own CPU (the measured CPU,
+    /// then harness CPUs from the last): per-hit cost under concurrency, shared buffers against
+    /// per-CPU ones. A thread on a harness CPU shares it with the harness and the consumers.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub threads: usize,
     /// CPU the workload runs on (default: the last CPU); the harness stays off it.
     #[arg(long)]
     pub cpu: Option<usize>,

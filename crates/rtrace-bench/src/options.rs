@@ -33,6 +33,12 @@ pub enum OptionsError {
     ProbeSyntax(String),
     #[error("--tracer all is for `usdt`; `count` takes one tracer")]
     CountAll,
+    #[error("--threads {threads} needs {threads} CPUs, one per loop thread: this process may use {usable} CPUs ({list}); pass --threads 1..{usable}")]
+    Threads {
+        threads: usize,
+        usable: usize,
+        list: String,
+    },
 }
 
 /// Backend settings shared by `usdt` and `count`.
@@ -167,6 +173,20 @@ pub struct UsdtOptions {
     pub workload_dir: PathBuf,
     /// `--decompose`: every tracer in the modes of its staircase, case 3 for LTTng only.
     pub decompose: bool,
+    /// `--threads`: loop threads, each on its own CPU (the measured CPU first, then harness
+    /// CPUs from the last); at least 1.
+    pub threads: usize,
+}
+
+impl UsdtOptions {
+    /// CPUs of every loop thread: the measured CPU, then one harness CPU per further thread
+    /// (from the last, so CPU 0 and its housekeeping come last).
+    pub fn thread_cpus(&self) -> Vec<usize> {
+        std::iter::once(self.cpus.measured)
+            .chain(self.cpus.harness.iter().rev().copied())
+            .take(self.threads)
+            .collect()
+    }
 }
 
 /// The modes `--decompose` measures (the steps of `rtrace_measure::staircase`).
@@ -309,6 +329,17 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             }
             TracerChoice::These(t)
         };
+        let cpus = Cpus::from_request(a.cpu)?;
+        if a.threads == 0 || a.threads > cpus.harness.len() + 1 {
+            let mut all = cpus.harness.clone();
+            all.push(cpus.measured);
+            all.sort_unstable();
+            return Err(OptionsError::Threads {
+                threads: a.threads,
+                usable: all.len(),
+                list: crate::cpus::list(&all),
+            });
+        }
         Ok(UsdtOptions {
             tracers,
             cases: parse_cases(&a.case),
@@ -317,7 +348,7 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             warmup: a.warmup,
             rounds,
             allow_loss: a.allow_loss,
-            cpus: Cpus::from_request(a.cpu)?,
+            cpus,
             priority: check_priority(a.priority)?,
             keep_traces: a.keep_traces.into(),
             tracer: a.tracer_args.into(),
@@ -326,6 +357,7 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             out: a.out.unwrap_or_else(|| default_out("usdt")),
             workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
             decompose: a.decompose,
+            threads: a.threads,
         })
     }
 }

@@ -197,6 +197,11 @@ pub fn run(mut o: UsdtOptions) -> Result<i32> {
             pacing: rtrace_measure::pacing::for_this_machine(o.priority),
             allow_loss: o.allow_loss,
             keep_traces: Some(o.keep_traces),
+            thread_cpus: if o.threads > 1 {
+                o.thread_cpus()
+            } else {
+                Vec::new()
+            },
         },
         runs: Vec::new(),
         warnings: Vec::new(),
@@ -404,6 +409,31 @@ pub(crate) fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
     })
 }
 
+/// Each loop thread's statistics of one round (empty with one thread).
+fn per_thread(
+    encoded: &[String],
+    cpus: &[usize],
+    seq: u64,
+) -> Result<Vec<rtrace_measure::usdt::ThreadRun>> {
+    encoded
+        .iter()
+        .zip(cpus)
+        .map(|(h, &cpu)| {
+            let hist = decode_histogram(h)?;
+            let round = RoundSummary {
+                seq: Some(seq),
+                ..RoundSummary::of(&hist).context("a loop thread recorded no samples")?
+            };
+            Ok(rtrace_measure::usdt::ThreadRun {
+                cpu,
+                summary: round.summary,
+                histogram: h.clone(),
+                rounds: vec![round],
+            })
+        })
+        .collect()
+}
+
 fn run_case(
     o: &UsdtOptions,
     col: Option<&Column>,
@@ -428,6 +458,7 @@ fn run_case(
         priority: o.priority,
         timer_samples: TIMER_SAMPLES,
         pacing,
+        more_threads: o.thread_cpus().into_iter().skip(1).collect(),
     });
     let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
     let variant = match col {
@@ -515,6 +546,7 @@ fn run_case(
         rests: outcome.done.rests,
         rounds: vec![round_summary],
         counters,
+        per_thread: per_thread(&outcome.done.per_thread, &o.thread_cpus(), round.seq)?,
     };
     if hook.is_some() {
         let verified = rtrace_measure::pool::Pool::accounting(&r).is_ok();

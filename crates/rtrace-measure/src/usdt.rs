@@ -322,6 +322,10 @@ pub struct UsdtConfig {
     /// `--keep-traces`: which runs kept their trace data (files of older versions kept all).
     #[serde(default)]
     pub keep_traces: Option<crate::trace_data::KeepTraces>,
+    /// `usdt --threads N`: the CPU of every loop thread, the measured CPU first; empty with one
+    /// thread (and in files of older versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_cpus: Vec<usize>,
 }
 
 fn one_round() -> u32 {
@@ -386,6 +390,30 @@ pub struct CaseResult {
     /// `None` otherwise and in files of older versions.
     #[serde(default)]
     pub counters: Option<crate::counters::Counts>,
+    /// With several loop threads (`usdt --threads`): each thread's statistics, the measured
+    /// CPU's first; `summary`, `histogram` and `rounds` pool every thread. Empty with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_thread: Vec<ThreadRun>,
+}
+
+/// One loop thread of a run with several (`usdt --threads`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRun {
+    /// The CPU it ran on.
+    pub cpu: usize,
+    /// Per-call duration summary over its rounds (ns).
+    pub summary: Summary,
+    /// Its per-call durations (encoded histogram).
+    pub histogram: String,
+    /// Its statistics per round, in run order.
+    pub rounds: Vec<RoundSummary>,
+}
+
+impl ThreadRun {
+    /// Mean of each round (ns): the sample of its interval.
+    pub fn round_means(&self) -> Vec<f64> {
+        self.rounds.iter().map(|r| r.summary.mean_ns).collect()
+    }
 }
 
 /// One round of a run: a separate workload process.
@@ -512,6 +540,19 @@ impl crate::Pool for CaseResult {
             (a, b) => a.or(b),
         };
         self.rounds.extend(round.rounds);
+        anyhow::ensure!(
+            self.per_thread.len() == round.per_thread.len(),
+            "rounds of {} case {} ran different numbers of loop threads",
+            self.tracer,
+            self.case.number()
+        );
+        for (mine, theirs) in self.per_thread.iter_mut().zip(round.per_thread) {
+            let mut pooled = rtrace_protocol::decode_histogram(&mine.histogram)?;
+            pooled.add(rtrace_protocol::decode_histogram(&theirs.histogram)?)?;
+            mine.histogram = rtrace_protocol::encode_histogram(&pooled)?;
+            mine.summary = Summary::of(&pooled).unwrap_or(mine.summary);
+            mine.rounds.extend(theirs.rounds);
+        }
         self.counters = match (self.counters.take(), round.counters) {
             (Some(mut a), Some(b)) => {
                 a.add(&b);
@@ -597,6 +638,7 @@ mod tests {
             disturbed: Disturbed::of(&h),
             rounds: vec![RoundSummary::of(&h).unwrap()],
             counters: None,
+            per_thread: Vec::new(),
         }
     }
 

@@ -72,6 +72,10 @@ pub struct MicroConfig {
     /// real-time budget; `None`: spin without pausing.
     #[serde(default)]
     pub pacing: Option<Pacing>,
+    /// CPUs of further loop threads (`usdt --threads N`: N - 1 of them), each running the same
+    /// loop on its own CPU at the same time as the first; empty: one thread.
+    #[serde(default)]
+    pub more_threads: Vec<usize>,
 }
 
 /// Sleep `rest_ns` whenever the loop has spun for `burst_ns` since its last pause. A SCHED_FIFO
@@ -150,6 +154,11 @@ pub struct Done {
     /// Pauses taken (see [`Pacing`]).
     #[serde(default)]
     pub rests: u64,
+    /// With several loop threads: each thread's per-iteration durations (encoded histogram),
+    /// the first thread's first; `histogram` then holds every thread's samples. Empty with one
+    /// thread.
+    #[serde(default)]
+    pub per_thread: Vec<String>,
 }
 
 impl Message {
@@ -196,6 +205,7 @@ mod tests {
                 burst_ns: 475_000_000,
                 rest_ns: 150_000_000,
             }),
+            more_threads: vec![0],
         });
         let s = serde_json::to_string(&c).unwrap();
         assert!(s.contains(r#""mode":"micro""#), "{s}");

@@ -112,6 +112,7 @@ fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
         disturbed: Disturbed::of(&pooled),
         rounds,
         counters: None,
+        per_thread: Vec::new(),
     }
 }
 
@@ -157,6 +158,7 @@ pub fn usdt() -> UsdtResult {
             pacing: None,
             allow_loss: false,
             keep_traces: Some(rtrace_measure::trace_data::KeepTraces::None),
+            thread_cpus: Vec::new(),
         },
         runs,
         warnings: Vec::new(),

@@ -343,8 +343,23 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 "<p class=\"sub\">{} iterations per case (after {} warm-up) on CPU {}; {}; {}. Durations in ns.</p>\n",
                 r.config.iterations, r.config.warmup, r.config.cpu, esc(&e.kernel()), esc(&r.environment.cpu_model)
             ));
+            if let Some(n) = crate::threads::note(r) {
+                out.push_str(&format!("<p class=\"sub\">{}.</p>\n", esc(&n)));
+            }
             out.push_str(&warnings(&e.warnings));
             out.push_str(&table31(r));
+            let rows = crate::threads::rows(r);
+            if !rows.is_empty() {
+                out.push_str("<h3>Per loop thread</h3>\n<table>\n");
+                out.push_str(&header(
+                    &crate::threads::HEADER,
+                    crate::threads::TEXT_COLUMNS,
+                ));
+                for cells in rows {
+                    out.push_str(&row(&cells, crate::threads::TEXT_COLUMNS));
+                }
+                out.push_str("</table>\n");
+            }
             out.push_str("<h3>Percentiles (ns) and event accounting</h3>\n");
             out.push_str(&usdt_details(r));
             out.push_str("<h3>How these numbers are made</h3>\n");

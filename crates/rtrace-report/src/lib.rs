@@ -26,6 +26,7 @@ pub mod sweep_shift;
 pub mod sweep_terminal;
 pub mod table;
 pub mod terminal;
+pub mod threads;
 pub mod usdt_rows;
 
 pub use export::{exporters, render, Exporter, Output};

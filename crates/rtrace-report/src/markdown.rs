@@ -157,7 +157,16 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
                 "## `{}`: per-probe duration{source}\n\n{} iterations per case (after {} warm-up) on CPU {}; kernel {}.\n\n",
                 e.id, r.config.iterations, r.config.warmup, r.config.cpu, e.kernel()
             ));
+            if let Some(n) = crate::threads::note(r) {
+                out.push_str(&format!("{n}.\n\n"));
+            }
             out.push_str(&table31(r));
+            let rows = crate::threads::rows(r);
+            if !rows.is_empty() {
+                let header: Vec<String> = crate::threads::HEADER.map(String::from).to_vec();
+                out.push_str("\n### Per loop thread\n\n");
+                out.push_str(&aligned(&header, &rows, crate::threads::TEXT_COLUMNS));
+            }
             out.push_str("### Percentiles (ns) and event accounting\n\n");
             out.push_str(&usdt_details(r));
             out.push_str("\n### How these numbers are made\n\n");

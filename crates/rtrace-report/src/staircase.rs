@@ -45,7 +45,7 @@ fn ns(x: f64) -> String {
 }
 
 /// `575 (560 to 590)`, or `575` without an interval.
-fn cell(e: &Estimate) -> String {
+pub fn cell(e: &Estimate) -> String {
     match (e.low, e.high) {
         (Some(l), Some(h)) => format!("{} ({} to {})", ns(e.estimate), ns(l), ns(h)),
         _ => ns(e.estimate),

@@ -100,6 +100,14 @@ pub fn usdt(r: &UsdtResult, paint: Paint) -> String {
     }
     out.push_str("per-call duration in ns\n");
     out.push_str(&t.render());
+    if let Some(n) = crate::threads::note(r) {
+        out.push_str(&format!("\n{n}.\nper loop thread:\n"));
+        let mut t = Table::new(&crate::threads::HEADER, crate::threads::TEXT_COLUMNS);
+        for row in crate::threads::rows(r) {
+            t.row(row);
+        }
+        out.push_str(&t.render());
+    }
     if let Some(first) = r.runs.first() {
         out.push_str(&format!(
             "\ntimer overhead (empty interval): mean {} ns, min {} ns; TSC {:.3} GHz\n",

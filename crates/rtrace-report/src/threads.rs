@@ -1,0 +1,129 @@
+//! `usdt --threads N`: each loop thread's per-hit cost (Gebai & Dagenais' scaling question: does
+//! the cost per event stay flat when several threads on several CPUs trace at once?). Each
+//! thread's extra ns per hit is its round means minus case 0's same thread, round by round.
+
+use crate::format::{ns, run_label};
+use crate::staircase::cell;
+use rtrace_measure::interval;
+use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
+use rtrace_tracer::TracerKind;
+
+/// Column names of the per-thread table.
+pub const HEADER: [&str; 4] = ["run", "thread", "mean (ns)", "extra ns per hit over case 0"];
+
+/// Leading text columns.
+pub const TEXT_COLUMNS: usize = 2;
+
+/// What the loop threads were, in one sentence; `None` with one thread.
+pub fn note(r: &UsdtResult) -> Option<String> {
+    let cpus = &r.config.thread_cpus;
+    if cpus.len() < 2 {
+        return None;
+    }
+    let shared: Vec<String> = cpus
+        .iter()
+        .filter(|c| r.config.harness_cpus.contains(c))
+        .map(|c| c.to_string())
+        .collect();
+    Some(format!(
+        "{} loop threads fired the probe at the same time, on CPUs {}, each running every iteration; the tables and figures pool every thread's samples, the per-thread table splits them (95% t interval over rounds){}",
+        cpus.len(),
+        cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
+        if shared.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ". CPU {} is also the harness's, where the tracers' consumers run: its thread shares the CPU with them",
+                shared.join(", ")
+            )
+        }
+    ))
+}
+
+/// Case 0 of `c`'s hook kind.
+fn baseline<'a>(r: &'a UsdtResult, c: &CaseResult) -> Option<&'a CaseResult> {
+    r.runs.iter().find(|b| {
+        b.case == Case::Baseline && b.tracer == TracerKind::None && b.hook_kind == c.hook_kind
+    })
+}
+
+/// One row per loop thread of every traced run.
+pub fn rows(r: &UsdtResult) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
+        let base = baseline(r, c);
+        for (i, t) in c.per_thread.iter().enumerate() {
+            let extra = base
+                .and_then(|b| b.per_thread.get(i))
+                .and_then(|b| {
+                    let diffs: Vec<f64> = t
+                        .round_means()
+                        .iter()
+                        .zip(b.round_means())
+                        .map(|(m, b)| m - b)
+                        .collect();
+                    interval::mean_of(&diffs, 0.0)
+                })
+                .map_or("-".into(), |e| cell(&e));
+            out.push(vec![
+                run_label(c),
+                format!("{} (CPU {})", i + 1, t.cpu),
+                ns(t.summary.mean_ns),
+                extra,
+            ]);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrace_measure::usdt::{RoundSummary, ThreadRun};
+    use rtrace_measure::Summary;
+
+    fn thread(cpu: usize, means: &[f64]) -> ThreadRun {
+        let mut h = rtrace_protocol::new_histogram();
+        h.record(100).unwrap();
+        let s = Summary::of(&h).unwrap();
+        ThreadRun {
+            cpu,
+            summary: Summary {
+                mean_ns: means.iter().sum::<f64>() / means.len() as f64,
+                ..s
+            },
+            histogram: rtrace_protocol::encode_histogram(&h).unwrap(),
+            rounds: means
+                .iter()
+                .map(|&m| RoundSummary {
+                    summary: Summary { mean_ns: m, ..s },
+                    ..RoundSummary::of(&h).unwrap()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn each_thread_is_compared_with_the_same_thread_of_case_0() {
+        let mut r = crate::fixtures::usdt();
+        r.config.thread_cpus = vec![1, 0];
+        r.config.harness_cpus = vec![0];
+        for c in &mut r.runs {
+            c.per_thread = match c.case {
+                Case::Baseline => vec![thread(1, &[10.0, 12.0]), thread(0, &[20.0, 20.0])],
+                _ => vec![thread(1, &[110.0, 112.0]), thread(0, &[320.0, 320.0])],
+            };
+        }
+        let rows = rows(&r);
+        assert!(!rows.is_empty());
+        assert_eq!(rows[0][1], "1 (CPU 1)");
+        assert!(rows[0][3].starts_with("100"), "{:?}", rows[0]);
+        assert_eq!(rows[1][1], "2 (CPU 0)");
+        assert!(rows[1][3].starts_with("300"), "{:?}", rows[1]);
+        let note = note(&r).unwrap();
+        assert!(note.contains("2 loop threads"), "{note}");
+        assert!(note.contains("CPU 0 is also the harness's"), "{note}");
+        r.config.thread_cpus.clear();
+        assert!(super::note(&r).is_none());
+    }
+}

@@ -1,0 +1,70 @@
+//! `usdt --threads 2`: two loop threads fire the probe at once, each on its own CPU; every
+//! tracer accounts both threads' hits exactly, each thread's samples are kept apart and pooled,
+//! and the report splits the per-hit cost per thread.
+
+use rtrace_tests::*;
+
+#[test]
+fn two_threads_are_traced_and_accounted_per_run_and_per_thread() {
+    let before = tracefs_snapshot();
+    let dir = tempfile::tempdir().unwrap();
+    let iterations = 20_000u64;
+    let out = bench(&[
+        "usdt",
+        "--threads",
+        "2",
+        "--tracer",
+        "all",
+        "--case",
+        "0,1",
+        "-n",
+        &iterations.to_string(),
+        "--rounds",
+        "2",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
+    let v = read_json(&dir.path().join("usdt.json"));
+    let cpus = v["config"]["thread_cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 2, "{}", v["config"]);
+    assert_ne!(cpus[0], cpus[1]);
+    assert_eq!(cpus[0], v["config"]["cpu"]);
+    let warmup = v["config"]["warmup"].as_u64().unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert!(runs.len() >= 3, "case 0 and at least two tracers");
+    for r in runs {
+        let threads = r["per_thread"].as_array().unwrap();
+        assert_eq!(threads.len(), 2, "{}", r["tracer"]);
+        let counts: Vec<u64> = threads
+            .iter()
+            .map(|t| t["summary"]["count"].as_u64().unwrap())
+            .collect();
+        // Each thread runs every iteration; the pooled summary holds both.
+        assert_eq!(counts, [iterations, iterations], "{}", r["tracer"]);
+        assert_eq!(r["summary"]["count"].as_u64().unwrap(), 2 * iterations);
+        assert_eq!(threads[0]["rounds"].as_array().unwrap().len(), 2);
+        if r["case"] == 1 {
+            let ev = &r["events"];
+            // Both threads' hits, warm-up included, in each of the two rounds.
+            assert_eq!(
+                ev["hits"].as_u64().unwrap(),
+                2 * (iterations + 2 * warmup),
+                "{r}"
+            );
+            assert_eq!(
+                ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap(),
+                ev["hits"].as_u64().unwrap(),
+                "{}: {ev}",
+                r["tracer"]
+            );
+        }
+    }
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(report.contains("### Per loop thread"), "{report}");
+    assert!(
+        report.contains("2 loop threads fired the probe"),
+        "{report}"
+    );
+}
