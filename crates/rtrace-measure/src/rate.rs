@@ -108,16 +108,70 @@ pub struct Found {
     pub over_lossy: Option<bool>,
 }
 
+/// Times a search whose run at `over` × the rate found lost nothing starts again above it: a
+/// loss during the climb or the bisection was chance, the limit is higher.
+pub const RESUMES: u32 = 2;
+
 /// The search itself, over `measure(rate, phase)`.
 pub fn search(
     plan: &SearchPlan,
     mut measure: impl FnMut(f64, Phase) -> anyhow::Result<Point>,
 ) -> anyhow::Result<Found> {
     let mut points = Vec::new();
+    let mut start = plan.start_hz;
+    // The last rate confirmed whose run at `over` × it lost nothing.
+    let mut held: Option<f64> = None;
+    let done = |points, max, ceiling, confirmed, over_lossy| Found {
+        points,
+        max_lossless_hz: max,
+        ceiling,
+        confirmed,
+        over_lossy,
+    };
+    for resume in 0..=RESUMES {
+        let (found, ceiling, confirmed) = limit(plan, start, held, &mut measure, &mut points)?;
+        let found = match (found, held) {
+            (None, None) => return Ok(done(points, None, false, false, None)),
+            // Resumed, and nothing above the rate that held holds: that rate stands.
+            (Some(f), Some(h)) if !ceiling && (!confirmed || f <= h) => {
+                return Ok(done(points, Some(h), false, true, Some(false)))
+            }
+            (None, Some(h)) => return Ok(done(points, Some(h), false, true, Some(false))),
+            (Some(f), _) => f,
+        };
+        if ceiling {
+            return Ok(done(points, Some(found), true, confirmed, None));
+        }
+        let p = measure(found * plan.over, Phase::Over)?;
+        let lossy = p.events.lost > 0;
+        let short = p.short();
+        points.push(p);
+        if lossy || !confirmed || resume == RESUMES {
+            return Ok(done(points, Some(found), false, confirmed, Some(lossy)));
+        }
+        if short {
+            // The loop cannot fire at `over` × the rate: the limit is above what it can test.
+            return Ok(done(points, Some(found), true, confirmed, None));
+        }
+        held = Some(found);
+        start = found * plan.over;
+    }
+    unreachable!("the last resume returns")
+}
+
+/// One climb from `start`, bisection and confirmation: the rate found (`None`: it lost events at
+/// `start`), whether it is the loop's ceiling, whether three runs held.
+fn limit(
+    plan: &SearchPlan,
+    start: f64,
+    held: Option<f64>,
+    measure: &mut impl FnMut(f64, Phase) -> anyhow::Result<Point>,
+    points: &mut Vec<Point>,
+) -> anyhow::Result<(Option<f64>, bool, bool)> {
     let mut lower: Option<f64> = None;
     let mut upper: Option<f64> = None;
     let mut ceiling = false;
-    let mut r = plan.start_hz;
+    let mut r = start;
     loop {
         let p = measure(r, Phase::Climb)?;
         let (lost, short, achieved) = (p.events.lost > 0, p.short(), p.achieved_hz);
@@ -139,7 +193,15 @@ pub fn search(
         }
         r *= plan.factor;
     }
-    if let (Some(mut l), Some(mut u)) = (lower, upper) {
+    // Resumed above a rate that held: the bisection may go down to it.
+    let lower = lower.or(held);
+    let (mut l, u) = match (lower, upper) {
+        (Some(l), Some(u)) => (l, u),
+        (None, _) => return Ok((None, false, false)),
+        (Some(l), None) => (l, l),
+    };
+    if upper.is_some() {
+        let mut u = u;
         for _ in 0..plan.bisections {
             let mid = (l * u).sqrt();
             let p = measure(mid, Phase::Bisect)?;
@@ -151,21 +213,11 @@ pub fn search(
                 l = mid;
             }
         }
-        lower = Some(l);
     }
-    let Some(found) = lower else {
-        return Ok(Found {
-            points,
-            max_lossless_hz: None,
-            ceiling: false,
-            confirmed: false,
-            over_lossy: None,
-        });
-    };
     // A confirmation that loses events moves the rate found down by `RETRY_STEP` and confirms
     // again, at most `RETRIES` times: the rate reported is one that held. Near the limit, loss
     // is a matter of chance (a consumer delayed once in a run), so the step is wide.
-    let mut found = found;
+    let mut found = l;
     let mut confirmed = false;
     for attempt in 0..=RETRIES {
         if attempt > 0 {
@@ -185,21 +237,7 @@ pub fn search(
             break;
         }
     }
-    let over = if ceiling {
-        None
-    } else {
-        let p = measure(found * plan.over, Phase::Over)?;
-        let lossy = p.events.lost > 0;
-        points.push(p);
-        Some(lossy)
-    };
-    Ok(Found {
-        points,
-        max_lossless_hz: Some(found),
-        ceiling,
-        confirmed,
-        over_lossy: over,
-    })
+    Ok((Some(found), ceiling, confirmed))
 }
 
 /// The result file of `rtrace-bench rate`.
@@ -307,6 +345,29 @@ mod tests {
         assert_eq!(confirms.len(), 1 + 3, "one failed, then three that held");
         assert!(confirms[1].rate_hz < confirms[0].rate_hz);
         assert_eq!(f.max_lossless_hz, Some(confirms[1].rate_hz));
+    }
+
+    #[test]
+    fn a_chance_loss_below_the_limit_resumes_the_search_above_it() {
+        // The limit is 300 k/s, but the run at 160 k/s loses once (a delayed consumer): the
+        // first search settles near 80-160 k, its run at 1.5 times holds, so it resumes.
+        let mut chance = true;
+        let mut inner = fake(300_000.0, 1e9);
+        let f = search(&SearchPlan::default(), |rate, phase| {
+            let mut p = inner(rate, phase)?;
+            if chance && rate == 160_000.0 {
+                chance = false;
+                p.events.lost = 1;
+                p.events.recorded -= 1;
+            }
+            Ok(p)
+        })
+        .unwrap();
+        assert!(f.confirmed && f.over_lossy == Some(true), "{f:?}");
+        let found = f.max_lossless_hz.unwrap();
+        assert!(found <= 300_000.0 && found > 250_000.0, "{found}");
+        let overs = f.points.iter().filter(|p| p.phase == Phase::Over).count();
+        assert_eq!(overs, 2, "the first over-run held, the second lost");
     }
 
     #[test]

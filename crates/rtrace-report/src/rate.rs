@@ -38,7 +38,7 @@ pub const HEADER: [&str; 6] = [
 pub const TEXT_COLUMNS: usize = 2;
 
 /// What the table shows.
-pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) for the run's duration under each tracer and per-CPU buffer size; the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 4 times) and one at 1.5 times it that must lose events. Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster without loss, so the tracer's limit is above it";
+pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) for the run's duration under each tracer and per-CPU buffer size; the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 4 times) and one at 1.5 times it that must lose events (when it loses nothing, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster without loss, so the tracer's limit is above it";
 
 fn over_cell(s: &Search) -> String {
     let over = s.points.iter().rev().find(|p| p.phase == Phase::Over);

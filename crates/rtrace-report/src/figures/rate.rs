@@ -6,6 +6,9 @@ use anyhow::Result;
 use plotters::prelude::*;
 use rtrace_measure::rate::RateResult;
 
+/// Where a run without loss sits on the log axis (%): below one event in a million.
+const ZERO: f64 = 1e-5;
+
 /// One search's curve: label, look, (rate, % lost) points, highest lossless rate.
 type Curve = (String, style::Look, Vec<(f64, f64)>, Option<f64>);
 
@@ -19,7 +22,12 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
         let mut pts: Vec<(f64, f64)> = s
             .points
             .iter()
-            .map(|p| (p.achieved_hz.max(1.0), 100.0 * p.lost_fraction()))
+            .map(|p| {
+                (
+                    p.achieved_hz.max(1.0),
+                    (100.0 * p.lost_fraction()).max(ZERO),
+                )
+            })
             .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         series.push((
@@ -36,7 +44,7 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
         .iter()
         .flat_map(|s| s.2.iter().map(|p| p.1))
         .fold(1.0f64, f64::max)
-        * 1.1;
+        * 3.0;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, style::SIZE).into_drawing_area();
@@ -46,14 +54,23 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
             .margin(style::MARGIN_PX)
             .x_label_area_size(style::X_AXIS_PX)
             .y_label_area_size(style::Y_AXIS_PX)
-            .build_cartesian_2d((lo..hi * 1.5).log_scale(), 0.0..ymax)?;
+            .build_cartesian_2d((lo..hi * 1.5).log_scale(), (ZERO..ymax).log_scale())?;
         chart
             .configure_mesh()
             .light_line_style(WHITE)
             .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
             .x_desc("events per second fired")
-            .y_desc("events lost (%)")
+            .y_desc("events lost (%, log scale; 0 at the bottom)")
             .x_label_formatter(&|v| crate::rate::rate(*v))
+            .y_label_formatter(&|v| {
+                if *v <= ZERO * 1.01 {
+                    "0".into()
+                } else if *v >= 1.0 {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v}")
+                }
+            })
             .axis_desc_style(style::text(style::AXIS_PX))
             .label_style(style::text(style::LABEL_PX))
             .draw()?;
@@ -68,7 +85,7 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, look.colour.filled())))?;
             if let Some(m) = max {
                 chart.draw_series([PathElement::new(
-                    vec![(*m, 0.0), (*m, ymax * 0.05)],
+                    vec![(*m, ZERO), (*m, ZERO * 4.0)],
                     look.colour.stroke_width(4),
                 )])?;
             }
