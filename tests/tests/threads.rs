@@ -68,3 +68,52 @@ fn two_threads_are_traced_and_accounted_per_run_and_per_thread() {
         "{report}"
     );
 }
+
+#[test]
+fn rate_with_two_threads_fires_the_rate_asked_and_accounts_every_point() {
+    let before = tracefs_snapshot();
+    let dir = tempfile::tempdir().unwrap();
+    let out = bench(&[
+        "rate",
+        "--tracer",
+        "ftrace",
+        "--threads",
+        "2",
+        "--buffer-sizes-kb",
+        "8",
+        "--duration-ms",
+        "200",
+        "--start-rate",
+        "20000",
+        "--max-rate",
+        "400000",
+        "--bisections",
+        "1",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
+    let v = read_json(&dir.path().join("rate.json"));
+    assert_eq!(v["config"]["thread_cpus"].as_array().unwrap().len(), 2);
+    for s in v["searches"].as_array().unwrap() {
+        for p in s["points"].as_array().unwrap() {
+            let ev = &p["events"];
+            let hits = ev["hits"].as_u64().unwrap();
+            // Both threads' firings: 200 ms at the rate asked, split between them.
+            let expected = p["rate_hz"].as_f64().unwrap() * 0.2;
+            assert!((hits as f64) < expected * 1.05, "{p}");
+            assert!(
+                !p["achieved_hz"].as_f64().unwrap().is_nan() && hits > 0,
+                "{p}"
+            );
+            assert_eq!(
+                ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap(),
+                hits,
+                "{p}"
+            );
+        }
+    }
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(report.contains("2 threads on CPUs"), "{report}");
+}

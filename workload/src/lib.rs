@@ -11,6 +11,7 @@ pub mod nop5;
 mod npt;
 mod rate;
 mod setup;
+mod together;
 pub mod tsc;
 
 use anyhow::{bail, Context, Result};
@@ -56,9 +57,11 @@ fn run<I: Instrument>() -> Result<()> {
         WorkloadConfig::Cyclic(c) => cyclic::run::<I>(&c),
         WorkloadConfig::Rate(c) => {
             let placed = setup::place(c.cpu, c.priority)?;
-            announce::<I>(c.cpu, &placed)?;
-            wait_for_go()?;
-            emit(&Message::RateDone(rate::run::<I>(&c)))
+            let done = rate::run::<I>(&c, || {
+                announce::<I>(c.cpu, &placed)?;
+                wait_for_go()
+            })?;
+            emit(&Message::RateDone(done))
         }
         WorkloadConfig::Npt(c) => {
             let placed = setup::place(c.cpu, c.priority)?;

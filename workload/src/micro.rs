@@ -38,64 +38,22 @@ pub fn run<I: Instrument>(c: &MicroConfig, ready: impl FnOnce() -> Result<()>) -
         timer.saturating_record(tsc::to_ns(t1 - t0, ns_per_tick));
     }
 
-    // Every thread runs the same loop at the same time: the others are created and pinned
-    // before `ready`, then released together with the first by a barrier. A failure before the
-    // start (a thread not pinned, the harness gone) releases them with `abort` set.
-    let placed = std::sync::Barrier::new(c.more_threads.len() + 1);
-    let start = std::sync::Barrier::new(c.more_threads.len() + 1);
-    let failures = std::sync::Mutex::new(Vec::<String>::new());
-    let abort = std::sync::atomic::AtomicBool::new(false);
-    let (hits, per_thread) = std::thread::scope(|s| -> Result<(u64, Vec<String>)> {
-        let others: Vec<_> = c
-            .more_threads
-            .iter()
-            .map(|&cpu| {
-                let (placed, start, failures, abort) = (&placed, &start, &failures, &abort);
-                s.spawn(move || -> Result<(u64, Histogram<u64>, u64)> {
-                    if let Err(e) = crate::setup::place_thread(cpu, c.priority) {
-                        failures
-                            .lock()
-                            .expect("not poisoned")
-                            .push(format!("{e:#}"));
-                    }
-                    placed.wait();
-                    start.wait();
-                    let mut hist = sized_histogram();
-                    if abort.load(std::sync::atomic::Ordering::SeqCst) {
-                        return Ok((0, hist, 0));
-                    }
-                    let mut pacer = Pacer::new(c.pacing, ns_per_tick);
-                    let hits = body::<I>(c, ns_per_tick, &mut hist, &mut pacer);
-                    Ok((hits, hist, pacer.rests))
-                })
-            })
-            .collect();
-        placed.wait();
-        let failed = failures.lock().expect("not poisoned").clone();
-        let go = if failed.is_empty() {
-            ready()
-        } else {
-            Err(anyhow::anyhow!(failed.join("; ")))
-        };
-        abort.store(go.is_err(), std::sync::atomic::Ordering::SeqCst);
-        start.wait();
-        go?;
+    let threads = crate::together::run(&c.more_threads, c.priority, ready, || {
+        let mut hist = sized_histogram();
         let mut pacer = Pacer::new(c.pacing, ns_per_tick);
-        let mut hits = body::<I>(c, ns_per_tick, &mut hist, &mut pacer);
-        rests = pacer.rests;
-        let mut per_thread = Vec::new();
-        if !others.is_empty() {
-            per_thread.push(encode_histogram(&hist)?);
-        }
-        for t in others {
-            let (h, th, r) = t.join().expect("a loop thread panicked")?;
-            hits += h;
-            rests += r;
-            per_thread.push(encode_histogram(&th)?);
-            hist.add(&th).expect("same bounds");
-        }
-        Ok((hits, per_thread))
+        let hits = body::<I>(c, ns_per_tick, &mut hist, &mut pacer);
+        (hits, hist, pacer.rests)
     })?;
+    let mut hits = 0;
+    let mut per_thread = Vec::new();
+    for (h, th, r) in &threads {
+        hits += h;
+        rests += r;
+        hist.add(th).expect("same bounds");
+        if threads.len() > 1 {
+            per_thread.push(encode_histogram(th)?);
+        }
+    }
     if std::hint::black_box(hits == u64::MAX) {
         // Never taken: keeps the idle tracepoint and marker in the binary, reachable but not
         // fired.

@@ -279,6 +279,11 @@ pub struct RateArgs {
     /// Bisection steps between the last lossless and the first lossy rate.
     #[arg(long, default_value_t = 5)]
     pub bisections: u32,
+    /// Threads firing the probe, each on its own CPU (the measured CPU, then harness CPUs from
+    /// the last), the rate split evenly between them: past one thread's ceiling, and onto the
+    /// consumers' CPU.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub threads: usize,
     /// CPU the workload fires on (default: the last CPU); consumers stay off it.
     #[arg(long)]
     pub cpu: Option<usize>,

@@ -88,6 +88,15 @@ impl Cpus {
     }
 
     /// [`Cpus::choose`] among the usable CPUs, as if no other run measured.
+    /// CPUs of `n` loop threads: the measured CPU, then one harness CPU per further thread
+    /// (from the last, so CPU 0 and its housekeeping come last).
+    pub fn loop_cpus(&self, n: usize) -> Vec<usize> {
+        std::iter::once(self.measured)
+            .chain(self.harness.iter().rev().copied())
+            .take(n)
+            .collect()
+    }
+
     pub fn from_request(requested: Option<usize>) -> Result<Cpus, OptionsError> {
         Cpus::choose(requested, &usable(), &[], smt_siblings)
     }

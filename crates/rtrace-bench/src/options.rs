@@ -179,14 +179,25 @@ pub struct UsdtOptions {
 }
 
 impl UsdtOptions {
-    /// CPUs of every loop thread: the measured CPU, then one harness CPU per further thread
-    /// (from the last, so CPU 0 and its housekeeping come last).
+    /// CPUs of every loop thread (see [`Cpus::loop_cpus`]).
     pub fn thread_cpus(&self) -> Vec<usize> {
-        std::iter::once(self.cpus.measured)
-            .chain(self.cpus.harness.iter().rev().copied())
-            .take(self.threads)
-            .collect()
+        self.cpus.loop_cpus(self.threads)
     }
+}
+
+/// `--threads N` fits the usable CPUs: one per loop thread.
+pub fn check_threads(cpus: &Cpus, threads: usize) -> Result<(), OptionsError> {
+    if threads == 0 || threads > cpus.harness.len() + 1 {
+        let mut all = cpus.harness.clone();
+        all.push(cpus.measured);
+        all.sort_unstable();
+        return Err(OptionsError::Threads {
+            threads,
+            usable: all.len(),
+            list: crate::cpus::list(&all),
+        });
+    }
+    Ok(())
 }
 
 /// The modes `--decompose` measures (the steps of `rtrace_measure::staircase`).
@@ -330,16 +341,7 @@ impl TryFrom<UsdtArgs> for UsdtOptions {
             TracerChoice::These(t)
         };
         let cpus = Cpus::from_request(a.cpu)?;
-        if a.threads == 0 || a.threads > cpus.harness.len() + 1 {
-            let mut all = cpus.harness.clone();
-            all.push(cpus.measured);
-            all.sort_unstable();
-            return Err(OptionsError::Threads {
-                threads: a.threads,
-                usable: all.len(),
-                list: crate::cpus::list(&all),
-            });
-        }
+        check_threads(&cpus, a.threads)?;
         Ok(UsdtOptions {
             tracers,
             cases: parse_cases(&a.case),

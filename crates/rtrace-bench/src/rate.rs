@@ -22,6 +22,8 @@ pub struct RateOptions {
     pub duration_ms: u64,
     pub plan: SearchPlan,
     pub cpus: crate::cpus::Cpus,
+    /// `--threads`: firing threads, at least 1.
+    pub threads: usize,
     pub priority: Option<i32>,
     pub tracer: TracerOptions,
     pub json: Option<PathBuf>,
@@ -57,6 +59,8 @@ impl TryFrom<crate::cli::RateArgs> for RateOptions {
         if tracers.is_empty() {
             bail!("--tracer names no tracer: pick ftrace, ebpf, lttng, bpftrace or all");
         }
+        let cpus = crate::cpus::Cpus::from_request(a.cpu)?;
+        crate::options::check_threads(&cpus, a.threads)?;
         Ok(RateOptions {
             tracers,
             buffer_sizes_kb: a.buffer_sizes_kb,
@@ -67,7 +71,8 @@ impl TryFrom<crate::cli::RateArgs> for RateOptions {
                 bisections: a.bisections,
                 ..SearchPlan::default()
             },
-            cpus: crate::cpus::Cpus::from_request(a.cpu)?,
+            cpus,
+            threads: a.threads,
             priority: a.priority,
             tracer: a.tracer_args.into(),
             json: a.json,
@@ -172,6 +177,7 @@ pub fn run(mut o: RateOptions) -> Result<i32> {
             cpu: o.cpus.measured,
             priority: o.priority,
             plan: o.plan,
+            thread_cpus: o.cpus.loop_cpus(o.threads),
             buffer_sizes_kb: o.buffer_sizes_kb.clone(),
             tracer_options: tracer_options_json(&o.tracer),
         },
@@ -241,6 +247,7 @@ fn point(o: &RateOptions, s: &Subject, rate: f64, phase: Phase, seq: u64) -> Res
         cpu: o.cpus.measured,
         priority: o.priority,
         body: Body::Event,
+        more_threads: o.cpus.loop_cpus(o.threads).into_iter().skip(1).collect(),
     });
     let out_dir = o.out.join(format!("point-{seq}"));
     std::fs::create_dir_all(&out_dir)

@@ -261,6 +261,10 @@ pub struct RateSettings {
     pub cpu: usize,
     pub priority: Option<i32>,
     pub plan: SearchPlan,
+    /// CPUs of the firing threads (`--threads`), the measured CPU first; files of older
+    /// versions: one thread on `cpu`.
+    #[serde(default)]
+    pub thread_cpus: Vec<usize>,
     pub buffer_sizes_kb: Vec<u64>,
     pub tracer_options: serde_json::Value,
 }

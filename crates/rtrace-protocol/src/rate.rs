@@ -15,9 +15,13 @@ pub struct RateConfig {
     pub priority: Option<i32>,
     /// What fires: `event` (USDT or LTTng-UST tracepoint) or `event-nop5`.
     pub body: crate::Body,
+    /// CPUs of further firing threads (`rate --threads N`: N - 1 of them); the rate is split
+    /// evenly between all threads. Empty: one thread.
+    #[serde(default)]
+    pub more_threads: Vec<usize>,
 }
 
-/// Printed once at the end of a rate run.
+/// Printed once at the end of a rate run (every thread's together).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateDone {
     /// Probe executions: the ground truth for event accounting.
@@ -43,6 +47,7 @@ mod tests {
             cpu: 1,
             priority: None,
             body: crate::Body::Event,
+            more_threads: vec![0],
         });
         let s = serde_json::to_string(&c).unwrap();
         assert!(s.contains("\"mode\":\"rate\""), "{s}");

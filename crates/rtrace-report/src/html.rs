@@ -395,9 +395,9 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 esc(&e.id)
             ));
             out.push_str(&format!(
-                "<p class=\"sub\">{} ms per run on CPU {}; {}; {}. {}.</p>\n",
+                "<p class=\"sub\">{} ms per run on {}; {}; {}. {}.</p>\n",
                 r.config.duration_ms,
-                r.config.cpu,
+                esc(&crate::rate::on(r)),
                 esc(&e.kernel()),
                 esc(&r.environment.cpu_model),
                 esc(crate::rate::NOTE)

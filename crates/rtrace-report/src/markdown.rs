@@ -222,14 +222,14 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
             out.push_str(&format!(
                 "## `{}`: highest lossless event rate{source}
 
-{} ms per run on CPU {}; kernel {}.
+{} ms per run on {}; kernel {}.
 
 {}.
 
 ",
                 e.id,
                 r.config.duration_ms,
-                r.config.cpu,
+                crate::rate::on(r),
                 e.kernel(),
                 crate::rate::NOTE
             ));

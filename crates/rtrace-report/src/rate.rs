@@ -79,6 +79,20 @@ pub fn rows(r: &RateResult) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// `CPU 1`, or `2 threads on CPUs 1, 0 (the rate split between them)`.
+pub fn on(r: &RateResult) -> String {
+    let cpus = &r.config.thread_cpus;
+    if cpus.len() < 2 {
+        return format!("CPU {}", r.config.cpu);
+    }
+    format!(
+        "{} threads on CPUs {} (the rate split between them; CPUs other than {} are shared with the consumers)",
+        cpus.len(),
+        cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
+        r.config.cpu
+    )
+}
+
 /// The summary sentences.
 pub fn summary(r: &RateResult) -> Vec<String> {
     let list: Vec<String> = r
@@ -109,8 +123,11 @@ pub fn summary(r: &RateResult) -> Vec<String> {
 /// The terminal text.
 pub fn text(r: &RateResult) -> String {
     let mut out = format!(
-        "rate: highest lossless event rate, {} ms per run on CPU {} — kernel {}, {}\nsummary:\n",
-        r.config.duration_ms, r.config.cpu, r.environment.kernel_release, r.environment.cpu_model
+        "rate: highest lossless event rate, {} ms per run on {} — kernel {}, {}\nsummary:\n",
+        r.config.duration_ms,
+        on(r),
+        r.environment.kernel_release,
+        r.environment.cpu_model
     );
     for l in summary(r) {
         out.push_str(&format!("  {l}\n"));
@@ -188,6 +205,7 @@ mod tests {
                 cpu: 1,
                 priority: None,
                 plan,
+                thread_cpus: vec![1],
                 buffer_sizes_kb: vec![256],
                 tracer_options: serde_json::json!({"record": "stream"}),
             },
