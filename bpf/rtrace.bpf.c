@@ -26,6 +26,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "rtrace.h"
+#include "log2.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -75,24 +76,6 @@ struct sys_exit_args {
 	__s64 syscall_nr;
 	__s64 ret;
 };
-
-/* Histogram bucket of v: 0 for v <= 0, else 1 + floor(log2(v)) (at most 63). Branch-light. */
-static __always_inline __u32 log2_bucket(__s64 v)
-{
-	__u64 x = v;
-	__u32 r = 0, s;
-
-	if (v <= 0)
-		return 0;
-	s = (x > 0xffffffffULL) << 5; x >>= s; r |= s;
-	s = (x > 0xffffULL) << 4; x >>= s; r |= s;
-	s = (x > 0xffULL) << 3; x >>= s; r |= s;
-	s = (x > 0xfULL) << 2; x >>= s; r |= s;
-	s = (x > 0x3ULL) << 1; x >>= s; r |= s;
-	r |= (x >> 1);
-	r += 1;
-	return r < RTRACE_HIST_BUCKETS ? r : RTRACE_HIST_BUCKETS - 1;
-}
 
 /* Register operand of a USDT argument spec, by its offset in struct pt_regs. The load is an asm
  * statement with a constant offset so that clang cannot merge the cases into one load through a

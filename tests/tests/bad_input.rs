@@ -261,3 +261,16 @@ fn more_threads_than_cpus() {
         "pass --threads 1..",
     );
 }
+
+#[test]
+fn events_bad_input() {
+    rejected(&["events", "--experiments", "19"], "--experiments");
+    rejected(&["events", "--experiments", "7-4"], "--experiments");
+    rejected(&["events", "--reads", "0"], "--reads");
+    rejected(&["events", "--tracer", "none"], "name a tracer");
+    rejected(&["events", "--cpu", "4096"], "pass one of them, e.g. --cpu");
+    rejected(
+        &["events", "--workload-dir", "/nonexistent", "-n", "10"],
+        "cargo build --release",
+    );
+}

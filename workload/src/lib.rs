@@ -10,6 +10,7 @@ mod micro;
 pub mod nop5;
 mod npt;
 mod rate;
+mod reads;
 mod setup;
 mod together;
 pub mod tsc;
@@ -68,6 +69,14 @@ fn run<I: Instrument>() -> Result<()> {
             announce::<I>(c.cpu, &placed)?;
             wait_for_go()?;
             emit(&Message::NptDone(npt::run::<I>(&c)?))
+        }
+        WorkloadConfig::Reads(c) => {
+            let placed = setup::place(c.cpu, c.priority)?;
+            let done = reads::run(&c, || {
+                announce::<I>(c.cpu, &placed)?;
+                reads::wait_for_go_without_read()
+            })?;
+            emit(&Message::ReadsDone(done))
         }
     }
 }

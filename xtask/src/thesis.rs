@@ -1,6 +1,6 @@
 //! `cargo xtask thesis`: the README's main command. Installs what is missing, builds, runs the
-//! usdt comparison, the cyclictest sweep, the lossless-rate search and npt with every tracer
-//! available here (quick defaults),
+//! usdt comparison, the cyclictest sweep, the lossless-rate search, npt and Gregg's per-event
+//! cost suite (`events`) with every tracer available here (quick defaults),
 //! and writes one report directory (`index.html`, `report.md`, `results.csv`, `figures/`).
 
 use crate::exec::{cargo, exec};
@@ -78,11 +78,21 @@ pub fn run(o: Options) -> Result<()> {
             .arg("--out")
             .arg(out.join("npt")),
     );
+    step(
+        "events",
+        Command::new(&bench)
+            .args([
+                "events", "--tracer", "all", "--reads", "200000", "--rounds", "3",
+            ])
+            .arg("--out")
+            .arg(out.join("events")),
+    );
     let results: Vec<PathBuf> = [
         out.join("usdt/usdt.json"),
         out.join("cyclictest-sweep/cyclictest-sweep.json"),
         out.join("rate/rate.json"),
         out.join("npt/npt.json"),
+        out.join("events/events.json"),
     ]
     .into_iter()
     .filter(|p| p.exists())

@@ -30,6 +30,11 @@ pub enum Command {
     /// Beamonte's Non-Preempt Test: gaps of a tight TSC loop on the measured CPU with no tracer
     /// and with each tracer consuming the loop's event stream.
     Npt(NptArgs),
+    /// Gregg's per-event cost benchmark (BPF Performance Tools ch. 18, as rerun by Piotrowski
+    /// 2024): a pinned loop of 1-byte reads traced by each experiment's program (bpftrace's
+    /// published one-liners, our eBPF equivalents, ftrace events), per-event cost per experiment
+    /// and tracer beside the published bpftrace 0.17 numbers.
+    Events(EventsArgs),
     /// Overlay two cyclictest-sweep results (e.g. PREEMPT vs PREEMPT_RT): per-percentile differences.
     Compare(crate::compare::CompareArgs),
     /// Regenerate a report (HTML, Markdown, CSV, SVG figures) from result files.
@@ -327,6 +332,40 @@ pub struct NptArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Directory for results and the report (default: results/npt-<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Directory holding the workload binaries (default: next to rtrace-bench).
+    #[arg(long, value_name = "DIR")]
+    pub workload_dir: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct EventsArgs {
+    /// Tracers (comma separated): bpftrace (Gregg's one-liners), ebpf (our programs, same
+    /// semantics), ftrace (events, filters, hist triggers), lttng (kernel tracer: needs
+    /// lttng-modules); `all`: every one, those that cannot run here listed with the reason.
+    #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
+    pub tracer: Vec<TracerArg>,
+    /// Experiments by Gregg's number (comma separated, ranges allowed: 1,4-7,15).
+    #[arg(long, short, value_delimiter = ',', default_value = "1-18")]
+    pub experiments: Vec<String>,
+    /// 1-byte reads per run (the events of each experiment; Gregg's dd made 10,000,000).
+    #[arg(long, short = 'n', default_value_t = 1_000_000)]
+    pub reads: u64,
+    /// Rounds: each runs every experiment once between two untraced runs, in alternating order;
+    /// intervals are made over rounds.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u32,
+    /// CPU the loop runs on (default: the last CPU); tracer consumers stay off it.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// SCHED_FIFO priority of the loop (1-99); default: normal scheduling.
+    #[arg(long)]
+    pub priority: Option<i32>,
+    /// Write the JSON result here too.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Directory for results and the report (default: results/events-<timestamp>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Directory holding the workload binaries (default: next to rtrace-bench).

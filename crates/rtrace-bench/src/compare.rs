@@ -96,6 +96,7 @@ mod tests {
             AnyResult::Sweep(r) => rtrace_report::json::sweep(r).unwrap(),
             AnyResult::Rate(r) => serde_json::to_vec(r).unwrap(),
             AnyResult::Npt(r) => serde_json::to_vec(r).unwrap(),
+            AnyResult::Events(r) => serde_json::to_vec(r).unwrap(),
         };
         std::fs::write(&path, bytes).unwrap();
         path

@@ -5,6 +5,7 @@ mod cli;
 mod compare;
 mod count;
 mod cpus;
+mod events;
 mod hold;
 mod npt;
 mod options;
@@ -15,6 +16,7 @@ mod rate;
 mod report;
 mod runner;
 mod signals;
+mod start;
 mod sweep;
 mod tracers;
 mod usdt;
@@ -49,6 +51,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         }
         cli::Command::Rate(args) => rate::run(rate::RateOptions::try_from(args)?),
         cli::Command::Npt(args) => npt::run(npt::NptOptions::try_from(args)?),
+        cli::Command::Events(args) => events::run(events::EventsOptions::try_from(args)?),
         cli::Command::Compare(args) => compare::run(&args),
         cli::Command::Report(args) => report::run(&args),
         cli::Command::HoldExec(args) => hold::run(&args),

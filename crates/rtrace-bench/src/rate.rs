@@ -5,7 +5,7 @@
 
 use crate::options::{default_out, default_workload_dir, TracerOptions};
 use crate::usdt::{hooks, tracer_options_json, workload_bin};
-use crate::{output, signals, tracers};
+use crate::{output, tracers};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::rate::{search, Phase, Point, RateResult, RateSettings, Search, SearchPlan};
 use rtrace_measure::trace_data::{KeepTraces, TraceData};
@@ -153,24 +153,13 @@ pub fn run(mut o: RateOptions) -> Result<i32> {
     for s in &skipped {
         eprintln!("note: {s}");
     }
-    if let Some(j) = &o.json {
-        output::check_file("--json", j)?;
-    }
-    let (cpus, _cpu) = o.cpus.claim()?;
-    o.cpus = cpus;
-    let run_dir = output::claim_dir("--out", &o.out, o.out_given)?;
-    o.out = run_dir.path.clone();
-    signals::pin_harness(&o.cpus.harness)?;
-    signals::install();
-    tracers::remove_stale()?;
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
+    let started = crate::start::start(&o.cpus, &o.out, o.out_given, o.json.as_deref())?;
+    o.cpus = started.cpus.clone();
+    o.out = started.out.clone();
     let mut result = RateResult {
         experiment: "rate".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        started_unix: crate::start::now_unix(),
         environment: Environment::collect(o.cpus.measured),
         config: RateSettings {
             duration_ms: o.duration_ms,

@@ -84,6 +84,10 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
                 print!("{}", rtrace_report::npt::text(r));
                 print!("{}", terminal::warnings(&e.warnings, paint()));
             }
+            AnyResult::Events(r) => {
+                print!("{}", rtrace_report::events::text(r));
+                print!("{}", terminal::warnings(&e.warnings, paint()));
+            }
         }
     }
     eprintln!("report: {}", index.display());

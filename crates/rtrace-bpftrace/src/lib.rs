@@ -18,6 +18,7 @@
 //! buffers without a "Lost" report (measured: 459 of 100,000 events), see `script::PidFilter`.
 
 mod child;
+pub mod events;
 mod output;
 mod script;
 

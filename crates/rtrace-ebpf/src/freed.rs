@@ -21,14 +21,19 @@ pub struct KernelIds {
 
 impl KernelIds {
     pub fn collect(skel: &skel::RtraceSkel<'_>) -> KernelIds {
+        KernelIds::of(skel.object())
+    }
+
+    /// The programs and maps of a loaded object.
+    pub fn of(object: &libbpf_rs::Object) -> KernelIds {
         use std::os::fd::AsFd;
         let mut ids = KernelIds::default();
-        for prog in skel.object().progs() {
+        for prog in object.progs() {
             if let Ok(id) = libbpf_rs::Program::id_from_fd(prog.as_fd()) {
                 ids.progs.push(id);
             }
         }
-        for map in skel.object().maps() {
+        for map in object.maps() {
             if let Ok(info) = map.info() {
                 ids.maps.push(info.info.id);
             }

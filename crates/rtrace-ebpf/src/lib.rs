@@ -23,6 +23,7 @@
 //! libbpf's messages never reach the terminal during a run; errors quote the relevant one
 //! (e.g. the verifier's reason). `RTRACE_LIBBPF_LOG=1` prints them all to stderr.
 
+pub mod events;
 mod freed;
 mod libbpf_log;
 mod plan;
@@ -30,6 +31,7 @@ mod readout;
 mod session;
 mod sink;
 mod skel;
+mod worker;
 
 use anyhow::{Context, Result};
 use rtrace_tracer::{Attachment, EventStats, Hook, Target, Tracer, TracerKind};

@@ -12,14 +12,14 @@ use rtrace_tracer::EventStats;
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
-use crate::freed::{KernelIds, FREE_TIMEOUT};
+use crate::freed::KernelIds;
 use crate::plan::{Probe, NANOSLEEP_EXIT};
 use crate::readout::{floor_hits, sum_lost, write_aggregate};
 use crate::sink::EventSink;
+use crate::worker::Worker;
 use crate::{libbpf_log, skel, EbpfMode};
 
 /// How long the record-mode consumer sleeps between drains when the ring is not filling up.
@@ -49,75 +49,21 @@ pub struct Plan {
 }
 
 /// A running session; see the module doc.
-pub struct Session {
-    stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<Result<EventStats>>>,
-}
+pub struct Session(Worker<EventStats>);
 
 impl Session {
     /// Starts the thread and returns once the program is attached (or with the reason it is not).
     pub fn start(plan: Plan) -> Result<Session> {
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
-        let (stop_tx, stop_rx) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("rtrace-ebpf".into())
-            .spawn(move || run(plan, ready_tx, stop_rx))
-            .context("cannot start the eBPF consumer thread")?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Session {
-                stop: Some(stop_tx),
-                thread: Some(thread),
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => Err(join(thread).err().unwrap_or_else(|| {
-                anyhow!("the eBPF session ended before attaching (a bug: please report it)")
-            })),
-        }
+        Worker::start(
+            "rtrace-ebpf",
+            Box::new(move |attached, stop, ids| trace(&plan, attached, stop, ids)),
+        )
+        .map(Session)
     }
 
     /// Stops tracing, drains, counts, closes everything.
-    pub fn finish(mut self) -> Result<EventStats> {
-        self.stop.take();
-        join(self.thread.take().expect("session thread"))
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        self.stop.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn join(thread: JoinHandle<Result<EventStats>>) -> Result<EventStats> {
-    thread
-        .join()
-        .map_err(|_| anyhow!("the eBPF consumer thread panicked (a bug: please report it)"))?
-}
-
-/// Thread body. Reports setup errors through `ready` (then its own result is never read).
-fn run(plan: Plan, ready: Sender<Result<()>>, stop: Receiver<()>) -> Result<EventStats> {
-    let mut ready = Some(ready);
-    let mut ids = KernelIds::default();
-    let mut attached = || {
-        if let Some(tx) = ready.take() {
-            let _ = tx.send(Ok(()));
-        }
-    };
-    let result = trace(&plan, &mut attached, &stop, &mut ids);
-    // Everything of ours is closed now; the kernel frees it after a grace period.
-    ids.wait_until_freed(FREE_TIMEOUT);
-    match (ready.take(), result) {
-        (Some(tx), Err(e)) => {
-            let _ = tx.send(Err(e));
-            Ok(EventStats::default())
-        }
-        (_, r) => r,
+    pub fn finish(self) -> Result<EventStats> {
+        self.0.finish()
     }
 }
 
@@ -198,7 +144,7 @@ fn trace(
 }
 
 /// Pins the calling thread to `cpus` (no-op if empty).
-fn pin(cpus: &[usize]) -> Result<()> {
+pub(crate) fn pin(cpus: &[usize]) -> Result<()> {
     use nix::sched::{sched_setaffinity, CpuSet};
     if cpus.is_empty() {
         return Ok(());
@@ -351,7 +297,7 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
 }
 
 /// One line that names the fix, with libbpf's last word as the detail.
-fn explain(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
+pub(crate) fn explain(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
     if let Some(reason) = libbpf_log::verifier_error() {
         return anyhow!(
             "{what} failed: the kernel's verifier rejected it ({reason}): please report this with the output of `uname -r` (RTRACE_LIBBPF_LOG=1 shows the full log)"

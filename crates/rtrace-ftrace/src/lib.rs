@@ -15,6 +15,7 @@
 //! accounting check fails if another one does), and kernel tracepoints kept to one process are
 //! refused. Paths written to tracefs are whitelisted (`uprobe::plain_path`).
 
+pub mod features;
 mod instance;
 mod stale;
 mod stats;

@@ -6,6 +6,7 @@ pub mod counters;
 pub mod cyclictest;
 pub mod disturbed;
 pub mod env;
+pub mod events;
 pub mod interval;
 pub mod model;
 pub mod npt;

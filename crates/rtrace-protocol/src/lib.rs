@@ -10,11 +10,13 @@ mod cyclic;
 mod histogram;
 mod npt;
 mod rate;
+mod reads;
 
 pub use cyclic::{CyclicConfig, CyclicDone, Fire, ProbeAt};
 pub use histogram::{decode_histogram, encode_histogram, new_histogram, HistogramError};
 pub use npt::{NptConfig, NptDone};
 pub use rate::{RateConfig, RateDone};
+pub use reads::{ReadsConfig, ReadsDone};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +54,8 @@ pub enum WorkloadConfig {
     Rate(RateConfig),
     /// The Non-Preempt Test loop (`rtrace-bench npt`).
     Npt(NptConfig),
+    /// The `read(2)` loop of `rtrace-bench events`.
+    Reads(ReadsConfig),
 }
 
 /// The per-probe microbenchmark configuration.
@@ -114,6 +118,9 @@ pub enum Message {
     /// The result of a [`WorkloadConfig::Npt`] run.
     #[serde(rename = "npt-done")]
     NptDone(NptDone),
+    /// The result of a [`WorkloadConfig::Reads`] run.
+    #[serde(rename = "reads-done")]
+    ReadsDone(ReadsDone),
 }
 
 /// Printed once pinned and locked, before waiting for "go".

@@ -101,7 +101,7 @@ impl Exporter for Csv {
                     })
                     .collect(),
                 // Rate results have no latency summary: their points are in rate.json.
-                AnyResult::Rate(_) | AnyResult::Npt(_) => Vec::new(),
+                AnyResult::Rate(_) | AnyResult::Npt(_) | AnyResult::Events(_) => Vec::new(),
             };
             let env = e.result.environment();
             for row in rows {

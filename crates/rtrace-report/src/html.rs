@@ -114,6 +114,21 @@ fn row(cells: &[String], first_left: usize) -> String {
     format!("<tr>{tds}</tr>\n")
 }
 
+/// A whole table: header, rows, the first `left` columns left-aligned.
+fn table(head: &[&str], rows: Vec<Vec<String>>, left: usize) -> String {
+    let mut t = String::from("<table>\n");
+    t.push_str(&header(head, left));
+    for cells in rows {
+        t.push_str(&row(&cells, left));
+    }
+    t.push_str("</table>\n");
+    t
+}
+
+fn texts(h: &[String]) -> Vec<&str> {
+    h.iter().map(String::as_str).collect()
+}
+
 fn header(cells: &[&str], first_left: usize) -> String {
     let ths: String = cells
         .iter()
@@ -403,15 +418,6 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 esc(crate::rate::NOTE)
             ));
             out.push_str(&warnings(&e.warnings));
-            let table = |head: &[&str], rows: Vec<Vec<String>>, left: usize| {
-                let mut t = String::from("<table>\n");
-                t.push_str(&header(head, left));
-                for cells in rows {
-                    t.push_str(&row(&cells, left));
-                }
-                t.push_str("</table>\n");
-                t
-            };
             out.push_str(&table(
                 &crate::rate::HEADER,
                 crate::rate::rows(r),
@@ -450,6 +456,52 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 "<pre>{}</pre>\n",
                 esc(crate::npt::osnoise_line(r).trim_end())
             ));
+            out.push_str(&failures(&r.failed));
+            serde_json::to_string_pretty(&r.config)?
+        }
+        AnyResult::Events(r) => {
+            out.push_str(&format!(
+                "<h2>events: per-event cost of tracer features (<code>{}</code>){file}</h2>\n",
+                esc(&e.id)
+            ));
+            out.push_str(&format!(
+                "<p class=\"sub\">{}; {}. {}.</p>\n",
+                esc(&e.kernel()),
+                esc(&r.environment.cpu_model),
+                esc(&crate::events::note(r))
+            ));
+            out.push_str(&warnings(&e.warnings));
+            out.push_str("<h3>Per-event cost, ns (Piotrowski's Table IV)</h3>\n");
+            let cost_header = crate::events::cost_header(r);
+            let slowdown_header = crate::events::slowdown_header(r);
+            out.push_str(&table(&texts(&cost_header), crate::events::cost_rows(r), 2));
+            out.push_str("<h3>Slowdown of the loop (Piotrowski's Table V)</h3>\n");
+            out.push_str(&table(
+                &texts(&slowdown_header),
+                crate::events::slowdown_rows(r),
+                1,
+            ));
+            out.push_str("<h3>Accounting: each tracer kept to the workload's process</h3>\n");
+            out.push_str(&table(
+                &crate::events::CHECK_HEADER,
+                crate::events::check_rows(r),
+                2,
+            ));
+            let not = crate::events::not_run(r);
+            if !not.is_empty() {
+                out.push_str("<h3>Not run here</h3>\n<ul>\n");
+                for l in not {
+                    out.push_str(&format!("<li>{}</li>\n", esc(&l)));
+                }
+                out.push_str("</ul>\n");
+            }
+            out.push_str("<details><summary>Programs, Gregg's fastest-run statistic, output checked</summary>\n");
+            out.push_str(&table(
+                &crate::events::DETAIL_HEADER,
+                crate::events::detail_rows(r),
+                3,
+            ));
+            out.push_str("</details>\n");
             out.push_str(&failures(&r.failed));
             serde_json::to_string_pretty(&r.config)?
         }

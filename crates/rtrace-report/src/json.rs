@@ -46,6 +46,7 @@ impl crate::export::Exporter for Json {
                     })?,
                     AnyResult::Rate(r) => serde_json::to_vec_pretty(r)?,
                     AnyResult::Npt(r) => serde_json::to_vec_pretty(r)?,
+                    AnyResult::Events(r) => serde_json::to_vec_pretty(r)?,
                 };
                 Ok(crate::export::Output::new(format!("{}.json", e.id), bytes))
             })

@@ -3,6 +3,7 @@
 
 pub mod bootstrap;
 pub mod csv;
+pub mod events;
 pub mod export;
 pub mod figures;
 pub mod fixtures;

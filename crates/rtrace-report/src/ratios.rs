@@ -212,11 +212,13 @@ pub fn of_entry(result: &crate::AnyResult) -> Result<Section> {
                     .into(),
             rows: sweep_vs_none(r)?,
         },
-        crate::AnyResult::Rate(_) | crate::AnyResult::Npt(_) => Section {
-            title: "",
-            method: String::new(),
-            rows: Vec::new(),
-        },
+        crate::AnyResult::Rate(_) | crate::AnyResult::Npt(_) | crate::AnyResult::Events(_) => {
+            Section {
+                title: "",
+                method: String::new(),
+                rows: Vec::new(),
+            }
+        }
     })
 }
 

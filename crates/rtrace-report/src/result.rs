@@ -14,6 +14,8 @@ pub const SWEEP: &str = "cyclictest-sweep";
 pub const RATE: &str = "rate";
 /// `experiment` of an npt result file.
 pub const NPT: &str = "npt";
+/// `experiment` of an events result file.
+pub const EVENTS: &str = "events";
 
 /// A result of any experiment.
 #[derive(Debug, Clone)]
@@ -22,6 +24,7 @@ pub enum AnyResult {
     Sweep(SweepResult),
     Rate(rtrace_measure::rate::RateResult),
     Npt(rtrace_measure::npt::NptResult),
+    Events(rtrace_measure::events::EventsResult),
 }
 
 impl AnyResult {
@@ -36,8 +39,9 @@ impl AnyResult {
             Some(SWEEP) => Ok(AnyResult::Sweep(serde_json::from_value(v).context(stale)?)),
             Some(RATE) => Ok(AnyResult::Rate(serde_json::from_value(v).context(stale)?)),
             Some(NPT) => Ok(AnyResult::Npt(serde_json::from_value(v).context(stale)?)),
+            Some(EVENTS) => Ok(AnyResult::Events(serde_json::from_value(v).context(stale)?)),
             Some(other) => {
-                bail!("unknown experiment `{other}`: reports cover `{USDT}`, `{SWEEP}`, `{RATE}` and `{NPT}` results")
+                bail!("unknown experiment `{other}`: reports cover `{USDT}`, `{SWEEP}`, `{RATE}`, `{NPT}` and `{EVENTS}` results")
             }
             None => bail!("no `experiment` field: not an rtrace-bench result file"),
         }
@@ -49,6 +53,7 @@ impl AnyResult {
             AnyResult::Sweep(_) => SWEEP,
             AnyResult::Rate(_) => RATE,
             AnyResult::Npt(_) => NPT,
+            AnyResult::Events(_) => EVENTS,
         }
     }
 
@@ -58,6 +63,7 @@ impl AnyResult {
             AnyResult::Sweep(r) => &r.environment,
             AnyResult::Rate(r) => &r.environment,
             AnyResult::Npt(r) => &r.environment,
+            AnyResult::Events(r) => &r.environment,
         }
     }
 
@@ -67,6 +73,7 @@ impl AnyResult {
             AnyResult::Sweep(r) => r.started_unix,
             AnyResult::Rate(r) => r.started_unix,
             AnyResult::Npt(r) => r.started_unix,
+            AnyResult::Events(r) => r.started_unix,
         }
     }
 
@@ -77,6 +84,7 @@ impl AnyResult {
             AnyResult::Sweep(r) => warnings::sweep(r),
             AnyResult::Rate(r) => warnings::environment(&r.environment, r.config.cpu),
             AnyResult::Npt(r) => warnings::environment(&r.environment, r.config.cpu),
+            AnyResult::Events(r) => warnings::environment(&r.environment, r.config.cpu),
         }
     }
 }
@@ -139,14 +147,18 @@ impl Report {
     pub fn usdt(&self) -> impl Iterator<Item = (&Entry, &UsdtResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Usdt(r) => Some((e, r)),
-            AnyResult::Sweep(_) | AnyResult::Rate(_) | AnyResult::Npt(_) => None,
+            AnyResult::Sweep(_) | AnyResult::Rate(_) | AnyResult::Npt(_) | AnyResult::Events(_) => {
+                None
+            }
         })
     }
 
     pub fn sweeps(&self) -> impl Iterator<Item = (&Entry, &SweepResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Sweep(r) => Some((e, r)),
-            AnyResult::Usdt(_) | AnyResult::Rate(_) | AnyResult::Npt(_) => None,
+            AnyResult::Usdt(_) | AnyResult::Rate(_) | AnyResult::Npt(_) | AnyResult::Events(_) => {
+                None
+            }
         })
     }
 }

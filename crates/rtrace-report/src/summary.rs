@@ -152,6 +152,11 @@ pub fn of_entry(e: &crate::result::Entry, report: &crate::result::Report) -> Vec
             out.extend(conditions(&e.warnings));
             out
         }
+        crate::result::AnyResult::Events(r) => {
+            let mut out = crate::events::summary(r);
+            out.extend(conditions(&e.warnings));
+            out
+        }
     }
 }
 

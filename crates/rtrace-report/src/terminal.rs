@@ -188,6 +188,10 @@ impl Exporter for Text {
                     out.push_str(&crate::npt::text(r));
                     out.push_str(&warnings(&e.warnings, paint));
                 }
+                AnyResult::Events(r) => {
+                    out.push_str(&crate::events::text(r));
+                    out.push_str(&warnings(&e.warnings, paint));
+                }
             }
         }
         Ok(vec![Output::new("report.txt", out)])

@@ -5,6 +5,7 @@
 //! tracing, drains, counts, removes the state). Dropping an [`Attachment`] without `finish` must
 //! also remove everything it created: that is how error paths and Ctrl-C clean up.
 
+pub mod features;
 mod names;
 pub mod owner;
 mod process;

@@ -6,7 +6,7 @@
 //! one that cannot run here is reported with the reason. The JSON result is rewritten after every
 //! run, so an interruption loses nothing already measured.
 
-mod cyclictest;
+pub(crate) mod cyclictest;
 pub mod options;
 
 use crate::runner::{self, Round, Setup};

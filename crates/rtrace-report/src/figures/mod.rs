@@ -3,6 +3,7 @@
 
 pub mod boxplot;
 pub mod data;
+mod events;
 pub mod lines;
 mod npt;
 mod rate;
@@ -45,6 +46,8 @@ enum Kind {
     LossCurve,
     /// The gap histograms of an npt result.
     NptGaps,
+    /// The per-event costs of an events result.
+    EventCosts,
 }
 
 /// One figure a report can show.
@@ -126,6 +129,10 @@ impl Figure {
             Kind::NptGaps => match entries.first().map(|e| &e.result) {
                 Some(crate::result::AnyResult::Npt(r)) => npt::figure(&self.title, r),
                 _ => anyhow::bail!("{} needs an npt result", self.file),
+            },
+            Kind::EventCosts => match entries.first().map(|e| &e.result) {
+                Some(crate::result::AnyResult::Events(r)) => events::figure(&self.title, r),
+                _ => anyhow::bail!("{} needs an events result", self.file),
             },
             Kind::Staircase(hook) => {
                 let stairs: Vec<_> = rtrace_measure::staircase::staircases(usdt()?)
@@ -287,6 +294,13 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 out.push(fig(e, "loss-curve", "Events lost against the event rate".into(),
                     "The share of events each tracer and buffer size lost at each rate it was driven at (log axis); the thick tick on the axis marks its highest lossless rate.",
                     Kind::LossCurve));
+            }
+        }
+        if let crate::result::AnyResult::Events(r) = &e.result {
+            if r.cells.iter().any(|c| r.cost(c).is_some()) {
+                out.push(fig(e, "costs", "Per-event cost of tracer features (Gregg's benchmark)".into(),
+                    "Each tracer's cost per traced read for every experiment that ran here (log axis; whiskers: 95% interval over rounds); the black bar is Piotrowski's bpftrace 0.17 number on a Xeon Gold 6226R (Linux 5.4), whose experiments 8-17 hook kprobe:vfs_read where ours hook the read syscall's tracepoint.",
+                    Kind::EventCosts));
             }
         }
         if let crate::result::AnyResult::Npt(r) = &e.result {

@@ -1,0 +1,294 @@
+//! Result model of `rtrace-bench events`: Gregg's per-event cost benchmark (BPF Performance
+//! Tools, ch. 18, rerun by Piotrowski 2024, seed 004) across tracers. Per experiment and tracer,
+//! the workload's `read` loop is timed in every round next to a run with no tracer; the
+//! per-event cost of a round is (traced time - untraced time) / reads, with a t interval over
+//! rounds, and Gregg's statistic (fastest traced run - fastest untraced run) / reads beside it.
+
+use crate::interval::{mean_of, ratio_of, Estimate};
+use crate::Environment;
+use rtrace_tracer::features::{Evidence, Feature};
+use rtrace_tracer::TracerKind;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventsSettings {
+    /// 1-byte reads per run (the events of each experiment).
+    pub reads: u64,
+    pub rounds: u32,
+    pub cpu: usize,
+    pub priority: Option<i32>,
+    /// Whether the kernel has kprobes (else 8-17 hook the `read` syscall's tracepoints).
+    pub kprobes: bool,
+    /// The libc whose `read` experiments 6 and 7 hook.
+    pub libc: String,
+}
+
+/// One run of one experiment under one tracer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FeatureRun {
+    pub round: u32,
+    pub elapsed_ns: u64,
+    pub reads: u64,
+    pub evidence: Evidence,
+}
+
+/// An experiment under one tracer: measured, or why not.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    pub feature: Feature,
+    pub tracer: TracerKind,
+    /// Where it hooks here.
+    pub hook: String,
+    /// The program: the bpftrace one-liner, our BPF program's name, the ftrace event and filter.
+    pub program: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
+pub enum Outcome {
+    Measured(Vec<FeatureRun>),
+    /// The tracer has the feature but this machine lacks the mechanism (e.g. kprobes).
+    Unavailable(String),
+    /// The tracer cannot express the experiment.
+    Inexpressible(String),
+    /// It should have run and failed.
+    Failed(String),
+}
+
+/// The hook-level accounting check of one tracer: its ordinary backend, kept to the workload's
+/// process, must see exactly the workload's reads on the hook (experiments whose action is empty
+/// print nothing to check).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HookCheck {
+    pub tracer: TracerKind,
+    pub hook: String,
+    pub reads: u64,
+    pub recorded: u64,
+    pub lost: u64,
+}
+
+impl HookCheck {
+    /// Every read accounted: recorded, or known lost (ftrace's overwrite mode overwrites the
+    /// oldest events of a full buffer and counts them).
+    pub fn exact(&self) -> bool {
+        self.recorded + self.lost == self.reads
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EventsResult {
+    pub experiment: String,
+    pub tool_version: String,
+    pub started_unix: u64,
+    pub environment: Environment,
+    pub config: EventsSettings,
+    /// The loop with no tracer: two runs per round, at its start and at its end.
+    pub baseline: Vec<FeatureRun>,
+    pub cells: Vec<Cell>,
+    pub hook_checks: Vec<HookCheck>,
+    pub failed: Vec<String>,
+}
+
+/// A cell's per-event cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Mean over rounds of (traced - untraced of the same round) / reads, with its interval.
+    pub per_event_ns: Estimate,
+    /// Gregg's statistic: (fastest traced - fastest untraced) / reads.
+    pub fastest_ns: f64,
+    /// Mean traced time / mean untraced time - 1 (Piotrowski's Table V), in percent.
+    pub slowdown_pct: f64,
+}
+
+impl EventsResult {
+    pub fn cell(&self, feature: Feature, tracer: TracerKind) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.feature == feature && c.tracer == tracer)
+    }
+
+    /// The untraced time of `round`: the mean of its runs (one at its start, one at its end).
+    fn baseline_of(&self, round: u32) -> Option<f64> {
+        let runs: Vec<f64> = self
+            .baseline
+            .iter()
+            .filter(|b| b.round == round)
+            .map(|b| b.elapsed_ns as f64)
+            .collect();
+        (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64)
+    }
+
+    /// Per-round per-event costs of a measured cell, paired with the same round's baseline.
+    pub fn per_round_ns(&self, runs: &[FeatureRun]) -> Vec<f64> {
+        runs.iter()
+            .filter_map(|r| {
+                let b = self.baseline_of(r.round)?;
+                Some((r.elapsed_ns as f64 - b) / r.reads.max(1) as f64)
+            })
+            .collect()
+    }
+
+    pub fn cost(&self, cell: &Cell) -> Option<Cost> {
+        let Outcome::Measured(runs) = &cell.outcome else {
+            return None;
+        };
+        let xs = self.per_round_ns(runs);
+        let per_event_ns = mean_of(&xs, 0.0)?;
+        let reads = runs.first()?.reads.max(1) as f64;
+        let fastest = runs.iter().map(|r| r.elapsed_ns).min()? as f64;
+        let fastest_base = self.baseline.iter().map(|r| r.elapsed_ns).min()? as f64;
+        let mean = |v: &[FeatureRun]| {
+            v.iter().map(|r| r.elapsed_ns as f64).sum::<f64>() / v.len().max(1) as f64
+        };
+        Some(Cost {
+            per_event_ns,
+            fastest_ns: (fastest - fastest_base) / reads,
+            slowdown_pct: (mean(runs) / mean(&self.baseline) - 1.0) * 100.0,
+        })
+    }
+
+    /// `a`'s per-event cost over `b`'s for one experiment (e.g. our eBPF over bpftrace's
+    /// one-liner): geometric mean of per-round ratios with its interval; `None` unless both
+    /// were measured and every round's costs are positive.
+    pub fn ratio(&self, feature: Feature, a: TracerKind, b: TracerKind) -> Option<Estimate> {
+        let runs = |t| match &self.cell(feature, t)?.outcome {
+            Outcome::Measured(r) => Some(self.per_round_ns(r)),
+            _ => None,
+        };
+        let (xa, xb) = (runs(a)?, runs(b)?);
+        if xa.len() != xb.len() || xa.is_empty() {
+            return None;
+        }
+        let ratios: Vec<f64> = xa.iter().zip(&xb).map(|(x, y)| x / y).collect();
+        if xa.iter().chain(&xb).any(|&v| v <= 0.0) {
+            return None;
+        }
+        ratio_of(&ratios, 0.0)
+    }
+}
+
+/// Piotrowski's bpftrace 0.17 results (seed 004, the second of its Benchmark 1 tables: Linux
+/// 5.4.0-139 on an Intel Xeon Gold 6226R, dd of 10,000,000 1-byte blocks, fastest of 10 runs;
+/// the table is bpftrace's, not DTrace's: its kprobe is the "still under 80 ns" and its uprobes
+/// the slower ones of the text). (runtime s, per-event ns) by experiment number.
+pub const PIOTROWSKI_BPFTRACE: [(u8, f64, u64); 18] = [
+    (1, 5.97243, 0),
+    (2, 6.75364, 78),
+    (3, 8.13894, 217),
+    (4, 6.95894, 99),
+    (5, 6.92440, 95),
+    (6, 19.14660, 1317),
+    (7, 25.74360, 1977),
+    (8, 7.24849, 128),
+    (9, 7.91737, 194),
+    (10, 8.09561, 212),
+    (11, 8.27808, 231),
+    (12, 8.31670, 234),
+    (13, 9.41422, 344),
+    (14, 12.64800, 668),
+    (15, 8.35566, 238),
+    (16, 12.48160, 651),
+    (17, 14.53060, 856),
+    (18, 14.67190, 870),
+];
+
+/// Where the reference numbers come from, for reports.
+pub const PIOTROWSKI_SOURCE: &str = "Piotrowski 2024 (seed 004), bpftrace 0.17.0 on Linux 5.4.0-139, Intel Xeon Gold 6226R; dd of 10,000,000 1-byte blocks, fastest of 10 runs; Gregg's own table (Linux 4.15, i7-8650U) is an image the seed's text does not carry";
+
+/// The reference (per-event ns, slowdown % against its control) of an experiment.
+pub fn piotrowski(feature: Feature) -> Option<(u64, f64)> {
+    let control = PIOTROWSKI_BPFTRACE[0].1;
+    PIOTROWSKI_BPFTRACE
+        .iter()
+        .find(|r| r.0 == feature.number())
+        .map(|r| (r.2, (r.1 / control - 1.0) * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(round: u32, elapsed_ns: u64) -> FeatureRun {
+        FeatureRun {
+            round,
+            elapsed_ns,
+            reads: 1000,
+            evidence: Evidence::default(),
+        }
+    }
+
+    fn result(cells: Vec<Cell>) -> EventsResult {
+        EventsResult {
+            experiment: "events".into(),
+            tool_version: "0".into(),
+            started_unix: 0,
+            environment: Environment::collect(0),
+            config: EventsSettings {
+                reads: 1000,
+                rounds: 3,
+                cpu: 1,
+                priority: None,
+                kprobes: false,
+                libc: "/lib/libc.so.6".into(),
+            },
+            baseline: vec![run(0, 300_000), run(1, 310_000), run(2, 290_000)],
+            cells,
+            hook_checks: Vec::new(),
+            failed: Vec::new(),
+        }
+    }
+
+    fn cell(tracer: TracerKind, extra: [u64; 3]) -> Cell {
+        Cell {
+            feature: Feature::Map,
+            tracer,
+            hook: String::new(),
+            program: String::new(),
+            outcome: Outcome::Measured(
+                [300_000, 310_000, 290_000]
+                    .iter()
+                    .zip(extra)
+                    .enumerate()
+                    .map(|(i, (b, e))| run(i as u32, b + e))
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn per_event_cost_is_paired_by_round() {
+        let r = result(vec![cell(
+            TracerKind::Bpftrace,
+            [100_000, 100_000, 100_000],
+        )]);
+        let c = r.cost(&r.cells[0]).unwrap();
+        assert!((c.per_event_ns.estimate - 100.0).abs() < 1e-9);
+        // Gregg: fastest traced (390,000) - fastest untraced (290,000), over 1000 reads.
+        assert!((c.fastest_ns - 100.0).abs() < 1e-9);
+        assert!((c.slowdown_pct - 100.0 / 3.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn ratio_of_two_tracers() {
+        let r = result(vec![
+            cell(TracerKind::Bpftrace, [100_000, 100_000, 100_000]),
+            cell(TracerKind::Ebpf, [50_000, 50_000, 50_000]),
+        ]);
+        let e = r
+            .ratio(Feature::Map, TracerKind::Ebpf, TracerKind::Bpftrace)
+            .unwrap();
+        assert!((e.estimate - 0.5).abs() < 1e-9);
+        assert!(r
+            .ratio(Feature::Map, TracerKind::Ebpf, TracerKind::Ftrace)
+            .is_none());
+    }
+
+    #[test]
+    fn reference_slowdown_is_against_its_control() {
+        let (ns, pct) = piotrowski(Feature::TracepointEntry).unwrap();
+        assert_eq!(ns, 99);
+        assert!((pct - (6.95894 / 5.97243 - 1.0) * 100.0).abs() < 1e-9);
+        assert_eq!(piotrowski(Feature::Control).unwrap().0, 0);
+    }
+}

@@ -1,0 +1,118 @@
+//! `rtrace-bench events` end to end: Gregg's experiments with bpftrace's one-liners, our eBPF
+//! programs and ftrace, every output checked against the workload's own count of reads, the
+//! accounting runs exact, what cannot run here listed with why, nothing left behind.
+
+use rtrace_tests::*;
+
+#[test]
+fn experiments_run_with_exact_accounting_and_leave_nothing() {
+    let before = tracefs_snapshot();
+    let bpf_before = bpf_ids("link");
+    let dir = tempfile::tempdir().unwrap();
+    let out = bench(&[
+        "events",
+        "--tracer",
+        "bpftrace,ebpf,ftrace",
+        "--experiments",
+        "1-6,10,15,18",
+        "--reads",
+        "20000",
+        "--rounds",
+        "2",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
+    assert_eq!(bpf_ids("link"), bpf_before, "BPF links left behind");
+    let v = read_json(&dir.path().join("events.json"));
+    assert_eq!(v["baseline"].as_array().unwrap().len(), 4, "two per round");
+    let cell = |n: u64, t: &str| {
+        v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["tracer"] == t && feature_number(&c["feature"]) == n)
+            .unwrap_or_else(|| panic!("no cell {n} {t}"))
+            .clone()
+    };
+    // Measured where this machine has the mechanism, for both BPF tracers.
+    for t in ["bpftrace", "ebpf"] {
+        for n in [1, 4, 5, 6, 10, 15, 18] {
+            let c = cell(n, t);
+            let runs = c["outcome"]["detail"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{c}"));
+            assert_eq!(c["outcome"]["kind"], "measured", "{c}");
+            assert_eq!(runs.len(), 2, "{c}");
+            for r in runs {
+                assert_eq!(r["reads"].as_u64(), Some(20_000), "{c}");
+            }
+        }
+        // @[pid] = count(): exactly the workload's reads in every round.
+        for r in cell(10, t)["outcome"]["detail"].as_array().unwrap() {
+            assert_eq!(r["evidence"]["workload"].as_u64(), Some(20_000), "{r}");
+        }
+        // Per-event output: at least one line per read.
+        for r in cell(18, t)["outcome"]["detail"].as_array().unwrap() {
+            let all = r["evidence"]["all"].as_u64().unwrap();
+            let lost = r["evidence"]["lost"].as_u64().unwrap();
+            assert!(all + lost >= 20_000, "{r}");
+        }
+        // No kprobes on this host: listed, not skipped.
+        assert_eq!(
+            cell(2, t)["outcome"]["kind"],
+            "unavailable",
+            "{}",
+            cell(2, t)
+        );
+    }
+    assert_eq!(cell(4, "ftrace")["outcome"]["kind"], "measured");
+    assert_eq!(cell(18, "ftrace")["outcome"]["kind"], "inexpressible");
+    // Every (tracer, hook) the cells use was accounted exactly against the workload's reads.
+    let checks = v["hook_checks"].as_array().unwrap();
+    assert_eq!(
+        checks.len(),
+        3 * 3,
+        "enter, exit, uprobe for 3 tracers: {checks:?}"
+    );
+    for c in checks {
+        assert_eq!(
+            c["recorded"].as_u64().unwrap() + c["lost"].as_u64().unwrap(),
+            c["reads"].as_u64().unwrap(),
+            "{c}"
+        );
+        assert!(c["recorded"].as_u64().unwrap() > 0, "{c}");
+    }
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(report.contains("Piotrowski's Table IV"), "{report}");
+    assert!(report.contains("ebpf ÷ bpftrace"), "{report}");
+    assert!(dir.path().join("figures/events-costs.svg").is_file());
+}
+
+fn feature_number(f: &serde_json::Value) -> u64 {
+    let names = [
+        "control",
+        "kprobe",
+        "kretprobe",
+        "tracepoint-entry",
+        "tracepoint-return",
+        "uprobe",
+        "uretprobe",
+        "filter",
+        "map",
+        "single-key",
+        "string-key",
+        "two-keys",
+        "kernel-stack",
+        "user-stack",
+        "histogram",
+        "timing",
+        "multiple",
+        "per-event",
+    ];
+    names
+        .iter()
+        .position(|n| f == n)
+        .map_or(0, |i| i as u64 + 1)
+}
