@@ -3,9 +3,9 @@
  * The `events` suite's BPF programs (Gregg's per-event cost benchmark, BPF Performance Tools
  * ch. 18, as rerun by Piotrowski 2024): one program per experiment, each doing what the
  * experiment's bpftrace one-liner does, no more. The loader autoloads only the programs of the
- * experiment it runs. Gregg's experiments 8-17 hook kprobe:vfs_read; this host has no kprobes,
- * so they hook the syscalls:sys_enter_read tracepoint (its `count` field is vfs_read's arg2)
- * and experiment 16 times sys_enter_read -> sys_exit_read.
+ * experiment it runs. Gregg's experiments 8-18 hook kprobe:vfs_read; on a kernel without
+ * kprobes they hook the syscalls:sys_enter_read tracepoint (its `count` field is vfs_read's
+ * arg2) and experiment 16 times sys_enter_read -> sys_exit_read.
  *
  * Every program hooks every process, as the one-liners do; the maps keep what user space needs
  * to check each experiment's events against the workload's own count.
@@ -131,6 +131,38 @@ static __always_inline __u32 tgid(void)
 	return bpf_get_current_pid_tgid() >> 32;
 }
 
+/* Experiments 8-18 hook kprobe:vfs_read where the kernel has kprobes (Gregg's hook; arg2 is
+ * the byte count), else syscalls:sys_enter_read (its `count`): each body below is one inline
+ * function of (context, count), and FEATURE() makes its two programs, `NAME_tp` and `NAME_kp`;
+ * the loader loads the one this kernel can attach. */
+#define FEATURE(name, body)                                                                      \
+	SEC("tracepoint/syscalls/sys_enter_read")                                                \
+	int name##_tp(struct sys_enter_read_args *ctx)                                           \
+	{                                                                                        \
+		body(ctx, ctx->count);                                                           \
+		return 0;                                                                        \
+	}                                                                                        \
+	SEC("kprobe/vfs_read")                                                                   \
+	int name##_kp(struct pt_regs *ctx)                                                       \
+	{                                                                                        \
+		body(ctx, PT_REGS_PARM3(ctx));                                                   \
+		return 0;                                                                        \
+	}
+
+/* 2 */
+SEC("kprobe/vfs_read")
+int ev_kprobe(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+/* 3 */
+SEC("kretprobe/vfs_read")
+int ev_kretprobe(struct pt_regs *ctx)
+{
+	return 0;
+}
+
 /* 4 */
 SEC("tracepoint/syscalls/sys_enter_read")
 int ev_enter(void *ctx)
@@ -159,82 +191,75 @@ int ev_uretprobe(struct pt_regs *ctx)
 	return 0;
 }
 
-/* 8: /arg2 > 0/ { 1 }: the field is loaded and compared; the action is empty. */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_filter(struct sys_enter_read_args *ctx)
+/* 8: /arg2 > 0/ { 1 }: the count is loaded and compared; the action is empty. */
+static __always_inline void filter(void *ctx, __u64 count)
 {
-	if (ctx->count > 0)
+	if (count > 0)
 		asm volatile("" ::: "memory");
-	return 0;
 }
+FEATURE(ev_filter, filter)
 
 /* 9 */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_map(void *ctx)
+static __always_inline void map(void *ctx, __u64 count)
 {
 	__u32 zero = 0;
 	__u64 *v = bpf_map_lookup_elem(&ev_count, &zero);
 
 	if (v)
 		*v += 1;
-	return 0;
 }
+FEATURE(ev_map, map)
 
 /* 10 */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_pid_key(void *ctx)
+static __always_inline void pid_key(void *ctx, __u64 count)
 {
 	__u32 pid = tgid();
 
 	bump(&ev_by_pid, &pid);
-	return 0;
 }
+FEATURE(ev_pid_key, pid_key)
 
 /* 11 */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_comm_key(void *ctx)
+static __always_inline void comm_key(void *ctx, __u64 count)
 {
 	char comm[EV_COMM_LEN] = {};
 
 	bpf_get_current_comm(comm, sizeof(comm));
 	bump(&ev_by_comm, comm);
-	return 0;
 }
+FEATURE(ev_comm_key, comm_key)
 
 /* 12 */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_two_keys(void *ctx)
+static __always_inline void two_keys(void *ctx, __u64 count)
 {
 	struct ev_pid_comm k = {};
 
 	k.pid = tgid();
 	bpf_get_current_comm(k.comm, sizeof(k.comm));
 	bump(&ev_by_pid_comm, &k);
-	return 0;
 }
+FEATURE(ev_two_keys, two_keys)
 
 /* 13 */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_kstack(void *ctx)
+static __always_inline void kstack(void *ctx, __u64 count)
 {
 	struct ev_stack_key k = {};
 
 	k.stack = bpf_get_stackid(ctx, &ev_stacks, 0);
 	bump(&ev_by_stack, &k);
-	return 0;
 }
+FEATURE(ev_kstack, kstack)
 
 /* 14 */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_ustack(void *ctx)
+static __always_inline void ustack(void *ctx, __u64 count)
 {
 	struct ev_stack_key k = {};
 
 	k.stack = bpf_get_stackid(ctx, &ev_stacks, BPF_F_USER_STACK);
 	k.pid = tgid();
 	bump(&ev_by_stack, &k);
-	return 0;
 }
+FEATURE(ev_ustack, ustack)
 
 static __always_inline void hist(__s64 v)
 {
@@ -246,56 +271,63 @@ static __always_inline void hist(__s64 v)
 }
 
 /* 15 */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_hist_arg(struct sys_enter_read_args *ctx)
+static __always_inline void hist_arg(void *ctx, __u64 count)
 {
-	hist(ctx->count);
-	return 0;
+	hist(count);
 }
+FEATURE(ev_hist_arg, hist_arg)
 
-/* 16: entry */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_timing_enter(void *ctx)
+/* 16: entry (either hook), return (the syscall's exit or vfs_read's return) */
+static __always_inline void timing_enter(void *ctx, __u64 count)
 {
 	__u32 tid = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
 
 	bpf_map_update_elem(&ev_start, &tid, &now, BPF_ANY);
-	return 0;
 }
+FEATURE(ev_timing_enter, timing_enter)
 
-/* 16: return */
-SEC("tracepoint/syscalls/sys_exit_read")
-int ev_timing_exit(void *ctx)
+static __always_inline void timing_exit(void)
 {
 	__u32 tid = bpf_get_current_pid_tgid();
 	__u64 *start = bpf_map_lookup_elem(&ev_start, &tid);
 
 	if (!start)
-		return 0;
+		return;
 	hist(bpf_ktime_get_ns() - *start);
 	bpf_map_delete_elem(&ev_start, &tid);
+}
+
+SEC("tracepoint/syscalls/sys_exit_read")
+int ev_timing_exit_tp(void *ctx)
+{
+	timing_exit();
+	return 0;
+}
+
+SEC("kretprobe/vfs_read")
+int ev_timing_exit_kp(struct pt_regs *ctx)
+{
+	timing_exit();
 	return 0;
 }
 
 /* 17 */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_multiple(struct sys_enter_read_args *ctx)
+static __always_inline void multiple(void *ctx, __u64 count)
 {
 	struct ev_multi_key k = {};
 
 	k.kstack = bpf_get_stackid(ctx, &ev_stacks, 0);
 	k.ustack = bpf_get_stackid(ctx, &ev_stacks, BPF_F_USER_STACK);
 	k.pid = tgid();
-	k.bucket = log2_bucket(ctx->count);
+	k.bucket = log2_bucket(count);
 	bump(&ev_by_multi, &k);
-	return 0;
 }
+FEATURE(ev_multiple, multiple)
 
 /* 18: one record per event, the reader woken for each (bpftrace's printf: a perf buffer with
  * wakeup_events = 1). */
-SEC("tracepoint/syscalls/sys_enter_read")
-int ev_print(struct sys_enter_read_args *ctx)
+static __always_inline void print(void *ctx, __u64 count)
 {
 	struct ev_line *l = bpf_ringbuf_reserve(&ev_lines, sizeof(*l), 0);
 
@@ -305,14 +337,14 @@ int ev_print(struct sys_enter_read_args *ctx)
 
 		if (lost)
 			*lost += 1;
-		return 0;
+		return;
 	}
-	l->count = ctx->count;
+	l->count = count;
 	l->pid = tgid();
 	l->pad = 0;
 	bpf_ringbuf_submit(l, BPF_RB_FORCE_WAKEUP);
-	return 0;
 }
+FEATURE(ev_print, print)
 
 /* Accounting runs: the workload's events on each hook, counted per process (@[pid] = count()). */
 SEC("tracepoint/syscalls/sys_enter_read")
@@ -344,6 +376,24 @@ int ev_acct_uprobe(struct pt_regs *ctx)
 
 SEC("uretprobe")
 int ev_acct_uretprobe(struct pt_regs *ctx)
+{
+	__u32 pid = tgid();
+
+	bump(&ev_by_pid, &pid);
+	return 0;
+}
+
+SEC("kprobe/vfs_read")
+int ev_acct_kprobe(struct pt_regs *ctx)
+{
+	__u32 pid = tgid();
+
+	bump(&ev_by_pid, &pid);
+	return 0;
+}
+
+SEC("kretprobe/vfs_read")
+int ev_acct_kretprobe(struct pt_regs *ctx)
 {
 	__u32 pid = tgid();
 

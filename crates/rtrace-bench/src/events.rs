@@ -107,8 +107,11 @@ impl TryFrom<crate::cli::EventsArgs> for EventsOptions {
 enum How {
     Ebpf,
     Bpftrace(String),
-    FtraceEvent(&'static str, Option<&'static str>),
+    /// `syscalls:EVENT` in an ftrace instance: filter, hist trigger.
+    FtraceEvent(&'static str, Option<&'static str>, Option<&'static str>),
     FtraceUprobe(bool),
+    /// LTTng's kernel tracer on the read syscall (`exit`: its exit, else its entry).
+    Lttng(bool),
 }
 
 /// A cell to measure.
@@ -117,6 +120,8 @@ struct Subject {
     feature: Feature,
     tracer: TracerKind,
     hook: String,
+    /// Where its events come from: each (tracer, hook) gets an accounting run.
+    hooks: Vec<ReadHook>,
     program: String,
     how: How,
 }
@@ -160,88 +165,153 @@ fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
     let mut run = Vec::new();
     let mut not = Vec::new();
     let fs = rtrace_ftrace::Tracefs::mount_if_needed()?;
+    let lttng = lttng_tracer().and_then(|t| {
+        t.check(&syscall_hook(ReadHook::Enter))?;
+        Ok(t)
+    });
     for &tracer in &o.tracers {
         for &feature in &o.features {
-            let hook = if s.kprobes {
+            // ftrace and LTTng always hook the syscall's tracepoints (their kprobe events are
+            // not driven here); the BPF tracers hook where Gregg did when the kernel can.
+            let bpf = matches!(tracer, TracerKind::Ebpf | TracerKind::Bpftrace);
+            let kprobes = s.kprobes && bpf;
+            let hook = if kprobes {
                 feature.published_hook()
             } else {
                 feature.hook_without_kprobes()
             }
             .to_owned();
-            let cell = |outcome: Outcome, program: String| Cell {
+            let cell = |outcome: Outcome| Cell {
                 feature,
                 tracer,
                 hook: hook.clone(),
-                program,
+                program: String::new(),
                 outcome,
             };
+            let hooks = ReadHook::of(feature, kprobes).to_vec();
             let subject = |how: How, program: String| Subject {
                 feature,
                 tracer,
                 hook: hook.clone(),
+                hooks: hooks.clone(),
                 program,
                 how,
             };
+            let kprobes_absent =
+                "kprobes are unavailable on this kernel (no kprobe_events in tracefs): the QEMU guests run it as a functional check";
             match tracer {
                 TracerKind::Bpftrace => {
                     if !s.bpftrace.is_file() {
-                        not.push(cell(
-                            Outcome::Unavailable("bpftrace not found: apt-get install bpftrace".into()),
-                            String::new(),
-                        ));
+                        not.push(cell(Outcome::Unavailable(
+                            "bpftrace not found: apt-get install bpftrace".into(),
+                        )));
                         continue;
                     }
                     match rtrace_bpftrace::events::script(feature, s.kprobes, &s.libc) {
                         Some(p) => run.push(subject(How::Bpftrace(p.clone()), p)),
-                        None => not.push(cell(
-                            Outcome::Unavailable(
-                                "kprobes are unavailable on this kernel (no kprobe_events in tracefs): the QEMU guests run it as a functional check".into(),
-                            ),
-                            String::new(),
-                        )),
+                        None => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
                     }
                 }
-                TracerKind::Ebpf => match rtrace_ebpf::events::check_feature(feature) {
+                TracerKind::Ebpf => match rtrace_ebpf::events::check_feature(feature, s.kprobes) {
                     Ok(()) => run.push(subject(
                         How::Ebpf,
                         format!("bpf/events.bpf.c, experiment {:02}", feature.number()),
                     )),
-                    Err(e) => not.push(cell(Outcome::Unavailable(format!("{e:#}")), String::new())),
+                    Err(_) => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
                 },
                 TracerKind::Ftrace => {
                     use rtrace_ftrace::features::FtracePlan;
                     match rtrace_ftrace::features::plan(feature, &fs) {
-                        FtracePlan::Event { event, filter } => {
-                            let program = match (event, filter) {
-                                ("", _) => "an instance with nothing enabled".to_owned(),
-                                (e, None) => format!("syscalls:{e} enabled in an instance"),
-                                (e, Some(f)) => format!("syscalls:{e} with filter '{f}'"),
+                        FtracePlan::Event {
+                            event,
+                            filter,
+                            trigger,
+                        } => {
+                            let program = match (event, filter, trigger) {
+                                ("", _, _) => "an instance with nothing enabled".to_owned(),
+                                (e, _, Some(t)) => format!("syscalls:{e} trigger '{t}'"),
+                                (e, Some(f), None) => {
+                                    format!("syscalls:{e} with filter '{f}'")
+                                }
+                                (e, None, None) => format!("syscalls:{e} enabled in an instance"),
                             };
-                            run.push(subject(How::FtraceEvent(event, filter), program));
+                            run.push(subject(How::FtraceEvent(event, filter, trigger), program));
                         }
                         FtracePlan::Uprobe { ret } => run.push(subject(
                             How::FtraceUprobe(ret),
                             format!("{} event on libc read", if ret { "r:" } else { "p:" }),
                         )),
-                        FtracePlan::Unavailable(why) => {
-                            not.push(cell(Outcome::Unavailable(why), String::new()))
-                        }
+                        FtracePlan::Unavailable(why) => not.push(cell(Outcome::Unavailable(why))),
                         FtracePlan::Inexpressible(why) => {
-                            not.push(cell(Outcome::Inexpressible(why), String::new()))
+                            not.push(cell(Outcome::Inexpressible(why)))
                         }
                     }
                 }
-                TracerKind::Lttng => not.push(cell(
-                    Outcome::Unavailable(
-                        "LTTng's kernel tracer needs lttng-modules, and this host cannot load modules; the QEMU guests have them".into(),
-                    ),
-                    String::new(),
-                )),
+                TracerKind::Lttng => not_lttng(feature, &lttng).map_or_else(
+                    || {
+                        let exit = feature == Feature::TracepointReturn;
+                        run.push(subject(
+                            How::Lttng(exit),
+                            if exit {
+                                "lttng enable-event -k --syscall read, exit only (filter on ret)"
+                            } else {
+                                "lttng enable-event -k --syscall read (entry and exit recorded, entries counted)"
+                            }
+                            .into(),
+                        ))
+                    },
+                    |o| not.push(cell(o)),
+                ),
                 TracerKind::None => {}
             }
         }
     }
     Ok((run, not))
+}
+
+/// Why LTTng's kernel tracer does not run `feature`, or `None` when it does (04, 05).
+fn not_lttng(feature: Feature, lttng: &Result<rtrace_lttng::LttngTracer>) -> Option<Outcome> {
+    if let Err(e) = lttng {
+        return Some(Outcome::Unavailable(format!("{e:#}")));
+    }
+    let not_driven = |what: &str| {
+        Outcome::Unavailable(format!(
+            "LTTng can ({what}), but this suite does not drive it yet"
+        ))
+    };
+    match feature {
+        Feature::TracepointEntry | Feature::TracepointReturn => None,
+        Feature::Control => Some(not_driven("a session with nothing enabled")),
+        Feature::Kprobe | Feature::Kretprobe => Some(not_driven("--probe / --function")),
+        Feature::Uprobe | Feature::Uretprobe => Some(not_driven("--userspace-probe")),
+        Feature::Filter => Some(not_driven("--filter 'count > 0'")),
+        Feature::PerEvent => Some(Outcome::Inexpressible(
+            "LTTng has no printf: its per-event output is the record of 04".into(),
+        )),
+        _ => Some(Outcome::Inexpressible(
+            "LTTng records events; it has no in-kernel maps, stacks or histograms".into(),
+        )),
+    }
+}
+
+fn lttng_tracer() -> Result<rtrace_lttng::LttngTracer> {
+    rtrace_lttng::LttngTracer::new(rtrace_lttng::LttngOptions {
+        subbuf_size: None,
+        num_subbuf: None,
+        event_kind: rtrace_lttng::EventKind::Tracepoint,
+    })
+}
+
+fn syscall_hook(hook: ReadHook) -> Hook {
+    Hook::KernelTracepoint {
+        category: "syscalls".into(),
+        name: if hook == ReadHook::Exit {
+            "sys_exit_read"
+        } else {
+            "sys_enter_read"
+        }
+        .into(),
+    }
 }
 
 pub fn run(mut o: EventsOptions) -> Result<i32> {
@@ -375,7 +445,7 @@ fn interrupted() -> Result<()> {
 fn hook_checks(subjects: &[Subject]) -> Vec<(TracerKind, ReadHook)> {
     let mut out = Vec::new();
     for sub in subjects {
-        for &h in ReadHook::of(sub.feature) {
+        for &h in &sub.hooks {
             if !out.contains(&(sub.tracer, h)) {
                 out.push((sub.tracer, h));
             }
@@ -415,13 +485,13 @@ impl Running {
         match self {
             Running::Ebpf(e) => e.finish(),
             Running::Bpftrace(b) => b.finish(pid, comm),
-            Running::FtraceEvent(f) => f.finish(),
+            Running::FtraceEvent(f) => f.finish(pid),
             Running::Backend(a) => {
                 let st = a.finish()?;
                 Ok(Evidence {
                     all: Some(st.recorded + st.lost),
                     source: format!(
-                        "{} events written ({} kept, {} overwritten; every process)",
+                        "{} events written ({} kept, {} lost or overwritten; every process)",
                         st.recorded + st.lost,
                         st.recorded,
                         st.lost
@@ -500,6 +570,7 @@ fn start(o: &EventsOptions, s: &Setup, sub: &Subject, pid: u32, dir: &Path) -> R
                 libc_read: Some((s.libc.clone(), s.libc_read)),
                 workload_pid: pid,
                 workload_comm: "workload".into(),
+                kprobes: s.kprobes,
                 out_dir: dir.to_owned(),
                 consumer_cpus: o.cpus.harness.clone(),
             },
@@ -511,9 +582,17 @@ fn start(o: &EventsOptions, s: &Setup, sub: &Subject, pid: u32, dir: &Path) -> R
             dir,
             &o.cpus.harness,
         )?),
-        How::FtraceEvent(event, filter) => Running::FtraceEvent(
-            rtrace_ftrace::features::FeatureEvent::start(event, *filter)?,
+        How::FtraceEvent(event, filter, trigger) => Running::FtraceEvent(
+            rtrace_ftrace::features::FeatureEvent::start(event, *filter, *trigger)?,
         ),
+        How::Lttng(exit) => {
+            let hook = syscall_hook(if *exit {
+                ReadHook::Exit
+            } else {
+                ReadHook::Enter
+            });
+            Running::Backend(lttng_tracer()?.attach(&target(o, hook, None, dir))?)
+        }
         How::FtraceUprobe(ret) => {
             let t = rtrace_ftrace::FtraceTracer::new();
             Running::Backend(t.attach(&target(o, libc_hook(s, *ret), None, dir))?)
@@ -548,6 +627,7 @@ fn account(o: &EventsOptions, s: &Setup, tracer: TracerKind, hook: ReadHook) -> 
                         libc_read: Some((s.libc.clone(), s.libc_read)),
                         workload_pid: ready.pid,
                         workload_comm: "workload".into(),
+                        kprobes: s.kprobes,
                         out_dir: dir.clone(),
                         consumer_cpus: o.cpus.harness.clone(),
                     },
@@ -561,19 +641,20 @@ fn account(o: &EventsOptions, s: &Setup, tracer: TracerKind, hook: ReadHook) -> 
                         &o.cpus.harness,
                     )?)
                 }
+                TracerKind::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
+                    o,
+                    syscall_hook(hook),
+                    Some(ready.pid),
+                    &dir,
+                ))?),
                 _ => {
                     let h = match hook {
-                        ReadHook::Enter | ReadHook::Exit => Hook::KernelTracepoint {
-                            category: "syscalls".into(),
-                            name: if hook == ReadHook::Enter {
-                                "sys_enter_read"
-                            } else {
-                                "sys_exit_read"
-                            }
-                            .into(),
-                        },
+                        ReadHook::Enter | ReadHook::Exit => syscall_hook(hook),
                         ReadHook::Uprobe => libc_hook(s, false),
                         ReadHook::Uretprobe => libc_hook(s, true),
+                        ReadHook::Kprobe | ReadHook::Kretprobe => {
+                            bail!("ftrace kprobe events are not driven by this suite")
+                        }
                     };
                     let t = rtrace_ftrace::FtraceTracer::new();
                     Running::Backend(t.attach(&target(o, h, Some(ready.pid), &dir))?)

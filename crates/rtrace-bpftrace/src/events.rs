@@ -61,6 +61,8 @@ pub fn account_script(hook: ReadHook, libc: &Path) -> String {
         ReadHook::Exit => "tracepoint:syscalls:sys_exit_read".to_owned(),
         ReadHook::Uprobe => format!("uprobe:{libc}:read"),
         ReadHook::Uretprobe => format!("uretprobe:{libc}:read"),
+        ReadHook::Kprobe => "kprobe:vfs_read".to_owned(),
+        ReadHook::Kretprobe => "kretprobe:vfs_read".to_owned(),
     };
     format!("{probe} {{ @[pid] = count(); }}")
 }

@@ -35,6 +35,8 @@ pub struct FeaturePlan {
     pub feature: Feature,
     /// An accounting run instead: the workload's events on this hook, counted per process.
     pub account: Option<ReadHook>,
+    /// Whether the kernel has kprobes: 2, 3 run, and 8-18 hook `vfs_read` as Gregg's do.
+    pub kprobes: bool,
     /// libc and the file offset of its `read` (experiments 6 and 7).
     pub libc_read: Option<(PathBuf, u64)>,
     /// The workload, whose events the evidence counts.
@@ -48,8 +50,8 @@ pub struct FeaturePlan {
 pub struct FeatureSession(Worker<Evidence>);
 
 /// Whether this eBPF backend can run `feature` here, and if not why (no kprobes on this host).
-pub fn check_feature(feature: Feature) -> Result<()> {
-    if feature.needs_kprobes() {
+pub fn check_feature(feature: Feature, kprobes: bool) -> Result<()> {
+    if feature.needs_kprobes() && !kprobes {
         anyhow::bail!(
             "kprobes are unavailable on this kernel (no kprobe_events in tracefs): the experiment runs as a functional check in the QEMU guests"
         );
@@ -61,7 +63,7 @@ impl FeatureSession {
     /// Loads and attaches the experiment's programs; returns once they are attached.
     pub fn start(plan: FeaturePlan) -> Result<FeatureSession> {
         if plan.account.is_none() {
-            check_feature(plan.feature)?;
+            check_feature(plan.feature, plan.kprobes)?;
         }
         Worker::start(
             "rtrace-ebpf-ev",
@@ -76,35 +78,43 @@ impl FeatureSession {
     }
 }
 
-/// The programs of each experiment, by name in `events.bpf.c`.
-fn programs(feature: Feature) -> &'static [&'static str] {
+/// The programs of each experiment, by name in `events.bpf.c` (8-18: `_kp` on `vfs_read` with
+/// kprobes, `_tp` on the syscall's tracepoint without).
+fn programs(feature: Feature, kprobes: bool) -> Vec<String> {
+    let one = |n: &str| vec![n.to_owned()];
+    let hooked = |n: &str| vec![format!("{n}_{}", if kprobes { "kp" } else { "tp" })];
     match feature {
-        Feature::Control | Feature::Kprobe | Feature::Kretprobe => &[],
-        Feature::TracepointEntry => &["ev_enter"],
-        Feature::TracepointReturn => &["ev_exit"],
-        Feature::Uprobe => &["ev_uprobe"],
-        Feature::Uretprobe => &["ev_uretprobe"],
-        Feature::Filter => &["ev_filter"],
-        Feature::Map => &["ev_map"],
-        Feature::SingleKey => &["ev_pid_key"],
-        Feature::StringKey => &["ev_comm_key"],
-        Feature::TwoKeys => &["ev_two_keys"],
-        Feature::KernelStack => &["ev_kstack"],
-        Feature::UserStack => &["ev_ustack"],
-        Feature::Histogram => &["ev_hist_arg"],
-        Feature::Timing => &["ev_timing_enter", "ev_timing_exit"],
-        Feature::Multiple => &["ev_multiple"],
-        Feature::PerEvent => &["ev_print"],
+        Feature::Control => Vec::new(),
+        Feature::Kprobe => one("ev_kprobe"),
+        Feature::Kretprobe => one("ev_kretprobe"),
+        Feature::TracepointEntry => one("ev_enter"),
+        Feature::TracepointReturn => one("ev_exit"),
+        Feature::Uprobe => one("ev_uprobe"),
+        Feature::Uretprobe => one("ev_uretprobe"),
+        Feature::Filter => hooked("ev_filter"),
+        Feature::Map => hooked("ev_map"),
+        Feature::SingleKey => hooked("ev_pid_key"),
+        Feature::StringKey => hooked("ev_comm_key"),
+        Feature::TwoKeys => hooked("ev_two_keys"),
+        Feature::KernelStack => hooked("ev_kstack"),
+        Feature::UserStack => hooked("ev_ustack"),
+        Feature::Histogram => hooked("ev_hist_arg"),
+        Feature::Timing => [hooked("ev_timing_enter"), hooked("ev_timing_exit")].concat(),
+        Feature::Multiple => hooked("ev_multiple"),
+        Feature::PerEvent => hooked("ev_print"),
     }
 }
 
-fn account_program(hook: ReadHook) -> &'static [&'static str] {
-    match hook {
-        ReadHook::Enter => &["ev_acct_enter"],
-        ReadHook::Exit => &["ev_acct_exit"],
-        ReadHook::Uprobe => &["ev_acct_uprobe"],
-        ReadHook::Uretprobe => &["ev_acct_uretprobe"],
+fn account_program(hook: ReadHook) -> Vec<String> {
+    vec![match hook {
+        ReadHook::Enter => "ev_acct_enter",
+        ReadHook::Exit => "ev_acct_exit",
+        ReadHook::Uprobe => "ev_acct_uprobe",
+        ReadHook::Uretprobe => "ev_acct_uretprobe",
+        ReadHook::Kprobe => "ev_acct_kprobe",
+        ReadHook::Kretprobe => "ev_acct_kretprobe",
     }
+    .to_owned()]
 }
 
 fn trace(
@@ -122,11 +132,11 @@ fn trace(
         .map_err(|e| crate::session::explain(e, "opening the embedded events BPF object"))?;
     let wanted = match plan.account {
         Some(h) => account_program(h),
-        None => programs(plan.feature),
+        None => programs(plan.feature, plan.kprobes),
     };
     for mut prog in open.open_object_mut().progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
-        prog.set_autoload(wanted.contains(&name.as_str()));
+        prog.set_autoload(wanted.contains(&name));
     }
     let mut skel = open
         .load()
@@ -135,7 +145,7 @@ fn trace(
     let mut links: Vec<Link> = Vec::new();
     for prog in skel.object_mut().progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
-        if !wanted.contains(&name.as_str()) {
+        if !wanted.contains(&name) {
             continue;
         }
         let uprobe = matches!(plan.feature, Feature::Uprobe | Feature::Uretprobe);

@@ -148,6 +148,13 @@ impl EventsResult {
         })
     }
 
+    /// Mean untraced time per read (ns).
+    pub fn baseline_per_read_ns(&self) -> Option<f64> {
+        let reads: u64 = self.baseline.iter().map(|b| b.reads).sum();
+        let ns: u64 = self.baseline.iter().map(|b| b.elapsed_ns).sum();
+        (reads > 0).then(|| ns as f64 / reads as f64)
+    }
+
     /// `a`'s per-event cost over `b`'s for one experiment (e.g. our eBPF over bpftrace's
     /// one-liner): geometric mean of per-round ratios with its interval; `None` unless both
     /// were measured and every round's costs are positive.
@@ -195,6 +202,11 @@ pub const PIOTROWSKI_BPFTRACE: [(u8, f64, u64); 18] = [
 
 /// Where the reference numbers come from, for reports.
 pub const PIOTROWSKI_SOURCE: &str = "Piotrowski 2024 (seed 004), bpftrace 0.17.0 on Linux 5.4.0-139, Intel Xeon Gold 6226R; dd of 10,000,000 1-byte blocks, fastest of 10 runs; Gregg's own table (Linux 4.15, i7-8650U) is an image the seed's text does not carry";
+
+/// Piotrowski's untraced dd per 1-byte block (ns): control runtime / 10,000,000 blocks.
+pub fn piotrowski_control_ns_per_block() -> f64 {
+    PIOTROWSKI_BPFTRACE[0].1 * 1e9 / 10_000_000.0
+}
 
 /// The reference (per-event ns, slowdown % against its control) of an experiment.
 pub fn piotrowski(feature: Feature) -> Option<(u64, f64)> {

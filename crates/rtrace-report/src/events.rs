@@ -231,8 +231,14 @@ pub fn note(r: &EventsResult) -> String {
     } else {
         "This kernel has no kprobes: experiments 8-17, which Gregg hooks on kprobe:vfs_read, hook the read syscall's tracepoint syscalls:sys_enter_read (vfs_read's arg2 is its count; 16 times sys_enter_read to sys_exit_read), so their costs include a tracepoint's dispatch instead of a kprobe's; 2 and 3 do not run here.".to_owned()
     };
+    let base = r.baseline_per_read_ns().map_or(String::new(), |ns| {
+        format!(
+            " The untraced loop takes {ns:.0} ns per read here (Piotrowski's untraced dd: {:.0} ns per block, a read and a write): kernel entries and traps cost more on this machine, and the loop's read is cheaper than dd's read-and-write iteration, which is why absolute costs and slowdowns differ from the reference. A uprobe costs a trap, and a second one whenever the kernel cannot emulate the probed instruction and single-steps it out of line.",
+            rtrace_measure::events::piotrowski_control_ns_per_block()
+        )
+    });
     format!(
-        "Workload: {} 1-byte read(2) calls from /dev/zero per run through libc's read, pinned to CPU {} (the tight form of Gregg's dd bs=1). Per-event cost = (loop time traced - mean of the untraced runs at the start and end of the same round) / reads, mean over {} round(s) with its 95% t interval; Gregg's statistic (fastest traced run - fastest untraced run) / reads is in the details. Each experiment traces every process, as the one-liners do. {hooks} Reference column: {PIOTROWSKI_SOURCE}; its costs are against its control runtime, ours against no tracer at all",
+        "Workload: {} 1-byte read(2) calls from /dev/zero per run through libc's read, pinned to CPU {} (the tight form of Gregg's dd bs=1).{base} Per-event cost = (loop time traced - mean of the untraced runs at the start and end of the same round) / reads, mean over {} round(s) with its 95% t interval; Gregg's statistic (fastest traced run - fastest untraced run) / reads is in the details. Each experiment traces every process, as the one-liners do. {hooks} Reference column: {PIOTROWSKI_SOURCE}; its costs are against its control runtime, ours against no tracer at all",
         r.config.reads, r.config.cpu, r.config.rounds
     )
 }

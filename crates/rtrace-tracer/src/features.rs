@@ -92,7 +92,7 @@ impl Feature {
         matches!(self, Feature::Kprobe | Feature::Kretprobe)
     }
 
-    /// Where Gregg's one-liner hooks (8-17 hook `kprobe:vfs_read`; 16 also its return).
+    /// Where Gregg's one-liner hooks (8-18 hook `kprobe:vfs_read`; 16 also its return).
     pub fn published_hook(self) -> &'static str {
         match self {
             Feature::Control => "BEGIN",
@@ -100,13 +100,14 @@ impl Feature {
             Feature::Kretprobe => "kretprobe:vfs_read",
             Feature::TracepointEntry => "tracepoint:syscalls:sys_enter_read",
             Feature::TracepointReturn => "tracepoint:syscalls:sys_exit_read",
+            Feature::Timing => "kprobe:vfs_read + kretprobe:vfs_read",
             Feature::Uprobe => "uprobe:libc:read",
             Feature::Uretprobe => "uretprobe:libc:read",
             _ => "kprobe:vfs_read",
         }
     }
 
-    /// Where the experiment hooks on a kernel without kprobes: 8-17 move from `vfs_read` to the
+    /// Where the experiment hooks on a kernel without kprobes: 8-18 move from `vfs_read` to the
     /// `read` syscall's tracepoints (vfs_read's arg2 is the syscall's `count`).
     pub fn hook_without_kprobes(self) -> &'static str {
         match self {
@@ -130,33 +131,38 @@ pub enum ReadHook {
     Uprobe,
     /// libc's `read`, return.
     Uretprobe,
+    /// `vfs_read`, entry (a kernel with kprobes).
+    Kprobe,
+    /// `vfs_read`, return.
+    Kretprobe,
 }
 
 impl ReadHook {
-    pub const ALL: [ReadHook; 4] = [
-        ReadHook::Enter,
-        ReadHook::Exit,
-        ReadHook::Uprobe,
-        ReadHook::Uretprobe,
-    ];
-
     pub fn label(self) -> &'static str {
         match self {
             ReadHook::Enter => "tracepoint:syscalls:sys_enter_read",
             ReadHook::Exit => "tracepoint:syscalls:sys_exit_read",
             ReadHook::Uprobe => "uprobe:libc:read",
             ReadHook::Uretprobe => "uretprobe:libc:read",
+            ReadHook::Kprobe => "kprobe:vfs_read",
+            ReadHook::Kretprobe => "kretprobe:vfs_read",
         }
     }
 
-    /// The hooks an experiment's programs use on a kernel without kprobes.
-    pub fn of(feature: Feature) -> &'static [ReadHook] {
+    /// The hooks an experiment's programs use (`kprobes`: whether the kernel has them; else
+    /// 8-18 use the syscall's tracepoints).
+    pub fn of(feature: Feature, kprobes: bool) -> &'static [ReadHook] {
         match feature {
-            Feature::Control | Feature::Kprobe | Feature::Kretprobe => &[],
+            Feature::Control => &[],
+            Feature::Kprobe => &[ReadHook::Kprobe],
+            Feature::Kretprobe => &[ReadHook::Kretprobe],
+            Feature::TracepointEntry => &[ReadHook::Enter],
             Feature::TracepointReturn => &[ReadHook::Exit],
             Feature::Uprobe => &[ReadHook::Uprobe],
             Feature::Uretprobe => &[ReadHook::Uretprobe],
+            Feature::Timing if kprobes => &[ReadHook::Kprobe, ReadHook::Kretprobe],
             Feature::Timing => &[ReadHook::Enter, ReadHook::Exit],
+            _ if kprobes => &[ReadHook::Kprobe],
             _ => &[ReadHook::Enter],
         }
     }
@@ -232,6 +238,12 @@ mod tests {
         );
         assert_eq!(Feature::Uprobe.hook_without_kprobes(), "uprobe:libc:read");
         assert!(Feature::Kprobe.needs_kprobes() && !Feature::Filter.needs_kprobes());
+        assert_eq!(ReadHook::of(Feature::Histogram, false), &[ReadHook::Enter]);
+        assert_eq!(ReadHook::of(Feature::Histogram, true), &[ReadHook::Kprobe]);
+        assert_eq!(
+            ReadHook::of(Feature::Timing, true),
+            &[ReadHook::Kprobe, ReadHook::Kretprobe]
+        );
     }
 
     #[test]

@@ -82,6 +82,11 @@ fn check_one(v: &Value, kernel: Kernel) -> (String, Vec<String>) {
         line.push_str(&format!(", {accounted} accounted"));
         problems.extend(sweep_problems);
     }
+    if v["experiment"] == "events" {
+        let (measured, events_problems) = check_events(v);
+        line.push_str(&format!(", {measured} cells measured"));
+        problems.extend(events_problems);
+    }
     (line, problems)
 }
 
@@ -130,6 +135,61 @@ fn check_sweep(v: &Value) -> (usize, Vec<String>) {
     (accounted, problems)
 }
 
+/// The events suite's cells the guests exist for: kprobe experiments with our eBPF, hist
+/// triggers with ftrace, LTTng's kernel tracer. Each asked for must have been measured, nothing
+/// may have failed, every accounting run must be exact.
+const GUEST_EVENTS: [(&str, &str); 10] = [
+    ("ebpf", "kprobe"),
+    ("ebpf", "kretprobe"),
+    ("ebpf", "map"),
+    ("ebpf", "histogram"),
+    ("ftrace", "map"),
+    ("ftrace", "single-key"),
+    ("ftrace", "kernel-stack"),
+    ("ftrace", "histogram"),
+    ("lttng", "tracepoint-entry"),
+    ("lttng", "tracepoint-return"),
+];
+
+fn check_events(v: &Value) -> (usize, Vec<String>) {
+    let mut problems = Vec::new();
+    let empty = Vec::new();
+    let cells = v["cells"].as_array().unwrap_or(&empty);
+    let measured = cells
+        .iter()
+        .filter(|c| c["outcome"]["kind"] == "measured")
+        .count();
+    for (tracer, feature) in GUEST_EVENTS {
+        let Some(c) = cells
+            .iter()
+            .find(|c| c["tracer"] == tracer && c["feature"] == feature)
+        else {
+            continue; // not asked for
+        };
+        if c["outcome"]["kind"] != "measured" {
+            problems.push(format!(
+                "{tracer} {feature}: {} ({})",
+                c["outcome"]["kind"].as_str().unwrap_or("?"),
+                c["outcome"]["detail"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    for f in v["failed"].as_array().unwrap_or(&empty) {
+        problems.push(format!("failed: {}", f.as_str().unwrap_or("?")));
+    }
+    let checks = v["hook_checks"].as_array().unwrap_or(&empty);
+    if checks.is_empty() {
+        problems.push("no accounting run".into());
+    }
+    for c in checks {
+        let n = |k: &str| c[k].as_u64().unwrap_or(0);
+        if n("recorded") + n("lost") != n("reads") || n("recorded") == 0 {
+            problems.push(format!("accounting not exact: {c}"));
+        }
+    }
+    (measured, problems)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +205,25 @@ mod tests {
         assert_eq!(problems.len(), 1);
         let native = json!({"environment": {"preemption": "PREEMPT_RT", "emulated": false}});
         assert_eq!(check_one(&native, Kernel::Rt).1.len(), 1);
+    }
+
+    #[test]
+    fn events_need_the_guest_cells_measured_and_exact_accounting() {
+        let v = json!({
+            "experiment": "events",
+            "failed": [],
+            "cells": [
+                {"tracer": "ebpf", "feature": "kprobe", "outcome": {"kind": "measured", "detail": []}},
+                {"tracer": "ftrace", "feature": "map", "outcome": {"kind": "unavailable", "detail": "no hist"}},
+                {"tracer": "ftrace", "feature": "user-stack", "outcome": {"kind": "inexpressible", "detail": "x"}}
+            ],
+            "hook_checks": [{"reads": 10, "recorded": 10, "lost": 0}, {"reads": 10, "recorded": 9, "lost": 0}]
+        });
+        let (measured, problems) = check_events(&v);
+        assert_eq!(measured, 1);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("ftrace map: unavailable (no hist)"));
+        assert!(problems[1].contains("accounting not exact"));
     }
 
     #[test]
