@@ -13,6 +13,8 @@ fn experiments_run_with_exact_accounting_and_leave_nothing() {
         "events",
         "--tracer",
         "bpftrace,ebpf,ftrace",
+        "--workload",
+        "loop",
         "--experiments",
         "1-6,10,15,18",
         "--reads",
@@ -88,6 +90,60 @@ fn experiments_run_with_exact_accounting_and_leave_nothing() {
     assert!(report.contains("Piotrowski's Table IV"), "{report}");
     assert!(report.contains("ebpf ÷ bpftrace"), "{report}");
     assert!(dir.path().join("figures/events-costs.svg").is_file());
+}
+
+#[test]
+fn dd_as_gregg_ran_it_with_its_start_up_reads_measured() {
+    let before = tracefs_snapshot();
+    let dir = tempfile::tempdir().unwrap();
+    let out = bench(&[
+        "events",
+        "--tracer",
+        "bpftrace,ebpf",
+        "--workload",
+        "dd",
+        "--experiments",
+        "4,10",
+        "--reads",
+        "20000",
+        "--rounds",
+        "1",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
+    let v = read_json(&dir.path().join("events.json"));
+    let checks = v["hook_checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 2, "enter for 2 tracers: {checks:?}");
+    for c in checks {
+        assert_eq!(c["workload"], "dd", "{c}");
+        assert_eq!(c["reads"].as_u64(), Some(20_000), "{c}");
+        // The dynamic loader reads dd's libraries: measured on a run copying nothing.
+        let startup = c["startup"].as_u64().unwrap();
+        assert!(startup < 100, "{c}");
+        assert_eq!(
+            c["recorded"].as_u64().unwrap() + c["lost"].as_u64().unwrap(),
+            20_000 + startup,
+            "{c}"
+        );
+    }
+    let startup = checks[0]["startup"].as_u64().unwrap();
+    for c in v["cells"].as_array().unwrap() {
+        assert_eq!(c["workload"], "dd", "{c}");
+        if feature_number(&c["feature"]) == 10 {
+            for r in c["outcome"]["detail"].as_array().unwrap() {
+                // @[pid]: dd's blocks plus its start-up reads, exactly.
+                assert_eq!(
+                    r["evidence"]["workload"].as_u64(),
+                    Some(20_000 + startup),
+                    "{r}"
+                );
+                assert_eq!(r["reads"].as_u64(), Some(20_000), "{r}");
+            }
+        }
+    }
+    assert!(dir.path().join("figures/events-costs-dd.svg").is_file());
 }
 
 fn feature_number(f: &serde_json::Value) -> u64 {

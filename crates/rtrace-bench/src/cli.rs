@@ -56,6 +56,12 @@ pub enum TracerArg {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadArg {
+    Loop,
+    Dd,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CaseArg {
     #[value(name = "0")]
     C0,
@@ -352,6 +358,17 @@ pub struct EventsArgs {
     /// 1-byte reads per run (the events of each experiment; Gregg's dd made 10,000,000).
     #[arg(long, short = 'n', default_value_t = 1_000_000)]
     pub reads: u64,
+    /// What makes the reads (comma separated): `loop`, our pinned loop of read(2) calls timed
+    /// on the TSC (the tighter number); `dd`, Gregg's `dd if=/dev/zero of=/dev/null bs=1`
+    /// timed from its start to its exit (his and Piotrowski's workload).
+    #[arg(
+        long,
+        short,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "loop,dd"
+    )]
+    pub workload: Vec<WorkloadArg>,
     /// Rounds: each runs every experiment once between two untraced runs, in alternating order;
     /// intervals are made over rounds.
     #[arg(long, default_value_t = 5)]

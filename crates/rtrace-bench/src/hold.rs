@@ -1,9 +1,10 @@
-//! `__hold-exec`: the process `count` starts. It waits for one byte on fd 3 (the tracer attaches
-//! to its pid meanwhile), closes fd 3, and execs the command: same pid, tracer already on.
+//! `__hold-exec`: the process `count` (and `events` for dd) starts. It waits for one byte on
+//! fd 3 (the tracer attaches to its pid meanwhile), closes fd 3, and execs the command: same
+//! pid, tracer already on. It waits with `readv(2)`, not `read(2)`: a tracer of `read` (the
+//! events suite's) sees nothing of the hold, only the command.
 
 use crate::cli::HoldExecArgs;
 use anyhow::{bail, Context, Result};
-use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -12,9 +13,11 @@ pub const GO_FD: i32 = 3;
 
 pub fn run(args: &HoldExecArgs) -> Result<i32> {
     // SAFETY: `count` hands us fd 3 (a pipe read end) and nobody else owns it.
-    let mut go = unsafe { std::fs::File::from_raw_fd(GO_FD) };
+    let go = unsafe { std::fs::File::from_raw_fd(GO_FD) };
     let mut b = [0u8; 1];
-    if go.read(&mut b).context("waiting for go")? != 1 {
+    let n = nix::sys::uio::readv(&go, &mut [std::io::IoSliceMut::new(&mut b)])
+        .context("waiting for go")?;
+    if n != 1 {
         bail!("rtrace-bench count went away before starting the command");
     }
     drop(go);

@@ -10,6 +10,27 @@ use rtrace_tracer::features::{Evidence, Feature};
 use rtrace_tracer::TracerKind;
 use serde::{Deserialize, Serialize};
 
+/// What makes the reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// Our pinned loop of 1-byte `read(2)` calls from /dev/zero, timed on the TSC.
+    #[default]
+    Loop,
+    /// Gregg's `dd if=/dev/zero of=/dev/null bs=1 count=N`, pinned, timed from its start to its
+    /// exit (each block a read and a write).
+    Dd,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Loop => "read loop",
+            Workload::Dd => "dd",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventsSettings {
     /// 1-byte reads per run (the events of each experiment).
@@ -21,11 +42,19 @@ pub struct EventsSettings {
     pub kprobes: bool,
     /// The libc whose `read` experiments 6 and 7 hook.
     pub libc: String,
+    #[serde(default = "loop_only")]
+    pub workloads: Vec<Workload>,
+}
+
+fn loop_only() -> Vec<Workload> {
+    vec![Workload::Loop]
 }
 
 /// One run of one experiment under one tracer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FeatureRun {
+    #[serde(default)]
+    pub workload: Workload,
     pub round: u32,
     pub elapsed_ns: u64,
     pub reads: u64,
@@ -35,6 +64,8 @@ pub struct FeatureRun {
 /// An experiment under one tracer: measured, or why not.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cell {
+    #[serde(default)]
+    pub workload: Workload,
     pub feature: Feature,
     pub tracer: TracerKind,
     /// Where it hooks here.
@@ -61,9 +92,16 @@ pub enum Outcome {
 /// print nothing to check).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HookCheck {
+    #[serde(default)]
+    pub workload: Workload,
     pub tracer: TracerKind,
     pub hook: String,
     pub reads: u64,
+    /// Events of the process on the hook outside its copy loop (dd: the dynamic loader's reads
+    /// of its libraries), measured by the same tracer on a run that copies nothing; 0 for the
+    /// read loop, which makes none.
+    #[serde(default)]
+    pub startup: u64,
     pub recorded: u64,
     pub lost: u64,
 }
@@ -72,7 +110,7 @@ impl HookCheck {
     /// Every read accounted: recorded, or known lost (ftrace's overwrite mode overwrites the
     /// oldest events of a full buffer and counts them).
     pub fn exact(&self) -> bool {
-        self.recorded + self.lost == self.reads
+        self.recorded + self.lost == self.reads + self.startup
     }
 }
 
@@ -102,18 +140,29 @@ pub struct Cost {
 }
 
 impl EventsResult {
-    pub fn cell(&self, feature: Feature, tracer: TracerKind) -> Option<&Cell> {
+    pub fn cell(&self, w: Workload, feature: Feature, tracer: TracerKind) -> Option<&Cell> {
         self.cells
             .iter()
-            .find(|c| c.feature == feature && c.tracer == tracer)
+            .find(|c| c.workload == w && c.feature == feature && c.tracer == tracer)
+    }
+
+    /// The workloads of the result, in the order they were asked for.
+    pub fn workloads(&self) -> Vec<Workload> {
+        let mut w: Vec<Workload> = Vec::new();
+        for c in &self.cells {
+            if !w.contains(&c.workload) {
+                w.push(c.workload);
+            }
+        }
+        w
     }
 
     /// The untraced time of `round`: the mean of its runs (one at its start, one at its end).
-    fn baseline_of(&self, round: u32) -> Option<f64> {
+    fn baseline_of(&self, w: Workload, round: u32) -> Option<f64> {
         let runs: Vec<f64> = self
             .baseline
             .iter()
-            .filter(|b| b.round == round)
+            .filter(|b| b.workload == w && b.round == round)
             .map(|b| b.elapsed_ns as f64)
             .collect();
         (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64)
@@ -123,7 +172,7 @@ impl EventsResult {
     pub fn per_round_ns(&self, runs: &[FeatureRun]) -> Vec<f64> {
         runs.iter()
             .filter_map(|r| {
-                let b = self.baseline_of(r.round)?;
+                let b = self.baseline_of(r.workload, r.round)?;
                 Some((r.elapsed_ns as f64 - b) / r.reads.max(1) as f64)
             })
             .collect()
@@ -136,30 +185,46 @@ impl EventsResult {
         let xs = self.per_round_ns(runs);
         let per_event_ns = mean_of(&xs, 0.0)?;
         let reads = runs.first()?.reads.max(1) as f64;
+        let base: Vec<&FeatureRun> = self
+            .baseline
+            .iter()
+            .filter(|b| b.workload == cell.workload)
+            .collect();
         let fastest = runs.iter().map(|r| r.elapsed_ns).min()? as f64;
-        let fastest_base = self.baseline.iter().map(|r| r.elapsed_ns).min()? as f64;
-        let mean = |v: &[FeatureRun]| {
-            v.iter().map(|r| r.elapsed_ns as f64).sum::<f64>() / v.len().max(1) as f64
+        let fastest_base = base.iter().map(|r| r.elapsed_ns).min()? as f64;
+        let mean = |v: &mut dyn Iterator<Item = u64>| {
+            let (n, sum) = v.fold((0u64, 0f64), |(n, s), x| (n + 1, s + x as f64));
+            sum / n.max(1) as f64
         };
         Some(Cost {
             per_event_ns,
             fastest_ns: (fastest - fastest_base) / reads,
-            slowdown_pct: (mean(runs) / mean(&self.baseline) - 1.0) * 100.0,
+            slowdown_pct: (mean(&mut runs.iter().map(|r| r.elapsed_ns))
+                / mean(&mut base.iter().map(|r| r.elapsed_ns))
+                - 1.0)
+                * 100.0,
         })
     }
 
-    /// Mean untraced time per read (ns).
-    pub fn baseline_per_read_ns(&self) -> Option<f64> {
-        let reads: u64 = self.baseline.iter().map(|b| b.reads).sum();
-        let ns: u64 = self.baseline.iter().map(|b| b.elapsed_ns).sum();
+    /// Mean untraced time per read (ns) of a workload.
+    pub fn baseline_per_read_ns(&self, w: Workload) -> Option<f64> {
+        let base = self.baseline.iter().filter(|b| b.workload == w);
+        let reads: u64 = base.clone().map(|b| b.reads).sum();
+        let ns: u64 = base.map(|b| b.elapsed_ns).sum();
         (reads > 0).then(|| ns as f64 / reads as f64)
     }
 
     /// `a`'s per-event cost over `b`'s for one experiment (e.g. our eBPF over bpftrace's
     /// one-liner): geometric mean of per-round ratios with its interval; `None` unless both
     /// were measured and every round's costs are positive.
-    pub fn ratio(&self, feature: Feature, a: TracerKind, b: TracerKind) -> Option<Estimate> {
-        let runs = |t| match &self.cell(feature, t)?.outcome {
+    pub fn ratio(
+        &self,
+        w: Workload,
+        feature: Feature,
+        a: TracerKind,
+        b: TracerKind,
+    ) -> Option<Estimate> {
+        let runs = |t| match &self.cell(w, feature, t)?.outcome {
             Outcome::Measured(r) => Some(self.per_round_ns(r)),
             _ => None,
         };
@@ -223,6 +288,7 @@ mod tests {
 
     fn run(round: u32, elapsed_ns: u64) -> FeatureRun {
         FeatureRun {
+            workload: Workload::Loop,
             round,
             elapsed_ns,
             reads: 1000,
@@ -243,6 +309,7 @@ mod tests {
                 priority: None,
                 kprobes: false,
                 libc: "/lib/libc.so.6".into(),
+                workloads: vec![Workload::Loop],
             },
             baseline: vec![run(0, 300_000), run(1, 310_000), run(2, 290_000)],
             cells,
@@ -253,6 +320,7 @@ mod tests {
 
     fn cell(tracer: TracerKind, extra: [u64; 3]) -> Cell {
         Cell {
+            workload: Workload::Loop,
             feature: Feature::Map,
             tracer,
             hook: String::new(),
@@ -288,11 +356,21 @@ mod tests {
             cell(TracerKind::Ebpf, [50_000, 50_000, 50_000]),
         ]);
         let e = r
-            .ratio(Feature::Map, TracerKind::Ebpf, TracerKind::Bpftrace)
+            .ratio(
+                Workload::Loop,
+                Feature::Map,
+                TracerKind::Ebpf,
+                TracerKind::Bpftrace,
+            )
             .unwrap();
         assert!((e.estimate - 0.5).abs() < 1e-9);
         assert!(r
-            .ratio(Feature::Map, TracerKind::Ebpf, TracerKind::Ftrace)
+            .ratio(
+                Workload::Loop,
+                Feature::Map,
+                TracerKind::Ebpf,
+                TracerKind::Ftrace
+            )
             .is_none());
     }
 

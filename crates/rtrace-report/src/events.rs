@@ -4,7 +4,9 @@
 //! the slowdown table; every experiment that did not run, with why; the accounting checks.
 
 use crate::table::Table;
-use rtrace_measure::events::{piotrowski, Cell, EventsResult, Outcome, PIOTROWSKI_SOURCE};
+use rtrace_measure::events::{
+    piotrowski, Cell, EventsResult, Outcome, Workload, PIOTROWSKI_SOURCE,
+};
 use rtrace_tracer::features::Feature;
 use rtrace_tracer::TracerKind;
 
@@ -67,29 +69,35 @@ fn has_pair(r: &EventsResult) -> bool {
     t.contains(&TracerKind::Ebpf) && t.contains(&TracerKind::Bpftrace)
 }
 
-/// Rows of the cost table.
-pub fn cost_rows(r: &EventsResult) -> Vec<Vec<String>> {
+/// Rows of the cost table of workload `w`.
+pub fn cost_rows(r: &EventsResult, w: Workload) -> Vec<Vec<String>> {
     features(r)
         .into_iter()
         .map(|f| {
             let hook = r
                 .cells
                 .iter()
-                .find(|c| c.feature == f)
+                .filter(|c| c.feature == f)
+                .max_by_key(|c| {
+                    (
+                        matches!(c.outcome, Outcome::Measured(_)),
+                        matches!(c.tracer, TracerKind::Ebpf | TracerKind::Bpftrace),
+                    )
+                })
                 .map(|c| c.hook.clone())
                 .unwrap_or_default();
             let mut row = vec![f.to_string(), hook];
-            row.extend(tracers(r).iter().map(|&t| cost_cell(r, r.cell(f, t))));
+            row.extend(tracers(r).iter().map(|&t| cost_cell(r, r.cell(w, f, t))));
             if has_pair(r) {
-                row.push(r.ratio(f, TracerKind::Ebpf, TracerKind::Bpftrace).map_or(
-                    "-".into(),
-                    |e| match (e.low, e.high) {
-                        (Some(l), Some(h)) => {
-                            format!("{:.2} [{:.2}, {:.2}]", e.estimate, l, h)
-                        }
-                        _ => format!("{:.2}", e.estimate),
-                    },
-                ));
+                row.push(
+                    r.ratio(w, f, TracerKind::Ebpf, TracerKind::Bpftrace)
+                        .map_or("-".into(), |e| match (e.low, e.high) {
+                            (Some(l), Some(h)) => {
+                                format!("{:.2} [{:.2}, {:.2}]", e.estimate, l, h)
+                            }
+                            _ => format!("{:.2}", e.estimate),
+                        }),
+                );
             }
             row.push(piotrowski(f).map_or("-".into(), |(ns, _)| ns.to_string()));
             row
@@ -105,13 +113,13 @@ pub fn slowdown_header(r: &EventsResult) -> Vec<String> {
     h
 }
 
-pub fn slowdown_rows(r: &EventsResult) -> Vec<Vec<String>> {
+pub fn slowdown_rows(r: &EventsResult, w: Workload) -> Vec<Vec<String>> {
     features(r)
         .into_iter()
         .map(|f| {
             let mut row = vec![f.to_string()];
             row.extend(tracers(r).iter().map(|&t| {
-                r.cell(f, t)
+                r.cell(w, f, t)
                     .and_then(|c| r.cost(c))
                     .map_or("-".into(), |c| format!("{:+.1}%", c.slowdown_pct))
             }));
@@ -122,7 +130,8 @@ pub fn slowdown_rows(r: &EventsResult) -> Vec<Vec<String>> {
 }
 
 /// Header and rows of every measured cell: program, Gregg's fastest-run statistic, evidence.
-pub const DETAIL_HEADER: [&str; 6] = [
+pub const DETAIL_HEADER: [&str; 7] = [
+    "workload",
     "experiment",
     "tracer",
     "program",
@@ -140,6 +149,7 @@ pub fn detail_rows(r: &EventsResult) -> Vec<Vec<String>> {
             };
             let cost = r.cost(c);
             Some(vec![
+                c.workload.name().to_owned(),
                 c.feature.to_string(),
                 c.tracer.to_string(),
                 c.program.clone(),
@@ -167,6 +177,7 @@ pub fn not_run(r: &EventsResult) -> Vec<String> {
             .iter_mut()
             .find(|g| g.0 == c.tracer && g.1 == what && g.2 == why)
         {
+            Some(g) if g.3.contains(&c.feature.number()) => {} // another workload
             Some(g) => g.3.push(c.feature.number()),
             None => groups.push((c.tracer, what, why, vec![c.feature.number()])),
         }
@@ -205,19 +216,33 @@ fn ranges(n: &[u8]) -> String {
     out.join(", ")
 }
 
-pub const CHECK_HEADER: [&str; 4] = ["tracer", "hook", "events of the workload", "verdict"];
+pub const CHECK_HEADER: [&str; 5] = [
+    "workload",
+    "tracer",
+    "hook",
+    "events of the workload",
+    "verdict",
+];
 
 pub fn check_rows(r: &EventsResult) -> Vec<Vec<String>> {
     r.hook_checks
         .iter()
         .map(|c| {
             vec![
+                c.workload.name().to_owned(),
                 c.tracer.to_string(),
                 c.hook.clone(),
-                format!(
-                    "{} recorded + {} lost of {} reads",
-                    c.recorded, c.lost, c.reads
-                ),
+                if c.startup > 0 {
+                    format!(
+                        "{} recorded + {} lost of {} reads + {} at start-up (measured)",
+                        c.recorded, c.lost, c.reads, c.startup
+                    )
+                } else {
+                    format!(
+                        "{} recorded + {} lost of {} reads",
+                        c.recorded, c.lost, c.reads
+                    )
+                },
                 if c.exact() { "exact" } else { "MISMATCH" }.into(),
             ]
         })
@@ -227,19 +252,35 @@ pub fn check_rows(r: &EventsResult) -> Vec<Vec<String>> {
 /// What the tables show and how the numbers are made.
 pub fn note(r: &EventsResult) -> String {
     let hooks = if r.config.kprobes {
-        "Every experiment hooks where Gregg's one-liner does.".to_owned()
+        "The BPF tracers hook where Gregg's one-liners do; ftrace and LTTng hook the read syscall's tracepoints.".to_owned()
     } else {
-        "This kernel has no kprobes: experiments 8-17, which Gregg hooks on kprobe:vfs_read, hook the read syscall's tracepoint syscalls:sys_enter_read (vfs_read's arg2 is its count; 16 times sys_enter_read to sys_exit_read), so their costs include a tracepoint's dispatch instead of a kprobe's; 2 and 3 do not run here.".to_owned()
+        "This kernel has no kprobes: experiments 8-18, which Gregg hooks on kprobe:vfs_read, hook the read syscall's tracepoint syscalls:sys_enter_read (vfs_read's arg2 is its count; 16 times sys_enter_read to sys_exit_read), so their costs include a tracepoint's dispatch instead of a kprobe's; 2 and 3 do not run here.".to_owned()
     };
-    let base = r.baseline_per_read_ns().map_or(String::new(), |ns| {
-        format!(
-            " The untraced loop takes {ns:.0} ns per read here (Piotrowski's untraced dd: {:.0} ns per block, a read and a write): kernel entries and traps cost more on this machine, and the loop's read is cheaper than dd's read-and-write iteration, which is why absolute costs and slowdowns differ from the reference. A uprobe costs a trap, and a second one whenever the kernel cannot emulate the probed instruction and single-steps it out of line.",
-            rtrace_measure::events::piotrowski_control_ns_per_block()
-        )
-    });
+    let workloads: Vec<String> = r
+        .workloads()
+        .into_iter()
+        .map(|w| {
+            let what = match w {
+                Workload::Loop => format!(
+                    "the read loop: {} 1-byte read(2) calls from /dev/zero through libc's read per run, pinned to CPU {}, timed on the TSC",
+                    r.config.reads, r.config.cpu
+                ),
+                Workload::Dd => format!(
+                    "dd if=/dev/zero of=/dev/null bs=1 count={} as Gregg ran it, pinned to CPU {}, timed from its start to its exit (each block a read and a write)",
+                    r.config.reads, r.config.cpu
+                ),
+            };
+            match r.baseline_per_read_ns(w) {
+                Some(ns) => format!("{what}; untraced: {ns:.0} ns per read"),
+                None => what,
+            }
+        })
+        .collect();
     format!(
-        "Workload: {} 1-byte read(2) calls from /dev/zero per run through libc's read, pinned to CPU {} (the tight form of Gregg's dd bs=1).{base} Per-event cost = (loop time traced - mean of the untraced runs at the start and end of the same round) / reads, mean over {} round(s) with its 95% t interval; Gregg's statistic (fastest traced run - fastest untraced run) / reads is in the details. Each experiment traces every process, as the one-liners do. {hooks} Reference column: {PIOTROWSKI_SOURCE}; its costs are against its control runtime, ours against no tracer at all",
-        r.config.reads, r.config.cpu, r.config.rounds
+        "Workloads: {}. Piotrowski's untraced dd took {:.0} ns per block: kernel entries and traps cost more on this machine, which is why absolute costs and slowdowns differ from the reference. A uprobe costs a trap, and a second one whenever the kernel cannot emulate the probed instruction and single-steps it out of line. Per-event cost = (traced run time - mean of the untraced runs at the start and end of the same round) / reads, mean over {} round(s) with its 95% t interval; Gregg's statistic (fastest traced run - fastest untraced run) / reads is in the details. Each experiment traces every process, as the one-liners do. {hooks} Reference column: {PIOTROWSKI_SOURCE}; its costs are against its control runtime, ours against no tracer at all",
+        workloads.join("; "),
+        rtrace_measure::events::piotrowski_control_ns_per_block(),
+        r.config.rounds
     )
 }
 
@@ -257,40 +298,46 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
         r.hook_checks.iter().filter(|c| c.exact()).count(),
         r.hook_checks.len()
     ));
-    let pick = |f: Feature, t: TracerKind| r.cell(f, t).and_then(|c| r.cost(c));
-    for f in [
-        Feature::TracepointEntry,
-        Feature::Uprobe,
-        Feature::Histogram,
-    ] {
-        let parts: Vec<String> = tracers(r)
-            .iter()
-            .filter_map(|&t| pick(f, t).map(|c| format!("{t} {:.0} ns", c.per_event_ns.estimate)))
-            .collect();
-        if !parts.is_empty() {
-            out.push(format!(
-                "{f}: {} per event (Piotrowski's bpftrace 0.17: {} ns).",
-                parts.join(", "),
-                piotrowski(f).map_or("-".into(), |p| p.0.to_string())
-            ));
+    for w in r.workloads() {
+        let pick = |f: Feature, t: TracerKind| r.cell(w, f, t).and_then(|c| r.cost(c));
+        for f in [
+            Feature::TracepointEntry,
+            Feature::Uprobe,
+            Feature::Histogram,
+        ] {
+            let parts: Vec<String> = tracers(r)
+                .iter()
+                .filter_map(|&t| {
+                    pick(f, t).map(|c| format!("{t} {:.0} ns", c.per_event_ns.estimate))
+                })
+                .collect();
+            if !parts.is_empty() {
+                out.push(format!(
+                    "{}, {f}: {} per event (Piotrowski's bpftrace 0.17: {} ns).",
+                    w.name(),
+                    parts.join(", "),
+                    piotrowski(f).map_or("-".into(), |p| p.0.to_string())
+                ));
+            }
         }
-    }
-    if has_pair(r) {
-        let ratios: Vec<(Feature, f64)> = features(r)
-            .into_iter()
-            .filter_map(|f| {
-                r.ratio(f, TracerKind::Ebpf, TracerKind::Bpftrace)
-                    .map(|e| (f, e.estimate))
-            })
-            .collect();
-        if let Some(worst) = ratios.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
-            out.push(format!(
-                "Our eBPF program over bpftrace's one-liner: {} of {} experiments at or below 1.0; highest {:.2} ({}).",
-                ratios.iter().filter(|(_, x)| *x <= 1.0).count(),
-                ratios.len(),
-                worst.1,
-                worst.0
-            ));
+        if has_pair(r) {
+            let ratios: Vec<(Feature, f64)> = features(r)
+                .into_iter()
+                .filter_map(|f| {
+                    r.ratio(w, f, TracerKind::Ebpf, TracerKind::Bpftrace)
+                        .map(|e| (f, e.estimate))
+                })
+                .collect();
+            if let Some(worst) = ratios.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+                out.push(format!(
+                    "{}: our eBPF program over bpftrace's one-liner at or below 1.0 in {} of {} experiments; highest {:.2} ({}).",
+                    w.name(),
+                    ratios.iter().filter(|(_, x)| *x <= 1.0).count(),
+                    ratios.len(),
+                    worst.1,
+                    worst.0
+                ));
+            }
         }
     }
     out
@@ -306,24 +353,31 @@ pub fn text(r: &EventsResult) -> String {
         out.push_str(&format!("  {l}\n"));
     }
     out.push_str(&format!("\n{}.\n", note(r)));
-    let header = cost_header(r);
-    let h: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut t = Table::new(&h, 2);
-    for row in cost_rows(r) {
-        t.row(row);
+    for w in r.workloads() {
+        let header = cost_header(r);
+        let h: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&h, 2);
+        for row in cost_rows(r, w) {
+            t.row(row);
+        }
+        out.push_str(&format!(
+            "\n{}: per-event cost, ns (Piotrowski's Table IV):\n{}",
+            w.name(),
+            t.render()
+        ));
+        let header = slowdown_header(r);
+        let h: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&h, 1);
+        for row in slowdown_rows(r, w) {
+            t.row(row);
+        }
+        out.push_str(&format!(
+            "\n{}: slowdown (Piotrowski's Table V):\n{}",
+            w.name(),
+            t.render()
+        ));
     }
-    out.push_str(&t.render());
-    let header = slowdown_header(r);
-    let h: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut t = Table::new(&h, 1);
-    for row in slowdown_rows(r) {
-        t.row(row);
-    }
-    out.push_str(&format!(
-        "\nslowdown of the loop (Piotrowski's Table V):\n{}",
-        t.render()
-    ));
-    let mut t = Table::new(&CHECK_HEADER, 2);
+    let mut t = Table::new(&CHECK_HEADER, 3);
     for row in check_rows(r) {
         t.row(row);
     }

@@ -471,21 +471,33 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 esc(&crate::events::note(r))
             ));
             out.push_str(&warnings(&e.warnings));
-            out.push_str("<h3>Per-event cost, ns (Piotrowski's Table IV)</h3>\n");
             let cost_header = crate::events::cost_header(r);
             let slowdown_header = crate::events::slowdown_header(r);
-            out.push_str(&table(&texts(&cost_header), crate::events::cost_rows(r), 2));
-            out.push_str("<h3>Slowdown of the loop (Piotrowski's Table V)</h3>\n");
-            out.push_str(&table(
-                &texts(&slowdown_header),
-                crate::events::slowdown_rows(r),
-                1,
-            ));
+            for w in r.workloads() {
+                out.push_str(&format!(
+                    "<h3>{}: per-event cost, ns (Piotrowski's Table IV)</h3>\n",
+                    esc(w.name())
+                ));
+                out.push_str(&table(
+                    &texts(&cost_header),
+                    crate::events::cost_rows(r, w),
+                    2,
+                ));
+                out.push_str(&format!(
+                    "<h3>{}: slowdown (Piotrowski's Table V)</h3>\n",
+                    esc(w.name())
+                ));
+                out.push_str(&table(
+                    &texts(&slowdown_header),
+                    crate::events::slowdown_rows(r, w),
+                    1,
+                ));
+            }
             out.push_str("<h3>Accounting: each tracer kept to the workload's process</h3>\n");
             out.push_str(&table(
                 &crate::events::CHECK_HEADER,
                 crate::events::check_rows(r),
-                2,
+                3,
             ));
             let not = crate::events::not_run(r);
             if !not.is_empty() {
@@ -499,7 +511,7 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             out.push_str(&table(
                 &crate::events::DETAIL_HEADER,
                 crate::events::detail_rows(r),
-                3,
+                4,
             ));
             out.push_str("</details>\n");
             out.push_str(&failures(&r.failed));

@@ -269,31 +269,40 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
         }
         crate::result::AnyResult::Events(r) => {
             out.push_str(&format!(
-                "## `{}`: events, per-event cost of tracer features{source}\n\nKernel {}.\n\n{}.\n\n### Per-event cost, ns (Piotrowski's Table IV)\n\n",
+                "## `{}`: events, per-event cost of tracer features{source}\n\nKernel {}.\n\n{}.\n",
                 e.id,
                 e.kernel(),
                 crate::events::note(r)
             ));
-            out.push_str(&aligned(
-                &crate::events::cost_header(r),
-                &crate::events::cost_rows(r),
-                2,
-            ));
-            out.push_str("\n### Slowdown of the loop (Piotrowski's Table V)\n\n");
-            out.push_str(&aligned(
-                &crate::events::slowdown_header(r),
-                &crate::events::slowdown_rows(r),
-                1,
-            ));
+            for w in r.workloads() {
+                out.push_str(&format!(
+                    "\n### {}: per-event cost, ns (Piotrowski's Table IV)\n\n",
+                    w.name()
+                ));
+                out.push_str(&aligned(
+                    &crate::events::cost_header(r),
+                    &crate::events::cost_rows(r, w),
+                    2,
+                ));
+                out.push_str(&format!(
+                    "\n### {}: slowdown (Piotrowski's Table V)\n\n",
+                    w.name()
+                ));
+                out.push_str(&aligned(
+                    &crate::events::slowdown_header(r),
+                    &crate::events::slowdown_rows(r, w),
+                    1,
+                ));
+            }
             out.push_str("\n### Accounting\n\n");
             let header: Vec<String> = crate::events::CHECK_HEADER.map(String::from).to_vec();
-            out.push_str(&aligned(&header, &crate::events::check_rows(r), 2));
+            out.push_str(&aligned(&header, &crate::events::check_rows(r), 3));
             for l in crate::events::not_run(r) {
                 out.push_str(&format!("\n- not run: {l}"));
             }
             out.push_str("\n\n### Programs\n\n");
             let header: Vec<String> = crate::events::DETAIL_HEADER.map(String::from).to_vec();
-            out.push_str(&aligned(&header, &crate::events::detail_rows(r), 3));
+            out.push_str(&aligned(&header, &crate::events::detail_rows(r), 4));
             for f in &r.failed {
                 out.push_str(&format!("\n- failed: {f}\n"));
             }

@@ -4,19 +4,19 @@
 use super::style;
 use anyhow::Result;
 use plotters::prelude::*;
-use rtrace_measure::events::{piotrowski, EventsResult};
+use rtrace_measure::events::{piotrowski, EventsResult, Workload};
 
 /// Costs at or below this (ns) sit at the bottom of the log axis.
 const FLOOR: f64 = 10.0;
 
-pub fn figure(title: &str, r: &EventsResult) -> Result<String> {
+pub fn figure(title: &str, r: &EventsResult, w: Workload) -> Result<String> {
     let features = crate::events::features(r);
     let tracers: Vec<_> = crate::events::tracers(r)
         .into_iter()
         .filter(|&t| {
             features
                 .iter()
-                .any(|&f| r.cell(f, t).and_then(|c| r.cost(c)).is_some())
+                .any(|&f| r.cell(w, f, t).and_then(|c| r.cost(c)).is_some())
         })
         .collect();
     let n = features.len().max(1) as f64;
@@ -25,7 +25,7 @@ pub fn figure(title: &str, r: &EventsResult) -> Result<String> {
         .flat_map(|&f| {
             tracers
                 .iter()
-                .filter_map(move |&t| r.cell(f, t).and_then(|c| r.cost(c)))
+                .filter_map(move |&t| r.cell(w, f, t).and_then(|c| r.cost(c)))
                 .map(|c| c.per_event_ns.high.unwrap_or(c.per_event_ns.estimate))
                 .chain(piotrowski(f).map(|p| p.0 as f64))
         })
@@ -72,7 +72,7 @@ pub fn figure(title: &str, r: &EventsResult) -> Result<String> {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, &f)| {
-                    let c = r.cell(f, t).and_then(|c| r.cost(c))?;
+                    let c = r.cell(w, f, t).and_then(|c| r.cost(c))?;
                     let x = i as f64 - 0.4 + width * (k as f64 + 0.5);
                     let e = c.per_event_ns;
                     Some((x, e.estimate.max(FLOOR), e.low, e.high))

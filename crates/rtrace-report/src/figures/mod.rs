@@ -46,8 +46,8 @@ enum Kind {
     LossCurve,
     /// The gap histograms of an npt result.
     NptGaps,
-    /// The per-event costs of an events result.
-    EventCosts,
+    /// The per-event costs of an events result, one workload.
+    EventCosts(rtrace_measure::events::Workload),
 }
 
 /// One figure a report can show.
@@ -130,8 +130,8 @@ impl Figure {
                 Some(crate::result::AnyResult::Npt(r)) => npt::figure(&self.title, r),
                 _ => anyhow::bail!("{} needs an npt result", self.file),
             },
-            Kind::EventCosts => match entries.first().map(|e| &e.result) {
-                Some(crate::result::AnyResult::Events(r)) => events::figure(&self.title, r),
+            Kind::EventCosts(w) => match entries.first().map(|e| &e.result) {
+                Some(crate::result::AnyResult::Events(r)) => events::figure(&self.title, r, *w),
                 _ => anyhow::bail!("{} needs an events result", self.file),
             },
             Kind::Staircase(hook) => {
@@ -297,10 +297,19 @@ pub fn plan(report: &Report) -> Vec<Figure> {
             }
         }
         if let crate::result::AnyResult::Events(r) = &e.result {
-            if r.cells.iter().any(|c| r.cost(c).is_some()) {
-                out.push(fig(e, "costs", "Per-event cost of tracer features (Gregg's benchmark)".into(),
-                    "Each tracer's cost per traced read for every experiment that ran here (log axis; whiskers: 95% interval over rounds); the black bar is Piotrowski's bpftrace 0.17 number on a Xeon Gold 6226R (Linux 5.4), whose experiments 8-17 hook kprobe:vfs_read where ours hook the read syscall's tracepoint.",
-                    Kind::EventCosts));
+            for w in r.workloads() {
+                if r.cells
+                    .iter()
+                    .any(|c| c.workload == w && r.cost(c).is_some())
+                {
+                    let slug = match w {
+                        rtrace_measure::events::Workload::Loop => "costs",
+                        rtrace_measure::events::Workload::Dd => "costs-dd",
+                    };
+                    out.push(fig(e, slug, format!("Per-event cost of tracer features (Gregg's benchmark), {}", w.name()),
+                        "Each tracer's cost per traced read for every experiment that ran here (log axis; whiskers: 95% interval over rounds); the black bar is Piotrowski's bpftrace 0.17 number on a Xeon Gold 6226R (Linux 5.4, dd), whose experiments 8-18 hook kprobe:vfs_read (on a kernel without kprobes, ours hook the read syscall's tracepoint).",
+                        Kind::EventCosts(w)));
+                }
             }
         }
         if let crate::result::AnyResult::Npt(r) = &e.result {

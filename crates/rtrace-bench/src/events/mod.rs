@@ -8,12 +8,16 @@
 //! hook, that the tracer sees exactly the workload's reads (the empty-action experiments print
 //! nothing to check).
 
+mod dd;
+
 use crate::options::{default_out, default_workload_dir};
 use crate::output;
 use crate::usdt::workload_bin;
 use anyhow::{bail, Context, Result};
-use rtrace_measure::events::{Cell, EventsResult, EventsSettings, FeatureRun, HookCheck, Outcome};
-use rtrace_measure::{run_workload_message, Environment, Events};
+use rtrace_measure::events::{
+    Cell, EventsResult, EventsSettings, FeatureRun, HookCheck, Outcome, Workload,
+};
+use rtrace_measure::{run_workload_message, Environment};
 use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
 use rtrace_tracer::features::{Evidence, Feature, ReadHook};
 use rtrace_tracer::{Hook, Instrumentation, RecordMode, Target, Tracer, TracerKind};
@@ -26,6 +30,7 @@ const ACCOUNT_READS: u64 = 100_000;
 pub struct EventsOptions {
     pub tracers: Vec<TracerKind>,
     pub features: Vec<Feature>,
+    pub workloads: Vec<Workload>,
     pub reads: u64,
     pub rounds: u32,
     pub cpus: crate::cpus::Cpus,
@@ -90,6 +95,19 @@ impl TryFrom<crate::cli::EventsArgs> for EventsOptions {
         Ok(EventsOptions {
             tracers,
             features: parse_features(&a.experiments)?,
+            workloads: {
+                let mut w: Vec<Workload> = Vec::new();
+                for x in &a.workload {
+                    let x = match x {
+                        crate::cli::WorkloadArg::Loop => Workload::Loop,
+                        crate::cli::WorkloadArg::Dd => Workload::Dd,
+                    };
+                    if !w.contains(&x) {
+                        w.push(x);
+                    }
+                }
+                w
+            },
             reads: a.reads,
             rounds: a.rounds,
             cpus: crate::cpus::Cpus::from_request(a.cpu)?,
@@ -182,6 +200,7 @@ fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
             }
             .to_owned();
             let cell = |outcome: Outcome| Cell {
+                workload: Workload::Loop, // set per workload by `run`
                 feature,
                 tracer,
                 hook: hook.clone(),
@@ -316,7 +335,7 @@ fn syscall_hook(hook: ReadHook) -> Hook {
 
 pub fn run(mut o: EventsOptions) -> Result<i32> {
     let s = setup(&o)?;
-    let (subjects, cells) = plan(&o, &s)?;
+    let (subjects, not_run) = plan(&o, &s)?;
     if subjects.is_empty() {
         bail!("no experiment can run here with these tracers: try --tracer bpftrace,ebpf");
     }
@@ -335,88 +354,71 @@ pub fn run(mut o: EventsOptions) -> Result<i32> {
             priority: o.priority,
             kprobes: s.kprobes,
             libc: s.libc.display().to_string(),
+            workloads: o.workloads.clone(),
         },
         baseline: Vec::new(),
-        cells,
+        cells: Vec::new(),
         hook_checks: Vec::new(),
         failed: Vec::new(),
     };
-    for sub in &subjects {
-        result.cells.push(Cell {
-            feature: sub.feature,
-            tracer: sub.tracer,
-            hook: sub.hook.clone(),
-            program: sub.program.clone(),
-            outcome: Outcome::Measured(Vec::new()),
-        });
+    for &w in &o.workloads {
+        result
+            .cells
+            .extend(not_run.iter().cloned().map(|c| Cell { workload: w, ..c }));
+        for sub in &subjects {
+            result.cells.push(Cell {
+                workload: w,
+                feature: sub.feature,
+                tracer: sub.tracer,
+                hook: sub.hook.clone(),
+                program: sub.program.clone(),
+                outcome: Outcome::Measured(Vec::new()),
+            });
+        }
     }
     let checks = hook_checks(&subjects);
+    let workloads = o.workloads.len() as u64;
     let progress = crate::progress::Progress::new(
-        checks.len() as u64 + u64::from(o.rounds) * (subjects.len() as u64 + 2),
+        workloads * (checks.len() as u64 + u64::from(o.rounds) * (subjects.len() as u64 + 2)),
     );
-    for (tracer, hook) in &checks {
-        progress.start(format!("{tracer}: accounting on {}", hook.label()));
-        let r = account(&o, &s, *tracer, *hook);
-        progress.done();
-        interrupted()?;
-        match r {
-            Ok(c) => {
-                if !c.exact() {
-                    result.failed.push(format!(
-                        "{tracer} on {}: {} events (+{} lost) of the workload's {} reads",
-                        c.hook, c.recorded, c.lost, c.reads
-                    ));
+    for &w in &o.workloads {
+        for (tracer, hook) in &checks {
+            progress.start(format!(
+                "{}: {tracer}: accounting on {}",
+                w.name(),
+                hook.label()
+            ));
+            let r = account(&o, &s, w, *tracer, *hook);
+            progress.done();
+            interrupted()?;
+            match r {
+                Ok(c) => {
+                    if !c.exact() {
+                        result.failed.push(format!(
+                            "{}: {tracer} on {}: {} events (+{} lost) of the workload's {} reads (+{} at start-up)",
+                            w.name(),
+                            c.hook,
+                            c.recorded,
+                            c.lost,
+                            c.reads,
+                            c.startup
+                        ));
+                    }
+                    result.hook_checks.push(c);
                 }
-                result.hook_checks.push(c);
+                Err(e) => result.failed.push(format!(
+                    "{}: {tracer}: accounting on {}: {e:#}",
+                    w.name(),
+                    hook.label()
+                )),
             }
-            Err(e) => result
-                .failed
-                .push(format!("{tracer}: accounting on {}: {e:#}", hook.label())),
         }
     }
     write_json(&o, &result)?;
     for round in 0..o.rounds {
-        let order: Vec<&Subject> = if round % 2 == 0 {
-            subjects.iter().collect()
-        } else {
-            subjects.iter().rev().collect()
-        };
-        progress.start(format!("round {}: untraced", round + 1));
-        let base = timed(&o, &s, None, round)?;
-        result.baseline.push(base);
-        progress.done();
-        for sub in order {
-            progress.start(format!(
-                "round {}: {} {}",
-                round + 1,
-                sub.tracer,
-                sub.feature
-            ));
-            let r = timed(&o, &s, Some(sub), round);
-            progress.done();
-            interrupted()?;
-            let cell = result
-                .cells
-                .iter_mut()
-                .find(|c| c.feature == sub.feature && c.tracer == sub.tracer)
-                .expect("planned");
-            match (r, &mut cell.outcome) {
-                (Ok(run), Outcome::Measured(runs)) => runs.push(run),
-                (Err(e), _) => {
-                    let msg = format!("{e:#}");
-                    eprintln!("error: {} {}: {msg}", sub.tracer, sub.feature);
-                    result
-                        .failed
-                        .push(format!("{} {}: {msg}", sub.tracer, sub.feature));
-                    cell.outcome = Outcome::Failed(msg);
-                }
-                (Ok(_), _) => {} // failed in an earlier round: stays failed
-            }
+        for &w in &o.workloads {
+            one_round(&o, &s, w, round, &subjects, &mut result, &progress)?;
         }
-        progress.start(format!("round {}: untraced", round + 1));
-        let base = timed(&o, &s, None, round)?;
-        result.baseline.push(base);
-        progress.done();
         write_json(&o, &result)?;
     }
     progress.finish();
@@ -432,6 +434,65 @@ pub fn run(mut o: EventsOptions) -> Result<i32> {
         bail!("{} run(s) failed (see above)", result.failed.len());
     }
     Ok(0)
+}
+
+/// One round of workload `w`: an untraced run, every subject (in alternating order), an
+/// untraced run.
+fn one_round(
+    o: &EventsOptions,
+    s: &Setup,
+    w: Workload,
+    round: u32,
+    subjects: &[Subject],
+    result: &mut EventsResult,
+    progress: &crate::progress::Progress,
+) -> Result<()> {
+    let order: Vec<&Subject> = if round.is_multiple_of(2) {
+        subjects.iter().collect()
+    } else {
+        subjects.iter().rev().collect()
+    };
+    let untraced = |result: &mut EventsResult| -> Result<()> {
+        progress.start(format!("round {}: {}, untraced", round + 1, w.name()));
+        let base = timed(o, s, w, None, round, &[])?;
+        result.baseline.push(base);
+        progress.done();
+        Ok(())
+    };
+    untraced(result)?;
+    for sub in order {
+        progress.start(format!(
+            "round {}: {}, {} {}",
+            round + 1,
+            w.name(),
+            sub.tracer,
+            sub.feature
+        ));
+        let r = timed(o, s, w, Some(sub), round, &result.hook_checks);
+        progress.done();
+        interrupted()?;
+        let cell = result
+            .cells
+            .iter_mut()
+            .find(|c| c.workload == w && c.feature == sub.feature && c.tracer == sub.tracer)
+            .expect("planned");
+        match (r, &mut cell.outcome) {
+            (Ok(run), Outcome::Measured(runs)) => runs.push(run),
+            (Err(e), _) => {
+                let msg = format!("{e:#}");
+                eprintln!("error: {}, {} {}: {msg}", w.name(), sub.tracer, sub.feature);
+                result.failed.push(format!(
+                    "{}, {} {}: {msg}",
+                    w.name(),
+                    sub.tracer,
+                    sub.feature
+                ));
+                cell.outcome = Outcome::Failed(msg);
+            }
+            (Ok(_), _) => {} // failed in an earlier round: stays failed
+        }
+    }
+    untraced(result)
 }
 
 fn interrupted() -> Result<()> {
@@ -519,29 +580,99 @@ fn run_dir(o: &EventsOptions, name: &str) -> Result<PathBuf> {
 }
 
 /// One timed run of the loop, untraced (`None`) or under `sub`.
-fn timed(o: &EventsOptions, s: &Setup, sub: Option<&Subject>, round: u32) -> Result<FeatureRun> {
+/// What one run of a workload did.
+pub struct Ran {
+    pub pid: u32,
+    /// Its command name (bpftrace's `comm`).
+    pub comm: String,
+    /// Its ground truth: reads made (loop) or blocks copied (dd).
+    pub reads: u64,
+    pub elapsed_ns: u64,
+}
+
+/// The command name of a workload's process.
+fn comm(w: Workload) -> &'static str {
+    match w {
+        Workload::Loop => "workload",
+        Workload::Dd => "dd",
+    }
+}
+
+/// Runs workload `w` making `reads` reads, with `attach(pid)` run before it starts.
+fn run_traced<A>(
+    o: &EventsOptions,
+    s: &Setup,
+    w: Workload,
+    reads: u64,
+    attach: impl FnOnce(u32) -> Result<A>,
+) -> Result<(Ran, A)> {
+    match w {
+        Workload::Loop => {
+            let (ready, last, a) =
+                run_workload_message(&s.workload, &[], &reads_config(o, reads), |ready| {
+                    attach(ready.pid)
+                })?;
+            let done = reads_done(s, last)?;
+            Ok((
+                Ran {
+                    pid: ready.pid,
+                    comm: done.comm,
+                    reads: done.reads,
+                    elapsed_ns: done.elapsed_ns,
+                },
+                a,
+            ))
+        }
+        Workload::Dd => dd::run(o.cpus.measured, o.priority, reads, attach),
+    }
+}
+
+/// One timed run of workload `w`, untraced (`None`) or under `sub`. `startup`: the events of
+/// the process outside its copy loop on each hook, by tracer (dd's loader reads).
+fn timed(
+    o: &EventsOptions,
+    s: &Setup,
+    w: Workload,
+    sub: Option<&Subject>,
+    round: u32,
+    startup: &[HookCheck],
+) -> Result<FeatureRun> {
     let dir = match sub {
         Some(sub) => run_dir(
             o,
-            &format!("{}-{:02}-round{round}", sub.tracer, sub.feature.number()),
+            &format!(
+                "{}-{}-{:02}-round{round}",
+                comm(w),
+                sub.tracer,
+                sub.feature.number()
+            ),
         )?,
         None => o.out.clone(),
     };
-    let config = reads_config(o, o.reads);
-    let (ready, last, running) = run_workload_message(&s.workload, &[], &config, |ready| {
+    let (ran, running) = run_traced(o, s, w, o.reads, |pid| {
         let Some(sub) = sub else {
             return Ok(None);
         };
-        start(o, s, sub, ready.pid, &dir).map(Some)
+        start(o, s, w, sub, pid, &dir).map(Some)
     })?;
-    let done = reads_done(s, last)?;
-    let evidence = match running {
-        Some(r) => {
-            let ev = r.finish(ready.pid, &done.comm)?;
-            ev.check(done.reads).map_err(anyhow::Error::msg)?;
+    let evidence = match (running, sub) {
+        (Some(r), Some(sub)) => {
+            let ev = r.finish(ran.pid, &ran.comm)?;
+            // Beyond the copy loop, the process makes the events the accounting run measured
+            // on the cell's (first) hook.
+            let extra = sub
+                .hooks
+                .first()
+                .and_then(|h| {
+                    startup
+                        .iter()
+                        .find(|c| c.workload == w && c.tracer == sub.tracer && c.hook == h.label())
+                })
+                .map_or(0, |c| c.startup);
+            ev.check(ran.reads + extra).map_err(anyhow::Error::msg)?;
             ev
         }
-        None => Evidence::default(),
+        _ => Evidence::default(),
     };
     if sub.is_some() {
         // Keep the outputs small: bpftrace's and our per-event lines are counted, not kept.
@@ -554,14 +685,22 @@ fn timed(o: &EventsOptions, s: &Setup, sub: Option<&Subject>, round: u32) -> Res
         let _ = std::fs::remove_dir(&dir);
     }
     Ok(FeatureRun {
+        workload: w,
         round,
-        elapsed_ns: done.elapsed_ns,
-        reads: done.reads,
+        elapsed_ns: ran.elapsed_ns,
+        reads: ran.reads,
         evidence,
     })
 }
 
-fn start(o: &EventsOptions, s: &Setup, sub: &Subject, pid: u32, dir: &Path) -> Result<Running> {
+fn start(
+    o: &EventsOptions,
+    s: &Setup,
+    w: Workload,
+    sub: &Subject,
+    pid: u32,
+    dir: &Path,
+) -> Result<Running> {
     Ok(match &sub.how {
         How::Ebpf => Running::Ebpf(rtrace_ebpf::events::FeatureSession::start(
             rtrace_ebpf::events::FeaturePlan {
@@ -569,7 +708,7 @@ fn start(o: &EventsOptions, s: &Setup, sub: &Subject, pid: u32, dir: &Path) -> R
                 account: None,
                 libc_read: Some((s.libc.clone(), s.libc_read)),
                 workload_pid: pid,
-                workload_comm: "workload".into(),
+                workload_comm: comm(w).into(),
                 kprobes: s.kprobes,
                 out_dir: dir.to_owned(),
                 consumer_cpus: o.cpus.harness.clone(),
@@ -613,75 +752,103 @@ fn target(o: &EventsOptions, hook: Hook, pid: Option<u32>, dir: &Path) -> Target
     }
 }
 
-/// The accounting run of `tracer` on `hook`: the workload's events, kept to its process.
-fn account(o: &EventsOptions, s: &Setup, tracer: TracerKind, hook: ReadHook) -> Result<HookCheck> {
-    let dir = run_dir(o, &format!("account-{tracer}-{hook:?}").to_lowercase())?;
-    let config = reads_config(o, ACCOUNT_READS.min(o.reads));
-    let (ready, last, running) =
-        run_workload_message(&s.workload, &[], &config, |ready| -> Result<Running> {
-            Ok(match tracer {
-                TracerKind::Ebpf => Running::Ebpf(rtrace_ebpf::events::FeatureSession::start(
-                    rtrace_ebpf::events::FeaturePlan {
-                        feature: Feature::SingleKey,
-                        account: Some(hook),
-                        libc_read: Some((s.libc.clone(), s.libc_read)),
-                        workload_pid: ready.pid,
-                        workload_comm: "workload".into(),
-                        kprobes: s.kprobes,
-                        out_dir: dir.clone(),
-                        consumer_cpus: o.cpus.harness.clone(),
-                    },
-                )?),
-                TracerKind::Bpftrace => {
-                    Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
-                        &s.bpftrace,
-                        Feature::SingleKey,
-                        &rtrace_bpftrace::events::account_script(hook, &s.libc),
-                        &dir,
-                        &o.cpus.harness,
-                    )?)
-                }
-                TracerKind::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
-                    o,
-                    syscall_hook(hook),
-                    Some(ready.pid),
-                    &dir,
-                ))?),
-                _ => {
-                    let h = match hook {
-                        ReadHook::Enter | ReadHook::Exit => syscall_hook(hook),
-                        ReadHook::Uprobe => libc_hook(s, false),
-                        ReadHook::Uretprobe => libc_hook(s, true),
-                        ReadHook::Kprobe | ReadHook::Kretprobe => {
-                            bail!("ftrace kprobe events are not driven by this suite")
-                        }
-                    };
-                    let t = rtrace_ftrace::FtraceTracer::new();
-                    Running::Backend(t.attach(&target(o, h, Some(ready.pid), &dir))?)
-                }
-            })
-        })?;
-    let done = reads_done(s, last)?;
+/// The accounting run of `tracer` on `hook` for workload `w`: the workload's events, the
+/// tracer kept to its process. dd's process also reads outside its copy loop (the dynamic
+/// loader reads its libraries): a run copying nothing measures that first, with the same
+/// tracer, and the copying run must then see exactly blocks + that.
+fn account(
+    o: &EventsOptions,
+    s: &Setup,
+    w: Workload,
+    tracer: TracerKind,
+    hook: ReadHook,
+) -> Result<HookCheck> {
+    let startup = match w {
+        Workload::Loop => 0,
+        Workload::Dd => {
+            let (_, recorded, lost) = account_run(o, s, w, tracer, hook, 0)?;
+            recorded + lost
+        }
+    };
+    let (reads, recorded, lost) = account_run(o, s, w, tracer, hook, ACCOUNT_READS.min(o.reads))?;
+    Ok(HookCheck {
+        workload: w,
+        tracer,
+        hook: hook.label().into(),
+        reads,
+        startup,
+        recorded,
+        lost,
+    })
+}
+
+/// One accounting run: (reads made, events recorded, events lost).
+fn account_run(
+    o: &EventsOptions,
+    s: &Setup,
+    w: Workload,
+    tracer: TracerKind,
+    hook: ReadHook,
+    reads: u64,
+) -> Result<(u64, u64, u64)> {
+    let dir = run_dir(
+        o,
+        &format!("account-{}-{tracer}-{hook:?}", comm(w)).to_lowercase(),
+    )?;
+    let (ran, running) = run_traced(o, s, w, reads, |pid| -> Result<Running> {
+        Ok(match tracer {
+            TracerKind::Ebpf => Running::Ebpf(rtrace_ebpf::events::FeatureSession::start(
+                rtrace_ebpf::events::FeaturePlan {
+                    feature: Feature::SingleKey,
+                    account: Some(hook),
+                    libc_read: Some((s.libc.clone(), s.libc_read)),
+                    workload_pid: pid,
+                    workload_comm: comm(w).into(),
+                    kprobes: s.kprobes,
+                    out_dir: dir.clone(),
+                    consumer_cpus: o.cpus.harness.clone(),
+                },
+            )?),
+            TracerKind::Bpftrace => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
+                &s.bpftrace,
+                Feature::SingleKey,
+                &rtrace_bpftrace::events::account_script(hook, &s.libc),
+                &dir,
+                &o.cpus.harness,
+            )?),
+            TracerKind::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
+                o,
+                syscall_hook(hook),
+                Some(pid),
+                &dir,
+            ))?),
+            _ => {
+                let h = match hook {
+                    ReadHook::Enter | ReadHook::Exit => syscall_hook(hook),
+                    ReadHook::Uprobe => libc_hook(s, false),
+                    ReadHook::Uretprobe => libc_hook(s, true),
+                    ReadHook::Kprobe | ReadHook::Kretprobe => {
+                        bail!("ftrace kprobe events are not driven by this suite")
+                    }
+                };
+                let t = rtrace_ftrace::FtraceTracer::new();
+                Running::Backend(t.attach(&target(o, h, Some(pid), &dir))?)
+            }
+        })
+    })?;
     let (recorded, lost) = match running {
+        // The ordinary backends keep to the process (ftrace: its threads' events only).
         Running::Backend(a) => {
             let st = a.finish()?;
-            // The ordinary backend's own exact check (ftrace: the process's events only).
-            let ev = Events::new(done.reads, st);
-            (ev.recorded, ev.lost)
+            (st.recorded, st.lost)
         }
         r => {
-            let ev = r.finish(ready.pid, &done.comm)?;
+            let ev = r.finish(ran.pid, &ran.comm)?;
             (ev.workload.unwrap_or(0), ev.lost)
         }
     };
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(HookCheck {
-        tracer,
-        hook: hook.label().into(),
-        reads: done.reads,
-        recorded,
-        lost,
-    })
+    Ok((ran.reads, recorded, lost))
 }
 
 fn write_json(o: &EventsOptions, r: &EventsResult) -> Result<()> {
