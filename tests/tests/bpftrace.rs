@@ -4,6 +4,7 @@
 //!
 //! Run: `cargo test -p rtrace-tests --test bpftrace -- --test-threads=1` as root.
 
+use nix::sys::signal::Signal;
 use rtrace_bpftrace::{BpftraceMode, BpftraceTracer, BPFTRACE, EVENTS_FILE};
 use rtrace_tests::Held;
 use rtrace_tracer::{EventStats, Hook, RecordMode, Target, Tracer};
@@ -263,6 +264,12 @@ fn usdt_without_pid_traces_every_process() {
     assert_state_returns_to(&before, "after finish");
 }
 
+fn signal_all(pids: &BTreeSet<u32>, sig: Signal) {
+    for &pid in pids {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig);
+    }
+}
+
 #[test]
 fn small_perf_buffer_reports_its_losses() {
     if !have_bpftrace() {
@@ -273,9 +280,28 @@ fn small_perf_buffer_reports_its_losses() {
     let child = Held::before_exec(&fx.sdt_loop, &[N.to_string()]);
     let mut t = target(usdt(&fx.sdt_loop, "hit"), Some(child.pid()), out_dir.path());
     t.buffer_size_kb = Some(4);
-    let (out, stats) = trace(&BpftraceTracer::new(BpftraceMode::Record), &t, child);
+    let tracer = BpftraceTracer::new(BpftraceMode::Record);
+    let before = state();
+    let att = tracer.attach(&t).expect("attach");
+    // bpftrace on a free CPU can keep up with one page: stop it while the loop starts, so the
+    // page fills for certain, and let it go on while the loop still runs, so that the kernel
+    // gets the chance to write its lost record (100,000 uprobe hits take far more than 20 ms).
+    let consumers = rtrace_tests::pids_named(&["bpftrace"]);
+    assert!(!consumers.is_empty(), "no bpftrace process after attach");
+    signal_all(&consumers, Signal::SIGSTOP);
+    let resume = std::thread::spawn({
+        let consumers = consumers.clone();
+        move || {
+            std::thread::sleep(Duration::from_millis(20));
+            signal_all(&consumers, Signal::SIGCONT);
+        }
+    });
+    let out = child.go();
+    resume.join().unwrap();
+    let stats = att.finish().expect("finish");
+    assert_state_returns_to(&before, "after finish");
     let (hits, _) = rtrace_tests::parse_sdt_loop_output(&out);
-    println!("one-page perf buffer: {stats:?}");
+    println!("one-page perf buffer, consumer stopped for the first 20 ms: {stats:?}");
     assert!(stats.lost > 0, "one page per CPU cannot hold {N} events");
     // bpftrace learns of losses from the perf buffer's PERF_RECORD_LOST, which the kernel writes
     // only once space frees up again: losses at the very end of a run can go unreported. The

@@ -126,6 +126,9 @@ pub struct EventsResult {
     pub cells: Vec<Cell>,
     pub hook_checks: Vec<HookCheck>,
     pub failed: Vec<String>,
+    /// Runs that failed once and were run again (the reason each first failed).
+    #[serde(default)]
+    pub retried: Vec<String>,
 }
 
 /// A cell's per-event cost.
@@ -315,6 +318,7 @@ mod tests {
             cells,
             hook_checks: Vec::new(),
             failed: Vec::new(),
+            retried: Vec::new(),
         }
     }
 

@@ -388,6 +388,9 @@ pub fn text(r: &EventsResult) -> String {
     for l in not_run(r) {
         out.push_str(&format!("not run: {l}\n"));
     }
+    for l in &r.retried {
+        out.push_str(&format!("retried once: {l}\n"));
+    }
     for f in &r.failed {
         out.push_str(&format!("failed: {f}\n"));
     }

@@ -507,6 +507,13 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 }
                 out.push_str("</ul>\n");
             }
+            if !r.retried.is_empty() {
+                out.push_str("<h3>Runs retried once</h3>\n<ul>\n");
+                for l in &r.retried {
+                    out.push_str(&format!("<li>{}</li>\n", esc(l)));
+                }
+                out.push_str("</ul>\n");
+            }
             out.push_str("<details><summary>Programs, Gregg's fastest-run statistic, output checked</summary>\n");
             out.push_str(&table(
                 &crate::events::DETAIL_HEADER,

@@ -300,6 +300,9 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
             for l in crate::events::not_run(r) {
                 out.push_str(&format!("\n- not run: {l}"));
             }
+            for l in &r.retried {
+                out.push_str(&format!("\n- retried once: {l}"));
+            }
             out.push_str("\n\n### Programs\n\n");
             let header: Vec<String> = crate::events::DETAIL_HEADER.map(String::from).to_vec();
             out.push_str(&aligned(&header, &crate::events::detail_rows(r), 4));

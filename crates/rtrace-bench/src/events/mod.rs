@@ -360,6 +360,7 @@ pub fn run(mut o: EventsOptions) -> Result<i32> {
         cells: Vec::new(),
         hook_checks: Vec::new(),
         failed: Vec::new(),
+        retried: Vec::new(),
     };
     for &w in &o.workloads {
         result
@@ -468,9 +469,22 @@ fn one_round(
             sub.tracer,
             sub.feature
         ));
-        let r = timed(o, s, w, Some(sub), round, &result.hook_checks);
-        progress.done();
+        let mut r = timed(o, s, w, Some(sub), round, &result.hook_checks);
         interrupted()?;
+        if let Err(e) = &r {
+            // One retry: a tracer that fails once (bpftrace 0.17 now and then does not exit on
+            // SIGINT) does not cost the cell every later round; the failure stays on record.
+            result.retried.push(format!(
+                "{}, {} {}, round {}: {e:#}",
+                w.name(),
+                sub.tracer,
+                sub.feature,
+                round + 1
+            ));
+            r = timed(o, s, w, Some(sub), round, &result.hook_checks);
+            interrupted()?;
+        }
+        progress.done();
         let cell = result
             .cells
             .iter_mut()
