@@ -26,16 +26,63 @@ pub const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// `synchronize_rcu_tasks_trace`): seen here to take over 30 s while QEMU kept both CPUs busy.
 pub const KERNEL_DETACH_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// What `/proc/PID/stat` says about a process's progress: whether it is in uninterruptible
-/// sleep (state `D`: inside the kernel, here waiting for a grace period while it removes its
-/// probes) and the CPU time it has used (ticks, user + system).
+/// What `/proc/PID/task/*/stat` say about a process's progress: whether any of its threads is
+/// in uninterruptible sleep (state `D`: inside the kernel, here waiting for a grace period while
+/// it removes its probes; the thread doing so need not be the main one) and the CPU time its
+/// threads have used (ticks, user + system).
 fn progress(pid: u32) -> Option<(bool, u64)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut any = false;
+    let (mut in_kernel, mut ticks) = (false, 0u64);
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue; // the thread exited in between
+        };
+        let Some((state, t)) = thread_state(&stat) else {
+            continue;
+        };
+        any = true;
+        in_kernel |= state == "D";
+        ticks += t;
+    }
+    any.then_some((in_kernel, ticks))
+}
+
+/// A thread's state and CPU ticks from its `stat` line.
+fn thread_state(stat: &str) -> Option<(&str, u64)> {
     // `pid (comm) S ppid ...`: the state follows the last `)`; utime and stime are fields 14
     // and 15 of the line, i.e. 11 and 12 after the state.
-    let f: Vec<&str> = s[s.rfind(')')? + 1..].split_whitespace().collect();
+    let f: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
     let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some((*f.first()? == "D", ticks))
+    Some((*f.first()?, ticks))
+}
+
+/// Where each thread of `pid` is (state, wait channel, kernel stack's first frames), for the
+/// error of a bpftrace that stopped making progress.
+fn where_threads_are(pid: u32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "gone".into();
+    };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        let read = |f: &str| std::fs::read_to_string(task.path().join(f)).unwrap_or_default();
+        let stat = read("stat");
+        let state = thread_state(&stat).map_or("?", |(s, _)| s).to_owned();
+        let stack: Vec<String> = read("stack")
+            .lines()
+            .take(4)
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
+            .collect();
+        out.push(format!(
+            "tid {} {state} in {} [{}]",
+            task.file_name().to_string_lossy(),
+            read("wchan"),
+            stack.join(" < ")
+        ));
+    }
+    out.join("; ")
 }
 
 /// A running bpftrace whose probes are attached.
@@ -175,13 +222,15 @@ impl Bpftrace {
             }
             let stalled = last_progress.elapsed() > timeout;
             if stalled || start.elapsed() > KERNEL_DETACH_TIMEOUT {
+                let threads = where_threads_are(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
-                self.join_readers();
+                let (_, stderr) = self.join_readers();
                 bail!(
-                    "bpftrace did not stop after SIGINT (no progress for {} s, or still running after {} s) and was killed: its counts are lost; rerun on a less loaded system",
+                    "bpftrace did not stop after SIGINT (no progress for {} s, or still running after {} s) and was killed: its counts are lost; rerun on a less loaded system (its threads: {threads}; its last words: {})",
                     timeout.as_secs(),
-                    KERNEL_DETACH_TIMEOUT.as_secs()
+                    KERNEL_DETACH_TIMEOUT.as_secs(),
+                    stderr.last().map_or("none", String::as_str)
                 );
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -262,5 +311,25 @@ mod tests {
         let (_, after) = progress(std::process::id()).unwrap();
         assert!(after > before, "50 ms of work is at least one tick");
         assert!(progress(u32::MAX).is_none(), "no such process");
+    }
+
+    #[test]
+    fn every_thread_counts_and_a_stuck_one_is_described() {
+        let (tx, rx) = mpsc::channel::<()>();
+        let waiter = std::thread::spawn(move || rx.recv());
+        let me = std::process::id();
+        let tasks = std::fs::read_dir(format!("/proc/{me}/task"))
+            .unwrap()
+            .count();
+        assert!(tasks >= 2, "the test runs with a second thread");
+        let said = where_threads_are(me);
+        assert_eq!(said.matches("tid ").count(), tasks, "{said}");
+        tx.send(()).unwrap();
+        waiter.join().unwrap().unwrap();
+        assert_eq!(where_threads_are(u32::MAX), "gone");
+        assert_eq!(
+            thread_state("12 (a (b) c) D 1 2 3 4 5 6 7 8 9 10 7 5 0"),
+            Some(("D", 12))
+        );
     }
 }
