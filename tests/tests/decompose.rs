@@ -73,10 +73,53 @@ fn every_step_runs_and_accounts_exactly() {
     let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     for needle in [
         "### Where the nanoseconds go",
-        "ebpf on usdt",
-        "ftrace on usdt-nop5",
+        "ebpf (maps) on usdt",
+        "ebpf (ring buffer) on usdt-nop5",
+        "ftrace (ring buffer) on usdt-nop5",
+        "lttng (tracef) on usdt",
+        "bpftrace (count()) on usdt",
         "program cost above the eBPF floor on usdt",
     ] {
         assert!(report.contains(needle), "report lacks {needle}");
     }
+    assert!(
+        !report.contains("bpftrace (count()) on usdt-nop5"),
+        "bpftrace traps on usdt-nop5: our floor (a call there) is not its floor"
+    );
+    // Reported with a plain run of the same machine, each path's sum is checked against it.
+    let plain = tempfile::tempdir().unwrap();
+    assert_ok(&bench(&[
+        "usdt",
+        "-t",
+        "ebpf",
+        "--bpf-mode",
+        "aggregate",
+        "--rounds",
+        "2",
+        "-n",
+        "20000",
+        "-c",
+        "0,1",
+        "--out",
+        plain.path().to_str().unwrap(),
+    ]));
+    let both = tempfile::tempdir().unwrap();
+    let out = bench(&[
+        "report",
+        dir.path().join("usdt.json").to_str().unwrap(),
+        plain.path().join("usdt.json").to_str().unwrap(),
+        "--out",
+        both.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("ebpf (maps) on usdt:"))
+        .expect("the eBPF maps staircase");
+    assert!(
+        line.contains("ebpf (aggregate) case 1 measured alone in a separate invocation"),
+        "{line}"
+    );
+    assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
 }

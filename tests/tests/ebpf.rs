@@ -194,7 +194,8 @@ fn memory_operand_arguments_are_read_right() {
             stats,
             EventStats {
                 recorded: N,
-                lost: 0
+                lost: 0,
+                overwritten: 0,
             },
             "{mode:?}"
         );

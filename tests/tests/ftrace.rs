@@ -78,6 +78,52 @@ fn usdt_every_case_stream_mode_keeps_every_event() {
     usdt_all_cases("stream");
 }
 
+/// A flight recorder too small for the run overwrites events after writing them: they are
+/// counted as lost and as overwritten (not dropped), and the run's cost stays in the ratios.
+#[test]
+fn overwritten_events_are_paid_for_and_the_run_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    assert_ok(&bench(&[
+        "usdt",
+        "--rounds",
+        "1",
+        "-t",
+        "ftrace",
+        "-c",
+        "0,1",
+        "-n",
+        "200000",
+        "--record",
+        "overwrite",
+        "--buffer-size-kb",
+        "64",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]));
+    let v = read_json(&json);
+    let ev = &case(&v, "ftrace", 1)["events"];
+    let (lost, overwritten) = (ev["lost"].as_u64().unwrap(), ev["overwritten"].as_u64());
+    assert!(lost > 0, "a 64 KiB buffer holds all 200,000 events? {ev}");
+    assert_eq!(
+        overwritten,
+        Some(lost),
+        "every lost event was overwritten: {ev}"
+    );
+    assert_eq!(
+        ev["recorded"].as_u64().unwrap() + lost,
+        ev["hits"].as_u64().unwrap()
+    );
+    let report = std::fs::read_to_string(dir.path().join("report.txt")).unwrap();
+    assert!(!report.contains("[lossy]"), "{report}");
+    assert!(
+        report.contains("were overwritten by later ones"),
+        "{report}"
+    );
+}
+
 /// One ftrace case-1 round of 200,000 iterations in stream mode with `extra` options; its
 /// result and output directory.
 fn stream_case1(extra: &[&str]) -> (serde_json::Value, tempfile::TempDir) {

@@ -123,7 +123,8 @@ fn case1_default_channel_records_every_event() {
         stats,
         EventStats {
             recorded: hits,
-            lost: 0
+            lost: 0,
+            overwritten: 0,
         }
     );
     assert!(our_sessions().is_empty(), "{:?}", our_sessions());
@@ -155,7 +156,8 @@ fn tracef_kind_records_every_event() {
         stats.unwrap_or_else(|e| panic!("{e:#}")),
         EventStats {
             recorded: hits,
-            lost: 0
+            lost: 0,
+            overwritten: 0,
         }
     );
 }
@@ -168,7 +170,8 @@ fn snapshot_mode_is_exact_or_refuses() {
         stats.unwrap_or_else(|e| panic!("{e:#}")),
         EventStats {
             recorded: hits,
-            lost: 0
+            lost: 0,
+            overwritten: 0,
         }
     );
     let tiny = tracer(Some(4096), Some(2), EventKind::Tracepoint);

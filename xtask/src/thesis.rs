@@ -1,5 +1,5 @@
 //! `cargo xtask thesis`: the README's main command. Installs what is missing, builds, runs the
-//! usdt comparison, the cyclictest sweep, the lossless-rate search, npt and Gregg's per-event
+//! usdt comparison, its per-hit cost decomposition, the cyclictest sweep, the lossless-rate search, npt and Gregg's per-event
 //! cost suite (`events`) with every tracer available here (quick defaults),
 //! and writes one report directory (`index.html`, `report.md`, `results.csv`, `figures/`).
 
@@ -56,6 +56,16 @@ pub fn run(o: Options) -> Result<()> {
             .arg("--out")
             .arg(out.join("usdt")),
     );
+    // The per-hit cost decomposition; the report checks each staircase's sum against the same
+    // configuration in the plain usdt run above (a separate invocation).
+    step(
+        "decompose",
+        Command::new(&bench)
+            .args(["usdt", "--decompose", "--priority", "99"])
+            .args(["--iterations", &o.iterations.to_string()])
+            .arg("--out")
+            .arg(out.join("decompose")),
+    );
     step(
         "cyclictest-sweep",
         Command::new(&bench)
@@ -89,6 +99,7 @@ pub fn run(o: Options) -> Result<()> {
     );
     let results: Vec<PathBuf> = [
         out.join("usdt/usdt.json"),
+        out.join("decompose/usdt.json"),
         out.join("cyclictest-sweep/cyclictest-sweep.json"),
         out.join("rate/rate.json"),
         out.join("npt/npt.json"),

@@ -66,11 +66,12 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
     for e in &report.entries {
         match &e.result {
             AnyResult::Usdt(r) => {
+                let alone = rtrace_report::staircase::alone_beside(&report, r);
                 let r = rtrace_measure::usdt::UsdtResult {
                     warnings: e.warnings.clone(),
                     ..r.clone()
                 };
-                print!("{}", terminal::usdt(&r, paint()));
+                print!("{}", terminal::usdt(&r, alone, paint()));
             }
             AnyResult::Sweep(r) => {
                 print!("{}", rtrace_report::sweep_terminal::sweep(r));

@@ -223,6 +223,7 @@ impl Attachment for BpftraceAttachment {
                 Ok(EventStats {
                     recorded,
                     lost: out.lost,
+                    overwritten: 0,
                 })
             }
             BpftraceMode::Record => {
@@ -231,6 +232,7 @@ impl Attachment for BpftraceAttachment {
                 Ok(EventStats {
                     recorded: file_tally.events,
                     lost: file_tally.lost + out.lost,
+                    overwritten: 0,
                 })
             }
         }

@@ -120,6 +120,7 @@ fn trace(
             Ok(EventStats {
                 recorded,
                 lost: sum_lost(&skel)?,
+                overwritten: 0,
             })
         }
         EbpfMode::Aggregate | EbpfMode::Count | EbpfMode::Floor => {
@@ -138,6 +139,7 @@ fn trace(
             Ok(EventStats {
                 recorded,
                 lost: sum_lost(&skel)?,
+                overwritten: 0,
             })
         }
     }

@@ -344,6 +344,7 @@ impl Attachment for FtraceAttachment {
             return Ok(EventStats {
                 recorded: hits,
                 lost: 0,
+                overwritten: 0,
             });
         }
         let stats = self

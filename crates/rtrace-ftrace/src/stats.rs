@@ -45,6 +45,7 @@ pub fn account(cpus: &[CpuStats]) -> EventStats {
         .fold(EventStats::default(), |acc, c| EventStats {
             recorded: acc.recorded + c.entries + c.read,
             lost: acc.lost + c.overrun + c.dropped,
+            overwritten: acc.overwritten + c.overrun,
         })
 }
 
@@ -84,7 +85,8 @@ oldest event ts:   347.436674\nnow ts:   347.497997\ndropped events: 3\nread eve
             account(&[a, b]),
             EventStats {
                 recorded: 51215 + 7 + 1,
-                lost: 149785 + 3
+                lost: 149785 + 3,
+                overwritten: 149785,
             }
         );
     }

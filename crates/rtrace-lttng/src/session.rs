@@ -190,6 +190,7 @@ impl LttngSession {
             What::Ust { .. } => Ok(EventStats {
                 recorded: ctf::count_events(&self.out)?,
                 lost: discarded,
+                overwritten: 0,
             }),
             What::Syscall { name, exit } => {
                 let entry_name = format!("syscall_entry_{name}");
@@ -203,12 +204,14 @@ impl LttngSession {
                     return Ok(EventStats {
                         recorded: c[1],
                         lost: discarded,
+                        overwritten: 0,
                     });
                 }
                 let (hooked, other) = (c[0], c[1]);
                 Ok(EventStats {
                     recorded: hooked,
                     lost: syscall_lost(discarded, hooked, other),
+                    overwritten: 0,
                 })
             }
         }

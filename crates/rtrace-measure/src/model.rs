@@ -12,6 +12,14 @@ pub struct Events {
     pub recorded: u64,
     /// Events the tracer reports as lost (overwritten, dropped, discarded).
     pub lost: u64,
+    /// Of `lost`, events written and later overwritten (a flight recorder's overrun): paid in
+    /// full. Absent in files of older versions.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub overwritten: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The tracer's accounting disagrees with the ground truth.
@@ -31,7 +39,14 @@ impl Events {
             hits,
             recorded: stats.recorded,
             lost: stats.lost,
+            overwritten: stats.overwritten,
         }
+    }
+
+    /// Events lost without being written (dropped or discarded): a run with any took the
+    /// cheaper drop path for them, so its cost reads too low.
+    pub fn dropped(&self) -> u64 {
+        self.lost.saturating_sub(self.overwritten)
     }
 
     /// Every hit was either recorded or reported lost.
@@ -82,6 +97,7 @@ mod tests {
             hits,
             recorded,
             lost,
+            overwritten: 0,
         }
     }
 

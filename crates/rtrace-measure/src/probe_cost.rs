@@ -480,9 +480,9 @@ pub fn lossy_notes(r: &UsdtResult) -> Vec<String> {
                 "left out of ratios (--allow-loss keeps it)"
             };
             format!(
-                "{} lost {} of {hits} events: the drop path is cheaper than recording, so its cost reads too low; {fate}",
+                "{} dropped {} of {hits} events: the drop path is cheaper than recording, so its cost reads too low; {fate}",
                 label(c),
-                c.lost()
+                c.events.map_or(0, |e| e.dropped())
             )
         })
         .collect()
@@ -644,18 +644,29 @@ mod tests {
             hits: 100,
             recorded: 90,
             lost: 10,
+            overwritten: 0,
         });
         assert!(reference_ratios(&r).is_empty());
         assert!(over_cheapest(&r).is_empty());
         let notes = lossy_notes(&r);
         assert!(
-            notes[0].starts_with("lttng case 1 lost 10 of 100 events")
+            notes[0].starts_with("lttng case 1 dropped 10 of 100 events")
                 && notes[0].contains("left out of ratios"),
             "{notes:?}"
         );
         r.config.allow_loss = true;
         assert_eq!(reference_ratios(&r).len(), 1);
         assert!(lossy_notes(&r)[0].contains("kept in ratios"));
+        // Events a flight recorder overwrote were written first: the run counts.
+        r.config.allow_loss = false;
+        r.runs[1].events = Some(crate::Events {
+            hits: 100,
+            recorded: 90,
+            lost: 10,
+            overwritten: 10,
+        });
+        assert!(lossy_notes(&r).is_empty());
+        assert_eq!(reference_ratios(&r).len(), 1);
     }
 
     #[test]

@@ -288,6 +288,7 @@ mod tests {
                     hits,
                     recorded: hits - lost,
                     lost,
+                    overwritten: 0,
                 },
             })
         }

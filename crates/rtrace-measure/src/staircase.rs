@@ -5,7 +5,9 @@
 //! rounds. The increments add up to the top step's cost by construction (they telescope);
 //! what the staircase shows is where that cost is spent, and the first step is the floor this
 //! kernel sets for the hook: the trap or call and the uprobe dispatch with the least work a
-//! tracer can do and still count every hit.
+//! tracer can do and still count every hit. The check that the steps measure what users get is
+//! against a separate invocation: [`measured_alone`] finds the top configuration in a plain
+//! `usdt` result.
 
 use crate::interval::{self, Estimate};
 use crate::probe_cost::{Extra, Stat};
@@ -13,32 +15,60 @@ use crate::usdt::{Case, CaseResult, HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 use serde::Serialize;
 
-/// The configurations of each tracer from the cheapest up, with what each adds to the one
-/// below: (mode, case, what it adds).
-fn ladder(tracer: TracerKind) -> &'static [(Option<&'static str>, Case, &'static str)] {
+/// One rung of a path: (tracer, mode, case, what it adds to the rung below).
+type Rung = (TracerKind, &'static str, Case, &'static str);
+
+const EBPF_FLOOR: Rung = (TracerKind::Ebpf, "floor", Case::Traced, "floor: the hook (int3 trap or nop5 call), uprobe dispatch, a BPF program that increments one global counter (the argument not read)");
+
+/// Each tracer's paths: a staircase from its floor up to one full configuration, every rung
+/// adding one mechanism to the rung below it (never replacing one), so that the increments
+/// are what each mechanism costs. A tracer with two kinds of output (maps or a ring buffer,
+/// a tracepoint or tracef) has a path for each.
+fn paths(tracer: TracerKind, hook: HookKind) -> Vec<(&'static str, Vec<Rung>)> {
     match tracer {
-        TracerKind::Ebpf => &[
-            (Some("floor"), Case::Traced, "floor: the hook (int3 trap or nop5 call), uprobe dispatch, a BPF program that increments one global counter (the argument not read)"),
-            (Some("count"), Case::Traced, "+ per-CPU map lookup and counter"),
-            (Some("aggregate"), Case::Traced, "+ reading the argument (USDT: its spec looked up by attach cookie) and its log2 histogram"),
-            (Some("record"), Case::Traced, "a 32-byte event (argument, timestamp, CPU, pid) reserved and submitted in the ring buffer, no wake-up, instead of the maps"),
-            (Some("record-wakeup"), Case::Traced, "+ waking the reader on every event"),
+        TracerKind::Ebpf => vec![
+            ("maps", vec![
+                EBPF_FLOOR,
+                (tracer, "count", Case::Traced, "+ a per-CPU map lookup and its counter"),
+                (tracer, "aggregate", Case::Traced, "+ reading the argument (USDT: its spec looked up by attach cookie) and its log2 histogram"),
+            ]),
+            ("ring buffer", vec![
+                EBPF_FLOOR,
+                (tracer, "record", Case::Traced, "+ reading the argument and a 32-byte event (argument, timestamp, CPU, pid) reserved and submitted in the ring buffer, no wake-up"),
+                (tracer, "record-wakeup", Case::Traced, "+ waking the reader on every event"),
+            ]),
         ],
-        TracerKind::Ftrace => &[
-            (Some("off"), Case::Traced, "floor: the int3 trap, the uprobe handler, the event's argument fetch; tracing off, the ring-buffer reservation fails"),
-            (Some("overwrite"), Case::Traced, "+ the ring-buffer write (tracing on, no consumer)"),
-            (Some("stream"), Case::Traced, "+ a consumer draining the buffer on another CPU"),
+        TracerKind::Ftrace => vec![("ring buffer", vec![
+            (tracer, "off", Case::Traced, "floor: the int3 trap, the uprobe handler, the event's argument fetch; tracing off, the ring-buffer reservation fails"),
+            (tracer, "overwrite", Case::Traced, "+ the ring-buffer write (tracing on, no consumer; events overwritten once the buffer is full were written first)"),
+            (tracer, "stream", Case::Traced, "+ a consumer draining the buffer on another CPU"),
+        ])],
+        TracerKind::Lttng => ["tracepoint", "tracef"]
+            .into_iter()
+            .map(|kind| {
+                (kind, vec![
+                    (tracer, kind, Case::Instrumented, "floor: the dormant tracepoint's inline enabled check (no session)"),
+                    (tracer, kind, Case::Traced, if kind == "tracef" {
+                        "+ the probe: the arguments formatted printf-style (tracef) and written into the shared ring buffer from user space"
+                    } else {
+                        "+ the probe: the event's fields written into the shared ring buffer from user space"
+                    }),
+                ])
+            })
+            .collect(),
+        // bpftrace attaches where our eBPF floor does only on the plain USDT site (on
+        // `usdt-nop5` libbpf calls through the nop5, bpftrace still traps at the note's address).
+        TracerKind::Bpftrace if hook == HookKind::Usdt => vec![
+            ("count()", vec![
+                EBPF_FLOOR,
+                (tracer, "aggregate", Case::Traced, "+ bpftrace's count() program instead of the floor's (the same hook and dispatch)"),
+            ]),
+            ("printf", vec![
+                EBPF_FLOOR,
+                (tracer, "record", Case::Traced, "+ bpftrace's printf program, its perf-buffer output and the reader's wake-up on every event"),
+            ]),
         ],
-        TracerKind::Lttng => &[
-            (Some("tracepoint"), Case::Instrumented, "floor: the dormant tracepoint's inline enabled check (no session)"),
-            (Some("tracepoint"), Case::Traced, "+ the probe: event written into the shared ring buffer from user space"),
-            (Some("tracef"), Case::Traced, "printf-style formatting (tracef) instead of the structured tracepoint"),
-        ],
-        TracerKind::Bpftrace => &[
-            (Some("aggregate"), Case::Traced, "bpftrace `count()`: the hook, uprobe dispatch, its program"),
-            (Some("record"), Case::Traced, "printf of the event into a perf buffer that wakes the reader instead"),
-        ],
-        TracerKind::None => &[],
+        TracerKind::Bpftrace | TracerKind::None => Vec::new(),
     }
 }
 
@@ -58,11 +88,16 @@ pub struct Step {
     pub counters: std::collections::BTreeMap<String, f64>,
 }
 
-/// One tracer's staircase on one hook site.
+/// One tracer's staircase on one hook site, up one of its paths.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Staircase {
     pub tracer: TracerKind,
     pub hook: HookKind,
+    /// Which of the tracer's full configurations the path climbs to (`maps`, `ring buffer`,
+    /// `tracepoint`, `printf`).
+    pub path: &'static str,
+    /// The top step's mode: the full configuration.
+    pub top_mode: &'static str,
     pub steps: Vec<Step>,
     /// Counters that could not be counted, with the reason.
     pub uncounted: std::collections::BTreeMap<String, String>,
@@ -80,85 +115,141 @@ impl Staircase {
     }
 }
 
+/// The same full configuration measured on its own, in a separate invocation (a plain `usdt`
+/// run): what the staircase's steps must add up to if the decomposition measures what users
+/// get. `alone` is that invocation's result.
+pub fn measured_alone(s: &Staircase, alone: &UsdtResult) -> Option<Estimate> {
+    let run = alone.runs.iter().find(|c| {
+        c.tracer == s.tracer
+            && c.hook_kind == s.hook
+            && c.case == Case::Traced
+            && mode(alone, c).as_deref() == Some(s.top_mode)
+    })?;
+    if !alone.in_ratios(run) {
+        return None;
+    }
+    let d = Extra::of(alone, run)?.per_round(Stat::SteadyMean);
+    interval::mean_of(&d, 0.0)
+}
+
+/// A run's backend mode: its variant's, or for a run without one, the mode the tracer had in
+/// that invocation (ftrace: the recording mode; LTTng: the tracepoint).
+pub fn mode(r: &UsdtResult, c: &CaseResult) -> Option<String> {
+    if let Some(m) = c.hook_kind.mode_of(c.variant.as_deref()) {
+        return Some(m.to_owned());
+    }
+    match c.tracer {
+        TracerKind::Ftrace => r.config.tracer_options["record"]
+            .as_str()
+            .map(str::to_owned),
+        TracerKind::Lttng => Some("tracepoint".to_owned()),
+        _ => None,
+    }
+}
+
 fn find<'a>(
     r: &'a UsdtResult,
     tracer: TracerKind,
     hook: HookKind,
-    mode: Option<&str>,
+    wanted: &str,
     case: Case,
 ) -> Option<&'a CaseResult> {
     r.runs.iter().find(|c| {
         c.tracer == tracer
             && c.hook_kind == hook
             && c.case == case
-            && hook.mode_of(c.variant.as_deref()) == mode
+            && mode(r, c).as_deref() == Some(wanted)
     })
 }
 
-/// Every staircase of `r` with at least two steps, per hook kind then tracer. A lossy run ends
-/// its staircase below it (dropping an event is cheaper than writing it).
+/// Whether `r` is a decomposition (`usdt --decompose`, or floor modes asked for by hand): it
+/// has a run of eBPF's floor or of ftrace with tracing off. A plain `usdt` result is not, even
+/// when its LTTng runs would make a two-step path.
+pub fn is_decomposition(r: &UsdtResult) -> bool {
+    r.runs.iter().any(|c| {
+        c.case == Case::Traced
+            && matches!(
+                (c.tracer, mode(r, c).as_deref()),
+                (TracerKind::Ebpf, Some("floor")) | (TracerKind::Ftrace, Some("off"))
+            )
+    })
+}
+
+/// Every staircase of a decomposition `r` ([`is_decomposition`]), per hook kind, tracer and
+/// path: a path with a rung not measured (or that dropped events) has none.
 pub fn staircases(r: &UsdtResult) -> Vec<Staircase> {
     let mut out = Vec::new();
+    if !is_decomposition(r) {
+        return out;
+    }
     for hook in HookKind::ALL {
         for tracer in TracerKind::ALL {
-            let mut steps: Vec<Step> = Vec::new();
-            let mut below: Vec<f64> = Vec::new();
-            let mut uncounted = std::collections::BTreeMap::new();
-            for &(mode, case, adds) in ladder(tracer) {
-                let Some(run) = find(r, tracer, hook, mode, case) else {
-                    continue;
-                };
-                if case == Case::Traced && !r.in_ratios(run) {
-                    break;
+            for (path, rungs) in paths(tracer, hook) {
+                if let Some(s) = climb(r, tracer, hook, path, &rungs) {
+                    out.push(s);
                 }
-                let Some(extra) = Extra::of(r, run) else {
-                    continue;
-                };
-                let heights = extra.per_round(Stat::SteadyMean);
-                let Some(height) = interval::mean_of(&heights, 0.0) else {
-                    continue;
-                };
-                let increments: Vec<f64> = if below.len() == heights.len() {
-                    heights.iter().zip(&below).map(|(h, b)| h - b).collect()
-                } else if below.is_empty() {
-                    heights.clone()
-                } else {
-                    continue;
-                };
-                let Some(increment) = interval::mean_of(&increments, 0.0) else {
-                    continue;
-                };
-                let mut counters = std::collections::BTreeMap::new();
-                if let (Some(c), Some(b)) = (&run.counters, &extra.baseline.counters) {
-                    for name in c.values.keys() {
-                        if let (Some(x), Some(y)) = (c.per_iteration(name), b.per_iteration(name)) {
-                            counters.insert(name.clone(), x - y);
-                        }
-                    }
-                    for (name, why) in &c.unavailable {
-                        uncounted.entry(name.clone()).or_insert_with(|| why.clone());
-                    }
-                }
-                steps.push(Step {
-                    run: crate::probe_cost::label(run),
-                    adds,
-                    height,
-                    increment,
-                    counters,
-                });
-                below = heights;
-            }
-            if steps.len() >= 2 {
-                out.push(Staircase {
-                    tracer,
-                    hook,
-                    steps,
-                    uncounted,
-                });
             }
         }
     }
     out
+}
+
+/// One path's staircase, if every rung of it was measured and kept in ratios.
+fn climb(
+    r: &UsdtResult,
+    tracer: TracerKind,
+    hook: HookKind,
+    path: &'static str,
+    rungs: &[Rung],
+) -> Option<Staircase> {
+    let mut steps: Vec<Step> = Vec::new();
+    let mut below: Vec<f64> = Vec::new();
+    let mut uncounted = std::collections::BTreeMap::new();
+    for &(rung_tracer, rung_mode, case, adds) in rungs {
+        let run = find(r, rung_tracer, hook, rung_mode, case)?;
+        if case == Case::Traced && !r.in_ratios(run) {
+            return None;
+        }
+        let extra = Extra::of(r, run)?;
+        let heights = extra.per_round(Stat::SteadyMean);
+        let height = interval::mean_of(&heights, 0.0)?;
+        let increments: Vec<f64> = if below.is_empty() {
+            heights.clone()
+        } else if below.len() == heights.len() {
+            heights.iter().zip(&below).map(|(h, b)| h - b).collect()
+        } else {
+            return None;
+        };
+        let increment = interval::mean_of(&increments, 0.0)?;
+        let mut counters = std::collections::BTreeMap::new();
+        if let (Some(c), Some(b)) = (&run.counters, &extra.baseline.counters) {
+            for name in c.values.keys() {
+                if let (Some(x), Some(y)) = (c.per_iteration(name), b.per_iteration(name)) {
+                    counters.insert(name.clone(), x - y);
+                }
+            }
+            for (name, why) in &c.unavailable {
+                uncounted.entry(name.clone()).or_insert_with(|| why.clone());
+            }
+        }
+        steps.push(Step {
+            run: crate::probe_cost::label(run),
+            adds,
+            height,
+            increment,
+            counters,
+        });
+        below = heights;
+    }
+    let top_mode = rungs.last()?.1;
+    (steps.len() >= 2).then_some(Staircase {
+        tracer,
+        hook,
+        path,
+        top_mode,
+        steps,
+        uncounted,
+    })
 }
 
 /// Program cost alone: `tracer`'s run in `mode` above our eBPF floor on the same hook site
@@ -170,8 +261,8 @@ pub fn above_floor(
     tracer: TracerKind,
     mode: &str,
 ) -> Option<Estimate> {
-    let floor = find(r, TracerKind::Ebpf, hook, Some("floor"), Case::Traced)?;
-    let run = find(r, tracer, hook, Some(mode), Case::Traced)?;
+    let floor = find(r, TracerKind::Ebpf, hook, "floor", Case::Traced)?;
+    let run = find(r, tracer, hook, mode, Case::Traced)?;
     let (f, x) = (Extra::of(r, floor)?, Extra::of(r, run)?);
     let (f, x) = (f.per_round(Stat::SteadyMean), x.per_round(Stat::SteadyMean));
     if f.len() != x.len() {

@@ -422,6 +422,7 @@ impl crate::Pool for SweepRun {
                     hits: a.events.hits + b.events.hits,
                     recorded: a.events.recorded + b.events.recorded,
                     lost: a.events.lost + b.events.lost,
+                    overwritten: a.events.overwritten + b.events.overwritten,
                 },
             )),
             (a, b) => a.or(b),
@@ -549,6 +550,7 @@ mod tests {
             hits,
             recorded,
             lost,
+            overwritten: 0,
         };
         let exact = Accounting::judge(AccountingRule::Exact, ev(100, 90, 10));
         assert!(exact.ok && exact.extra == 0);

@@ -493,10 +493,10 @@ impl CaseResult {
         self.events.map_or(0, |e| e.lost)
     }
 
-    /// A traced run that lost events: the drop path is cheaper than recording, so its cost
-    /// reads too low.
+    /// A traced run that dropped events: the drop path is cheaper than recording, so its cost
+    /// reads too low. Events a flight recorder overwrote were written first and do not count.
     pub fn is_lossy(&self) -> bool {
-        self.case == Case::Traced && self.lost() > 0
+        self.case == Case::Traced && self.events.is_some_and(|e| e.dropped() > 0)
     }
 }
 
@@ -528,6 +528,7 @@ impl crate::Pool for CaseResult {
                 hits: a.hits + b.hits,
                 recorded: a.recorded + b.recorded,
                 lost: a.lost + b.lost,
+                overwritten: a.overwritten + b.overwritten,
             }),
             (a, b) => a.or(b),
         };
@@ -627,6 +628,7 @@ mod tests {
                 hits,
                 recorded: hits,
                 lost: 0,
+                overwritten: 0,
             }),
             tsc_hz: 1e9,
             tsc_step_ns: None,
@@ -683,6 +685,7 @@ mod tests {
             hits: 5,
             recorded: 3,
             lost: 0,
+            overwritten: 0,
         });
         assert!(r.accounting().unwrap_err().contains("missed events"));
         r.case = Case::Dormant;
@@ -690,12 +693,14 @@ mod tests {
             hits: 0,
             recorded: 0,
             lost: 0,
+            overwritten: 0,
         });
         assert!(r.accounting().is_ok());
         r.events = Some(Events {
             hits: 0,
             recorded: 1,
             lost: 0,
+            overwritten: 0,
         });
         assert!(r.accounting().is_err());
         r.events = None;

@@ -190,11 +190,20 @@ pub fn outliers<'a>(
 /// Events a tracer reported lost.
 pub fn lost(scope: &str, ev: &Events) -> Option<Warning> {
     let total = ev.recorded + ev.lost;
+    let share = |n: u64| 100.0 * n as f64 / total.max(1) as f64;
     (ev.lost > 0).then(|| {
-        Warning::about(WarningKind::EventsLost, scope, format!(
-            "{} of {} events ({:.1}%) were lost (overwritten or dropped): the trace is incomplete, though every call still paid for writing its event; keep every event with --record stream or a larger --buffer-size-kb",
-            ev.lost, total, 100.0 * ev.lost as f64 / total.max(1) as f64
-        ))
+        let text = if ev.dropped() == 0 {
+            format!(
+                "{} of {} events ({:.1}%) were overwritten by later ones (a flight recorder keeps the last): every call paid for writing its event, but the trace is incomplete; keep every event with --record stream or a larger --buffer-size-kb",
+                ev.lost, total, share(ev.lost)
+            )
+        } else {
+            format!(
+                "{} of {} events ({:.1}%) were lost ({} dropped, {} overwritten): the trace is incomplete, and a dropped event costs less than a recorded one; keep every event with --record stream or a larger --buffer-size-kb",
+                ev.lost, total, share(ev.lost), ev.dropped(), ev.overwritten
+            )
+        };
+        Warning::about(WarningKind::EventsLost, scope, text)
     })
 }
 
@@ -530,6 +539,7 @@ mod tests {
             hits: 1000,
             recorded: 250,
             lost: 750,
+            overwritten: 0,
         };
         let w = lost("ftrace case 1", &ev).unwrap();
         assert!(w.message.contains("750 of 1000 events (75.0%)"), "{w}");

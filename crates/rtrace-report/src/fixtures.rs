@@ -100,6 +100,7 @@ fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
                 hits,
                 recorded: hits - lost,
                 lost,
+                overwritten: 0,
             }
         }),
         tsc_hz: 2e9,
@@ -184,6 +185,7 @@ fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun 
                     hits: 5_000,
                     recorded: 5_000,
                     lost: 0,
+                    overwritten: 0,
                 },
             )
         }),

@@ -191,6 +191,7 @@ mod tests {
                     hits,
                     recorded: hits - lost,
                     lost,
+                    overwritten: 0,
                 },
             })
         })

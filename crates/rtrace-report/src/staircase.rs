@@ -3,7 +3,7 @@
 //! program cost above our eBPF floor for our aggregate program and bpftrace's `count()`.
 
 use rtrace_measure::interval::Estimate;
-use rtrace_measure::staircase::{above_floor, staircases, Staircase};
+use rtrace_measure::staircase::{above_floor, measured_alone, staircases, Staircase};
 use rtrace_measure::usdt::{HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 
@@ -21,7 +21,7 @@ pub const HEADER: [&str; 6] = [
 pub const TEXT_COLUMNS: usize = 3;
 
 /// What the tables show, for their caption.
-pub const NOTE: &str = "Each step is a configuration measured in the same rounds; its height is its extra ns per hit over case 0, its increment the height minus the step below, round by round (95% t interval over the rounds). The increments add up to the top step's cost; the first step of eBPF and ftrace is this kernel's floor for the hook (trap or call, uprobe dispatch, the least a tracer can do and still count every hit). Counters per hit, as Gebai measured them: the workload process's count per iteration minus case 0's (task-clock is CPU time in ns, a check on the TSC's height; hardware counters where perf offers them)";
+pub const NOTE: &str = "Each path climbs from a floor to one full configuration, every step adding one mechanism; each step is a configuration measured in the same rounds; its height is its extra ns per hit over case 0, its increment the height minus the step below, round by round (95% t interval over the rounds). The increments add up to the top step's cost by construction, so each table's check compares their sum with the top configuration measured alone, in a separate plain `usdt` invocation, when the report has one. The floor of eBPF and ftrace is this kernel's floor for the hook (trap or call, uprobe dispatch, the least a tracer can do and still count every hit); bpftrace's paths start on our eBPF floor (the same trap and dispatch, on the plain USDT site only). Counters per hit, as Gebai measured them: the workload process's count per iteration minus case 0's (task-clock is CPU time in ns, a check on the TSC's height; hardware counters where perf offers them)";
 
 /// Counters no step could count, with the reason, in one line; `None` when every one counted.
 pub fn uncounted_line(r: &UsdtResult) -> Option<String> {
@@ -75,7 +75,7 @@ fn counters_cell(st: &rtrace_measure::staircase::Step) -> String {
         .join(", ")
 }
 
-fn table(s: &Staircase) -> Table {
+fn table(s: &Staircase, alone: Option<&crate::result::Entry>) -> Table {
     let rows = s
         .steps
         .iter()
@@ -90,24 +90,59 @@ fn table(s: &Staircase) -> Table {
             ]
         })
         .collect();
-    let (sum, full) = (s.sum(), s.full());
     Table {
-        title: format!("{} on {}", s.tracer, s.hook),
+        title: format!("{} ({}) on {}", s.tracer, s.path, s.hook),
         rows,
-        check: format!(
-            "steps sum to {sum:.0} ns; the top step costs {full:.0} ns ({:+.1}%)",
-            if full != 0.0 {
-                100.0 * (sum - full) / full
+        check: check(s, alone),
+    }
+}
+
+/// The steps' sum against the top configuration measured alone in a separate invocation.
+fn check(s: &Staircase, alone: Option<&crate::result::Entry>) -> String {
+    let sum = s.sum();
+    let top = s.steps.last().map_or("", |st| st.run.as_str());
+    let measured = alone.and_then(|e| match &e.result {
+        crate::result::AnyResult::Usdt(u) => Some((e, measured_alone(s, u)?)),
+        _ => None,
+    });
+    match measured {
+        Some((e, m)) => format!(
+            "steps sum to {sum:.0} ns; {top} measured alone in a separate invocation ({}): {} ns, the sum {:+.1}% from it",
+            e.file.as_deref().unwrap_or(&e.id),
+            cell(&m),
+            if m.estimate != 0.0 {
+                100.0 * (sum - m.estimate) / m.estimate
             } else {
                 0.0
             }
         ),
+        None => format!(
+            "steps sum to {sum:.0} ns, {top}'s cost in this run (the increments telescope); to check them against the configuration measured alone, report this result with a plain `usdt` run of it from the same machine"
+        ),
     }
 }
 
-/// Every staircase of `r` as a table.
-pub fn tables(r: &UsdtResult) -> Vec<Table> {
-    staircases(r).iter().map(table).collect()
+/// Every staircase of `r` as a table, each checked against `alone` (a plain `usdt` result of
+/// the same machine, [`alone_beside`]) where it measured the staircase's top configuration.
+pub fn tables(r: &UsdtResult, alone: Option<&crate::result::Entry>) -> Vec<Table> {
+    staircases(r).iter().map(|s| table(s, alone)).collect()
+}
+
+/// The usdt result a report checks `r`'s staircases against: another one of the same kernel
+/// and CPU model that is not a decomposition (a plain run).
+pub fn alone_beside<'a>(
+    report: &'a crate::result::Report,
+    r: &UsdtResult,
+) -> Option<&'a crate::result::Entry> {
+    report
+        .usdt()
+        .find(|(_, u)| {
+            !std::ptr::eq(*u, r)
+                && u.environment.kernel_release == r.environment.kernel_release
+                && u.environment.cpu_model == r.environment.cpu_model
+                && !rtrace_measure::staircase::is_decomposition(u)
+        })
+        .map(|(e, _)| e)
 }
 
 /// The program cost above the floor, ours against bpftrace's, on the `usdt` site (on
@@ -133,8 +168,8 @@ pub fn program_cost_lines(r: &UsdtResult) -> Vec<String> {
 }
 
 /// The terminal text; empty without a staircase.
-pub fn text(r: &UsdtResult) -> String {
-    let tables = tables(r);
+pub fn text(r: &UsdtResult, alone: Option<&crate::result::Entry>) -> String {
+    let tables = tables(r, alone);
     if tables.is_empty() {
         return String::new();
     }
@@ -194,18 +229,102 @@ mod tests {
     #[test]
     fn steps_telescope_to_the_top_and_programs_compare_above_the_floor() {
         let r = decomposed();
-        let t = tables(&r);
+        let t = tables(&r, None);
         let ebpf = t
             .iter()
-            .find(|t| t.title == "ebpf on usdt")
+            .find(|t| t.title == "ebpf (maps) on usdt")
             .expect("eBPF staircase");
         assert_eq!(ebpf.rows.len(), 3);
         assert!(ebpf.rows[1][3].starts_with("100"), "{:?}", ebpf.rows[1]);
         assert!(ebpf.rows[2][3].starts_with("100"), "{:?}", ebpf.rows[2]);
-        assert!(ebpf.check.ends_with("(+0.0%)"), "{}", ebpf.check);
+        assert!(
+            ebpf.check.contains("increments telescope"),
+            "{}",
+            ebpf.check
+        );
+        let bpftrace = t
+            .iter()
+            .find(|t| t.title == "bpftrace (count()) on usdt")
+            .expect("bpftrace's path starts on the eBPF floor");
+        assert!(
+            bpftrace.rows[0][1].starts_with("ebpf (floor)"),
+            "{:?}",
+            bpftrace.rows
+        );
+        assert!(
+            bpftrace.rows[1][3].starts_with("150"),
+            "{:?}",
+            bpftrace.rows[1]
+        );
+        assert!(
+            t.iter().all(|t| !t.title.starts_with("ebpf (ring buffer)")),
+            "a path with an unmeasured step has no staircase"
+        );
         let lines = program_cost_lines(&r);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].contains("= 1.33×"), "{}", lines[0]);
-        assert!(text(&r).contains("where the nanoseconds go"));
+        assert!(text(&r, None).contains("where the nanoseconds go"));
+    }
+
+    #[test]
+    fn the_sum_is_checked_against_the_top_configuration_measured_alone() {
+        let r = decomposed();
+        // A plain run of eBPF aggregate, 10% dearer than the staircase's top step.
+        let mut plain = decomposed();
+        plain.runs.retain(|c| {
+            c.tracer == TracerKind::None
+                || (c.tracer == TracerKind::Ebpf && c.variant.as_deref() == Some("aggregate"))
+        });
+        let top = decomposed()
+            .runs
+            .into_iter()
+            .find(|c| c.tracer == TracerKind::Ebpf && c.variant.as_deref() == Some("aggregate"))
+            .unwrap();
+        let extra = rtrace_measure::probe_cost::Extra::of(&r, &top)
+            .unwrap()
+            .difference(rtrace_measure::probe_cost::Stat::SteadyMean)
+            .unwrap()
+            .estimate;
+        for c in plain
+            .runs
+            .iter_mut()
+            .filter(|c| c.tracer == TracerKind::Ebpf)
+        {
+            c.summary.mean_ns += 0.1 * extra;
+            for round in &mut c.rounds {
+                round.summary.mean_ns += 0.1 * extra;
+            }
+        }
+        let report = crate::result::Report::new([
+            (
+                Some("decompose.json".into()),
+                crate::AnyResult::Usdt(r.clone()),
+            ),
+            (Some("plain.json".into()), crate::AnyResult::Usdt(plain)),
+        ]);
+        let alone = alone_beside(&report, &r).expect("the plain result is beside it");
+        assert_eq!(alone.file.as_deref(), Some("plain.json"));
+        let t = tables(&r, Some(alone));
+        let ebpf = t.iter().find(|t| t.title == "ebpf (maps) on usdt").unwrap();
+        assert!(
+            ebpf.check
+                .contains("measured alone in a separate invocation (plain.json)"),
+            "{}",
+            ebpf.check
+        );
+        assert!(
+            ebpf.check.ends_with("the sum -9.1% from it"),
+            "{}",
+            ebpf.check
+        );
+        let bpftrace = t
+            .iter()
+            .find(|t| t.title == "bpftrace (count()) on usdt")
+            .unwrap();
+        assert!(
+            bpftrace.check.contains("increments telescope"),
+            "the plain run has no bpftrace: {}",
+            bpftrace.check
+        );
     }
 }

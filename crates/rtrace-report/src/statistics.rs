@@ -143,7 +143,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("ftrace case 1 lost 5000 of 20000 events"),
+            text.contains("ftrace case 1 dropped 5000 of 20000 events"),
             "{text}"
         );
     }

@@ -183,6 +183,11 @@ pub struct EventStats {
     pub recorded: u64,
     /// Events the tracer knows it dropped or overwrote.
     pub lost: u64,
+    /// Of `lost`, the events a flight-recorder buffer overwrote after they were written (ftrace
+    /// overwrite mode's `overrun`): their writer paid the whole cost of recording them, unlike a
+    /// dropped event's. Absent in files of older versions.
+    #[serde(default)]
+    pub overwritten: u64,
 }
 
 /// A tracer backend.

@@ -259,7 +259,7 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 .any(|s| s.hook == h)
             {
                 out.push(fig(e, &format!("staircase-{h}"), format!("Where the nanoseconds go: per-hit cost, step by step ({h} hook)"),
-                    "Each tracer's configurations from the cheapest up, each adding one mechanism (see the table): a bar spans from the step below to this step, the number is what the step adds, the whisker the step's 95% interval.",
+                    "Each path from its floor up to one full configuration, each step adding one mechanism (see the table): a bar spans from the step below to this step, the number is what the step adds, the whisker the step's 95% interval.",
                     Kind::Staircase(h)));
             }
         }

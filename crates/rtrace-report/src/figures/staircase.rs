@@ -1,5 +1,5 @@
 //! The per-hit cost decomposition as a waterfall (`usdt --decompose`): one row per step, each
-//! tracer's steps together, a bar from the step below's height to this step's, its interval
+//! path's steps together (labelled with the path), a bar from the step below's height to this step's, its interval
 //! as a whisker, and the increment written beside it.
 
 use super::style;
@@ -31,7 +31,7 @@ pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
                 .map(move |st| {
                     let h = st.height.estimate;
                     let row = (
-                        st.run.clone(),
+                        format!("{}: {}", s.path, st.run),
                         colour,
                         below,
                         h,
