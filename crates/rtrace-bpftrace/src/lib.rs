@@ -3,7 +3,8 @@
 //!
 //! - `record`: `printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg)` per event into
 //!   `out_dir/bpftrace-events.txt` (`-o`); recorded = event lines, lost = the "Lost N events"
-//!   reports.
+//!   reports (a perf buffer reports a loss only with its next record: `flush` writes one per
+//!   CPU after the run, so that losses at its end are reported too).
 //! - `aggregate`: `@c = count();`; recorded = the `@c` bpftrace prints when stopped.
 //!
 //! `attach` returns once bpftrace reports its probes attached (it prints
@@ -19,6 +20,7 @@
 
 mod child;
 pub mod events;
+mod flush;
 mod output;
 mod script;
 
@@ -97,7 +99,7 @@ impl Tracer for BpftraceTracer {
             self.program.display()
         );
         rtrace_tracer::require_root("bpftrace")?;
-        script::program(hook, self.mode, script::PidFilter::None, None)?;
+        script::program(hook, self.mode, script::PidFilter::None, None, None)?;
         if let Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. } = hook {
             ensure!(
                 binary.is_file(),
@@ -119,12 +121,17 @@ impl Tracer for BpftraceTracer {
             }
             BpftraceMode::Aggregate => None,
         };
+        let flush = match self.mode {
+            BpftraceMode::Record => flush::probe(),
+            BpftraceMode::Aggregate => None,
+        };
         let args = script::args(
             &target.hook,
             self.mode,
             target.pid,
             target.skip_tid,
             events.as_deref(),
+            flush.as_ref().map(|f| f.probe.as_str()),
         )?;
         // bpftrace's own default (64 pages per CPU) overflows within milliseconds at our hit
         // rates, and bpftrace 0.17 then under-reports its losses; without an explicit size, give
@@ -140,6 +147,7 @@ impl Tracer for BpftraceTracer {
             bpftrace,
             mode: self.mode,
             events,
+            flush: flush.map(|f| f.token),
         }))
     }
 }
@@ -197,12 +205,20 @@ pub struct BpftraceAttachment {
     bpftrace: child::Bpftrace,
     mode: BpftraceMode,
     events: Option<PathBuf>,
+    /// The token of the record program's flush probe (`flush`), if it has one.
+    flush: Option<u64>,
 }
 
 impl Attachment for BpftraceAttachment {
     fn finish(self: Box<Self>) -> Result<EventStats> {
+        let mut flushed = None;
         if let Some(file) = &self.events {
             wait_until_caught_up(file, CAUGHT_UP, CATCH_UP_TIMEOUT)?;
+            if let Some(token) = self.flush {
+                // Every CPU's pending loss report, then its flush line (see `flush`).
+                flushed = Some(flush::each_cpu(token)?);
+                wait_until_caught_up(file, CAUGHT_UP, CATCH_UP_TIMEOUT)?;
+            }
         }
         let exited = self.bpftrace.stop()?;
         if !exited.status.success() {
@@ -229,6 +245,13 @@ impl Attachment for BpftraceAttachment {
             BpftraceMode::Record => {
                 let file = self.events.as_deref().expect("record mode has a file");
                 let file_tally = read_tally(file)?;
+                if let Some(fired) = flushed {
+                    ensure!(
+                        file_tally.flushes == fired,
+                        "bpftrace printed {} of its {fired} flush events: a perf buffer was still full after its reader caught up, so the losses at the end of the run are unknown; rerun with a larger --buffer-size-kb",
+                        file_tally.flushes
+                    );
+                }
                 Ok(EventStats {
                     recorded: file_tally.events,
                     lost: file_tally.lost + out.lost,

@@ -17,6 +17,8 @@ pub struct Tally {
     pub count: Option<u64>,
     /// N of "Attaching N probes...", if printed.
     pub attaching: Option<u64>,
+    /// Lines of the flush probe (`crate::flush`), one per CPU it fired on.
+    pub flushes: u64,
 }
 
 impl Tally {
@@ -36,6 +38,8 @@ impl Tally {
                     .parse()
                     .with_context(|| format!("unexpected bpftrace line {line:?}"))?,
             );
+        } else if line.starts_with(crate::flush::LINE) {
+            self.flushes += 1;
         } else if let Some(rest) = line.strip_prefix("Attaching ") {
             self.attaching = rest.split(' ').next().and_then(|n| n.parse().ok());
         }
@@ -74,15 +78,16 @@ mod tests {
     #[test]
     fn record_file_with_losses() {
         let mut t = Tally::default();
-        t.text("Attaching 1 probe...\n325899621505 1 13585 0\nLost 6 events\n325899722607 1 13585 1\nLost 1 events\n")
+        t.text("Attaching 2 probes...\n325899621505 1 13585 0\nLost 6 events\n325899722607 1 13585 1\nLost 1 events\nLost 3 events\nrtrace-flush 1\nrtrace-flush 0\n")
             .unwrap();
         assert_eq!(
             t,
             Tally {
                 events: 2,
-                lost: 7,
+                lost: 10,
                 count: None,
-                attaching: Some(1)
+                attaching: Some(2),
+                flushes: 2,
             }
         );
     }

@@ -65,7 +65,7 @@ pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
 }
 
 /// An absolute path bpftrace's parser takes inside quotes (no quotes, spaces, colons...).
-fn plain_path(p: &Path) -> Result<String> {
+pub(crate) fn plain_path(p: &Path) -> Result<String> {
     let s = p.to_str().unwrap_or_default();
     let ok = s.starts_with('/')
         && s.chars()
@@ -106,12 +106,14 @@ impl PidFilter {
     }
 }
 
-/// The bpftrace program; hits of thread `skip_tid` are left out by its predicate.
+/// The bpftrace program; hits of thread `skip_tid` are left out by its predicate. A record
+/// program carries `flush` (`crate::flush::probe`), if given, as its second probe.
 pub fn program(
     hook: &Hook,
     mode: BpftraceMode,
     filter: PidFilter,
     skip_tid: Option<u32>,
+    flush: Option<&str>,
 ) -> Result<String> {
     let (point, arg) = attach_point(hook)?;
     let mut tests = Vec::new();
@@ -130,7 +132,12 @@ pub fn program(
         BpftraceMode::Record => format!("printf({RECORD_FORMAT}, {arg});"),
         BpftraceMode::Aggregate => "@c = count();".to_owned(),
     };
-    Ok(format!("{point}{predicate} {{ {action} }}"))
+    let mut program = format!("{point}{predicate} {{ {action} }}");
+    if let (BpftraceMode::Record, Some(flush)) = (mode, flush) {
+        program.push(' ');
+        program.push_str(flush);
+    }
+    Ok(program)
 }
 
 /// The arguments after the program name.
@@ -140,6 +147,7 @@ pub fn args(
     pid: Option<u32>,
     skip_tid: Option<u32>,
     events_file: Option<&Path>,
+    flush: Option<&str>,
 ) -> Result<Vec<OsString>> {
     let filter = PidFilter::choose(hook, mode, pid);
     let mut args: Vec<OsString> = Vec::new();
@@ -149,7 +157,10 @@ pub fn args(
     if let Some(f) = events_file {
         args.extend(["-o".into(), f.as_os_str().to_owned()]);
     }
-    args.extend(["-e".into(), program(hook, mode, filter, skip_tid)?.into()]);
+    args.extend([
+        "-e".into(),
+        program(hook, mode, filter, skip_tid, flush)?.into(),
+    ]);
     Ok(args)
 }
 
@@ -217,26 +228,33 @@ mod tests {
     fn usdt_scripts() {
         let h = usdt("/tmp/x/sdt_loop", "rtest", "hit", 1);
         assert_eq!(
-            program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7), None).unwrap(),
+            program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7), None, None).unwrap(),
             r#"usdt:"/tmp/x/sdt_loop":rtest:hit { @c = count(); }"#
         );
         assert_eq!(
-            program(&h, BpftraceMode::Record, PidFilter::None, None).unwrap(),
+            program(&h, BpftraceMode::Record, PidFilter::None, None, None).unwrap(),
             r#"usdt:"/tmp/x/sdt_loop":rtest:hit { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
         );
         assert_eq!(
-            program(&h, BpftraceMode::Record, PidFilter::Predicate(7), None).unwrap(),
+            program(
+                &h,
+                BpftraceMode::Record,
+                PidFilter::Predicate(7),
+                None,
+                None
+            )
+            .unwrap(),
             r#"usdt:"/tmp/x/sdt_loop":rtest:hit /pid == 7/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
         );
         let plus = usdt("/lib/libstdc++.so.6", "libstdcxx", "throw", 2);
         assert!(
-            program(&plus, BpftraceMode::Aggregate, PidFilter::None, None)
+            program(&plus, BpftraceMode::Aggregate, PidFilter::None, None, None)
                 .unwrap()
                 .starts_with(r#"usdt:"/lib/libstdc++.so.6":libstdcxx:throw "#)
         );
         let no_arg = usdt("/b", "p", "n", 0);
         assert!(
-            program(&no_arg, BpftraceMode::Record, PidFilter::None, None)
+            program(&no_arg, BpftraceMode::Record, PidFilter::None, None, None)
                 .unwrap()
                 .ends_with("pid, 0); }")
         );
@@ -249,7 +267,7 @@ mod tests {
     #[test]
     fn usdt_counts_use_dash_p_printed_events_a_predicate() {
         let h = usdt("/b", "p", "n", 1);
-        let a = args(&h, BpftraceMode::Aggregate, Some(42), None, None).unwrap();
+        let a = args(&h, BpftraceMode::Aggregate, Some(42), None, None, None).unwrap();
         assert_eq!(&strs(&a)[..3], ["-p", "42", "-e"]);
         let a = args(
             &h,
@@ -257,12 +275,18 @@ mod tests {
             Some(42),
             None,
             Some(Path::new("/o/f")),
+            Some("usdt:\"/h\":rtrace_bench:bpftrace_flush { }"),
         )
         .unwrap();
         let a = strs(&a);
         assert_eq!(&a[..3], ["-o", "/o/f", "-e"]);
         assert!(a[3].contains("/pid == 42/"), "{}", a[3]);
-        let a = args(&h, BpftraceMode::Aggregate, None, None, None).unwrap();
+        assert!(
+            a[3].ends_with(" usdt:\"/h\":rtrace_bench:bpftrace_flush { }"),
+            "a record program carries the flush probe: {}",
+            a[3]
+        );
+        let a = args(&h, BpftraceMode::Aggregate, None, None, None, None).unwrap();
         assert_eq!(a[0], "-e");
     }
 
@@ -275,14 +299,25 @@ mod tests {
             ret: true,
         };
         assert_eq!(
-            program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7), Some(7)).unwrap(),
+            program(
+                &h,
+                BpftraceMode::Aggregate,
+                PidFilter::DashP(7),
+                Some(7),
+                None
+            )
+            .unwrap(),
             r#"uretprobe:"/lib/libc.so.6":clock_nanosleep /tid != 7/ { @c = count(); }"#
         );
-        assert!(
-            program(&h, BpftraceMode::Record, PidFilter::Predicate(7), Some(7))
-                .unwrap()
-                .contains(" /pid == 7 && tid != 7/ "),
-        );
+        assert!(program(
+            &h,
+            BpftraceMode::Record,
+            PidFilter::Predicate(7),
+            Some(7),
+            None
+        )
+        .unwrap()
+        .contains(" /pid == 7 && tid != 7/ "),);
     }
 
     #[test]
@@ -292,7 +327,7 @@ mod tests {
             PidFilter::choose(&h, BpftraceMode::Aggregate, Some(9)),
             PidFilter::Predicate(9)
         );
-        let a = args(&h, BpftraceMode::Aggregate, Some(9), None, None).unwrap();
+        let a = args(&h, BpftraceMode::Aggregate, Some(9), None, None, None).unwrap();
         assert_eq!(
             strs(&a),
             [
@@ -300,9 +335,11 @@ mod tests {
                 "tracepoint:syscalls:sys_exit_clock_nanosleep /pid == 9/ { @c = count(); }"
             ]
         );
-        assert!(program(&h, BpftraceMode::Record, PidFilter::None, None)
-            .unwrap()
-            .contains("args->ret"));
+        assert!(
+            program(&h, BpftraceMode::Record, PidFilter::None, None, None)
+                .unwrap()
+                .contains("args->ret")
+        );
     }
 
     #[test]
@@ -316,7 +353,7 @@ mod tests {
             tp("syscalls", "x/y"),
         ] {
             assert!(
-                program(&h, BpftraceMode::Aggregate, PidFilter::None, None).is_err(),
+                program(&h, BpftraceMode::Aggregate, PidFilter::None, None, None).is_err(),
                 "{h:?}"
             );
         }
@@ -324,7 +361,7 @@ mod tests {
             provider: "p".into(),
             event: "e".into(),
         };
-        assert!(program(&lttng, BpftraceMode::Aggregate, PidFilter::None, None).is_err());
+        assert!(program(&lttng, BpftraceMode::Aggregate, PidFilter::None, None, None).is_err());
     }
 
     #[test]
@@ -340,6 +377,7 @@ mod tests {
                 &h(false),
                 BpftraceMode::Aggregate,
                 PidFilter::DashP(3),
+                None,
                 None
             )
             .unwrap(),
@@ -350,16 +388,24 @@ mod tests {
                 &h(true),
                 BpftraceMode::Record,
                 PidFilter::Predicate(3),
+                None,
                 None
             )
             .unwrap(),
             r#"uretprobe:"/b/w":rtrace_marker_hit /pid == 3/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, retval); }"#
         );
-        let a = args(&h(true), BpftraceMode::Aggregate, Some(3), None, None).unwrap();
+        let a = args(&h(true), BpftraceMode::Aggregate, Some(3), None, None, None).unwrap();
         assert_eq!(&strs(&a)[..2], ["-p", "3"]);
         assert_eq!(
             program_of(&a).unwrap(),
-            program(&h(true), BpftraceMode::Aggregate, PidFilter::DashP(3), None).unwrap()
+            program(
+                &h(true),
+                BpftraceMode::Aggregate,
+                PidFilter::DashP(3),
+                None,
+                None
+            )
+            .unwrap()
         );
         let bad = Hook::Uprobe {
             binary: "/b/w".into(),
@@ -367,7 +413,7 @@ mod tests {
             offset: 0x10,
             ret: false,
         };
-        assert!(program(&bad, BpftraceMode::Aggregate, PidFilter::None, None).is_err());
+        assert!(program(&bad, BpftraceMode::Aggregate, PidFilter::None, None, None).is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! highest rate at which a tracer records every event of a probe fired at a steady rate, per
 //! tracer and buffer size. The search climbs geometrically until the first loss, bisects
 //! between the last lossless and the first lossy rate, then confirms: three runs at the rate
-//! found without a loss, one at 1.5 times it with losses. Every point is accounted exactly
+//! found without a loss, and one of up to three at 1.5 times it with losses. Every point is accounted exactly
 //! (`recorded + lost == hits`): a loss is a counted loss, never a guess.
 
 use crate::{Environment, Events};
@@ -94,7 +94,10 @@ pub struct Search {
 }
 
 /// Times a failed confirmation lowers the rate and confirms again.
-pub const RETRIES: u32 = 4;
+pub const RETRIES: u32 = 6;
+/// Runs at `over` × the rate found, of which one must lose events (the search stops at the
+/// first that does).
+pub const OVER_RUNS: u32 = 3;
 /// What a failed confirmation multiplies the rate by.
 pub const RETRY_STEP: f64 = 0.85;
 
@@ -142,10 +145,17 @@ pub fn search(
         if ceiling {
             return Ok(done(points, Some(found), true, confirmed, None));
         }
-        let p = measure(found * plan.over, Phase::Over)?;
-        let lossy = p.events.lost > 0;
-        let short = p.short();
-        points.push(p);
+        // Near the limit a loss is chance both ways: as three runs must hold at the rate found,
+        // one of up to three at `over` × it must lose.
+        let (mut lossy, mut short) = (false, false);
+        for _ in 0..OVER_RUNS {
+            let p = measure(found * plan.over, Phase::Over)?;
+            (lossy, short) = (p.events.lost > 0, p.short());
+            points.push(p);
+            if lossy || short {
+                break;
+            }
+        }
         if lossy || !confirmed || resume == RESUMES {
             return Ok(done(points, Some(found), false, confirmed, Some(lossy)));
         }
@@ -372,7 +382,39 @@ mod tests {
         let found = f.max_lossless_hz.unwrap();
         assert!(found <= 300_000.0 && found > 250_000.0, "{found}");
         let overs = f.points.iter().filter(|p| p.phase == Phase::Over).count();
-        assert_eq!(overs, 2, "the first over-run held, the second lost");
+        assert_eq!(
+            overs,
+            OVER_RUNS as usize + 1,
+            "the first search's three over-runs held, the resumed one's first lost"
+        );
+    }
+
+    #[test]
+    fn an_over_run_that_holds_by_chance_is_tried_again() {
+        // Above the limit, the first run at 1.5 times the rate found happens to lose nothing.
+        let mut chance = true;
+        let mut inner = fake(300_000.0, 1e9);
+        let f = search(&SearchPlan::default(), |rate, phase| {
+            let mut p = inner(rate, phase)?;
+            if chance && phase == Phase::Over {
+                chance = false;
+                p.events.recorded += p.events.lost;
+                p.events.lost = 0;
+            }
+            Ok(p)
+        })
+        .unwrap();
+        assert!(f.confirmed && f.over_lossy == Some(true), "{f:?}");
+        let phases: Vec<Phase> = f.points.iter().map(|p| p.phase).collect();
+        assert_eq!(
+            &phases[phases.len() - 3..],
+            [Phase::Confirm, Phase::Over, Phase::Over]
+        );
+        assert_eq!(
+            f.points.iter().filter(|p| p.phase == Phase::Climb).count(),
+            6,
+            "no resume"
+        );
     }
 
     #[test]

@@ -38,11 +38,22 @@ pub const HEADER: [&str; 6] = [
 pub const TEXT_COLUMNS: usize = 2;
 
 /// What the table shows.
-pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) for the run's duration under each tracer and per-CPU buffer size; the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 4 times) and one at 1.5 times it that must lose events (when it loses nothing, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster without loss, so the tracer's limit is above it";
+pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) for the run's duration under each tracer and per-CPU buffer size; the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster without loss, so the tracer's limit is above it";
 
 fn over_cell(s: &Search) -> String {
     let over = s.points.iter().rev().find(|p| p.phase == Phase::Over);
+    // The runs at 1.5× after the last confirmation.
+    let tries = s
+        .points
+        .iter()
+        .rev()
+        .take_while(|p| p.phase == Phase::Over)
+        .count();
     match (s.over_lossy, over) {
+        (Some(true), Some(p)) if tries > 1 => format!(
+            "{:.2}% lost (run {tries} of up to 3)",
+            100.0 * p.lost_fraction()
+        ),
         (Some(true), Some(p)) => format!("{:.2}% lost", 100.0 * p.lost_fraction()),
         (Some(false), Some(_)) => "0 lost (limit not crossed)".into(),
         _ => "- (loop ceiling)".into(),
