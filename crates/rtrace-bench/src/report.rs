@@ -74,7 +74,13 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
                 print!("{}", terminal::usdt(&r, alone, paint()));
             }
             AnyResult::Sweep(r) => {
-                print!("{}", rtrace_report::sweep_terminal::sweep(r));
+                print!(
+                    "{}",
+                    rtrace_report::sweep_terminal::sweep(
+                        r,
+                        rtrace_report::sweep_shift::usdt_beside(&report, r)
+                    )
+                );
                 print!("{}", terminal::warnings(&e.warnings, paint()));
             }
             AnyResult::Rate(r) => {

@@ -369,6 +369,10 @@ pub struct SweepRun {
 pub struct RoundLatency {
     /// 0-based round index (rounds of different configurations pair by it).
     pub round: u32,
+    /// Position of the run in the invocation (`none` runs between the configurations pair
+    /// with their neighbours by it); 0 in files of older versions.
+    #[serde(default)]
+    pub seq: u64,
     pub loops: u64,
     pub p50_ns: f64,
     pub mean_ns: f64,
@@ -377,9 +381,10 @@ pub struct RoundLatency {
 }
 
 impl RoundLatency {
-    pub fn of(round: u32, s: &Summary, loops: u64) -> RoundLatency {
+    pub fn of(round: u32, seq: u64, s: &Summary, loops: u64) -> RoundLatency {
         RoundLatency {
             round,
+            seq,
             loops,
             p50_ns: s.p50_ns,
             mean_ns: s.mean_ns,
@@ -473,19 +478,18 @@ impl LatencyStat {
     }
 }
 
-/// `run`'s latency minus `base`'s (ns), by `stat`: the mean of the per-round differences of
-/// rounds with the same index (a round of every configuration runs back to back, so the pair
-/// shares the machine's state), with its t interval over those rounds. Falls back to the pooled
+/// `run`'s latency minus `base`'s (ns), by `stat`: the mean of the per-round differences, with
+/// its t interval over the rounds. Each of `run`'s rounds is compared with `base`'s runs of the
+/// same round right before and after it (their mean): the sweep runs `none` between every two
+/// configurations, so the pair shares the machine's state, which in a VM can change within a
+/// round. Files of older versions (no positions) pair rounds by index. Falls back to the pooled
 /// difference without interval for files without rounds. A difference is no finer than the
 /// histogram's 3 significant digits: that resolution bounds each round's variance from below.
 pub fn shift(run: &SweepRun, base: &SweepRun, stat: LatencyStat) -> Option<Estimate> {
     let diffs: Vec<f64> = run
         .rounds
         .iter()
-        .filter_map(|r| {
-            let b = base.rounds.iter().find(|b| b.round == r.round)?;
-            Some(stat.of(r) - stat.of(b))
-        })
+        .filter_map(|r| Some(stat.of(r) - neighbours(r, base, stat)?))
         .collect();
     if diffs.is_empty() {
         let pooled = |s: &Summary| match stat {
@@ -497,6 +501,22 @@ pub fn shift(run: &SweepRun, base: &SweepRun, stat: LatencyStat) -> Option<Estim
     }
     let resolution = (run.latency.p50_ns.max(base.latency.p50_ns) / 1000.0).max(1.0);
     crate::interval::mean_of(&diffs, 2.0 * resolution * resolution / 12.0)
+}
+
+/// `stat` of `base`'s runs of `r`'s round nearest before and after `r` (their mean, or the one
+/// there is); without positions, its first run of that round.
+fn neighbours(r: &RoundLatency, base: &SweepRun, stat: LatencyStat) -> Option<f64> {
+    let same: Vec<&RoundLatency> = base.rounds.iter().filter(|b| b.round == r.round).collect();
+    if r.seq == 0 || same.iter().all(|b| b.seq == 0) {
+        return same.first().map(|b| stat.of(b));
+    }
+    let before = same.iter().filter(|b| b.seq < r.seq).max_by_key(|b| b.seq);
+    let after = same.iter().filter(|b| b.seq > r.seq).min_by_key(|b| b.seq);
+    match (before, after) {
+        (Some(a), Some(b)) => Some((stat.of(a) + stat.of(b)) / 2.0),
+        (Some(x), None) | (None, Some(x)) => Some(stat.of(x)),
+        (None, None) => None,
+    }
 }
 
 /// A configuration or cross-check that did not run, and why.
@@ -562,5 +582,70 @@ mod tests {
         let short = Accounting::judge(AccountingRule::AtLeast, ev(100, 98, 1));
         assert!(!short.ok);
         assert_eq!(short.extra, -1);
+    }
+
+    /// A run of `config` whose rounds have these (round, seq, p50 in µs).
+    fn run_with(config: Configuration, rounds: &[(u32, u64, f64)]) -> SweepRun {
+        let summary = |p50: f64| Summary {
+            count: 100,
+            min_ns: p50,
+            max_ns: p50,
+            mean_ns: p50,
+            stddev_ns: 0.0,
+            p50_ns: p50,
+            p99_ns: p50,
+            p999_ns: p50,
+            p9999_ns: p50,
+        };
+        SweepRun {
+            config,
+            source: Source::Builtin,
+            tracer: config.tracer(),
+            hook: None,
+            program: String::new(),
+            latency: summary(rounds[0].2 * 1000.0),
+            histogram: String::new(),
+            overflows: 0,
+            loops: 100,
+            overruns: None,
+            accounting: None,
+            mlocked: None,
+            pm_qos_zero: None,
+            trace_data: None,
+            wall_s: 0.0,
+            rounds: rounds
+                .iter()
+                .map(|&(round, seq, p50)| RoundLatency::of(round, seq, &summary(p50 * 1000.0), 100))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_shift_is_taken_against_the_untraced_runs_beside_it() {
+        // The machine is 10 µs slower in the second half of round 0: `none` before and after
+        // each configuration sees it as the configuration does.
+        let none = run_with(
+            Configuration::None,
+            &[
+                (0, 0, 10.0),
+                (0, 2, 10.0),
+                (0, 4, 20.0),
+                (1, 5, 20.0),
+                (1, 7, 10.0),
+            ],
+        );
+        let usdt = run_with(Configuration::UsdtFtrace, &[(0, 1, 11.0), (1, 6, 16.0)]);
+        let s = shift(&usdt, &none, LatencyStat::P50).unwrap();
+        // Round 0: 11 - 10; round 1: 16 - (20 + 10) / 2.
+        assert!((s.estimate - 1000.0).abs() < 1e-6, "{s:?}");
+        let later = run_with(Configuration::UsdtEbpf, &[(0, 3, 17.0), (1, 8, 12.0)]);
+        // Round 0: 17 - (10 + 20) / 2; round 1: only a `none` before it.
+        let s = shift(&later, &none, LatencyStat::P50).unwrap();
+        assert!((s.estimate - 2000.0).abs() < 1e-6, "{s:?}");
+        // Files of older versions: no positions, rounds pair by index.
+        let old_none = run_with(Configuration::None, &[(0, 0, 10.0), (1, 0, 20.0)]);
+        let old = run_with(Configuration::UsdtFtrace, &[(0, 0, 12.0), (1, 0, 23.0)]);
+        let s = shift(&old, &old_none, LatencyStat::P50).unwrap();
+        assert!((s.estimate - 2500.0).abs() < 1e-6, "{s:?}");
     }
 }

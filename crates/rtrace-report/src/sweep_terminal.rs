@@ -14,7 +14,7 @@ fn signed_us(ns: f64) -> String {
 
 /// The sweep table: one row per (configuration, source), then what could not run here. Its
 /// warnings (failed runs included) come from `rtrace_measure::warnings::sweep`.
-pub fn sweep(r: &SweepResult) -> String {
+pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -> String {
     let c = &r.config;
     let e = &r.environment;
     let mut out = format!(
@@ -29,7 +29,7 @@ pub fn sweep(r: &SweepResult) -> String {
         e.cpu_model
     );
     out.push_str("summary:\n");
-    for l in crate::summary::sweep(r, &r.warnings, None) {
+    for l in crate::summary::sweep(r, &r.warnings, usdt) {
         out.push_str(&format!("  {l}\n"));
     }
     out.push_str(&format!(
@@ -42,7 +42,7 @@ pub fn sweep(r: &SweepResult) -> String {
         t.row(row.cells);
     }
     out.push_str(&t.render());
-    out.push_str(&shift_table(r, None));
+    out.push_str(&shift_table(r, usdt));
     let skipped = |title: &str, list: &[rtrace_measure::sweep::Skipped]| -> String {
         if list.is_empty() {
             return String::new();

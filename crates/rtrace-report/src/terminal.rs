@@ -178,7 +178,10 @@ impl Exporter for Text {
                     out.push_str(&usdt(&r, alone, paint));
                 }
                 AnyResult::Sweep(r) => {
-                    out.push_str(&crate::sweep_terminal::sweep(r));
+                    out.push_str(&crate::sweep_terminal::sweep(
+                        r,
+                        crate::sweep_shift::usdt_beside(report, r),
+                    ));
                     out.push_str(&warnings(&e.warnings, paint));
                 }
                 AnyResult::Rate(r) => {

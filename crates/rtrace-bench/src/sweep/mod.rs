@@ -217,7 +217,7 @@ impl runner::Experiment for Sweep {
     }
 
     fn terminal(&self) -> String {
-        rtrace_report::sweep_terminal::sweep(&self.result)
+        rtrace_report::sweep_terminal::sweep(&self.result, None)
             + &rtrace_report::terminal::warnings(&self.result.warnings, crate::report::paint())
     }
 
@@ -319,14 +319,7 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
         failed: Vec::new(),
         warnings: Vec::new(),
     };
-    let plan: Vec<Step> = plans
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| {
-            std::iter::once((i, Source::Builtin))
-                .chain(p.cross.is_some().then_some((i, Source::Cyclictest)))
-        })
-        .collect();
+    let plan = interleaved(&plans);
     let setup = Setup {
         out: o.out.clone(),
         json: o.json.clone(),
@@ -340,6 +333,32 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
         result,
     };
     runner::run(&mut sweep, &plan, &setup)
+}
+
+/// The plan: every configuration by each of its sources, with `none` by the same source before
+/// each and after the last, so that every configuration's latency is compared with untraced
+/// runs right beside it (`rtrace_measure::sweep::shift`): in a VM the machine's state can change
+/// within a round. Without `none` in `plans`, each configuration once per source.
+fn interleaved(plans: &[Plan]) -> Vec<Step> {
+    let none = plans.iter().position(|p| p.config == Configuration::None);
+    let sources = |i: usize| {
+        std::iter::once((i, Source::Builtin))
+            .chain(plans[i].cross.is_some().then_some((i, Source::Cyclictest)))
+    };
+    let mut plan = Vec::new();
+    for i in (0..plans.len()).filter(|&i| Some(i) != none) {
+        for step in sources(i) {
+            if let Some(n) = none.filter(|&n| step.1 == Source::Builtin || plans[n].cross.is_some())
+            {
+                plan.push((n, step.1));
+            }
+            plan.push(step);
+        }
+    }
+    if let Some(n) = none {
+        plan.extend(sources(n));
+    }
+    plan
 }
 
 /// Attaches `tracer` (if any) to `hook` in process `pid`; trace data goes below `out_dir`.
@@ -465,7 +484,12 @@ fn run_builtin(o: &SweepOptions, p: &Plan, round: &Round) -> Result<SweepRun> {
         pm_qos_zero: Some(done.pm_qos_zero),
         trace_data,
         wall_s: started.elapsed().as_secs_f64(),
-        rounds: vec![RoundLatency::of(round.index, &latency, done.loops)],
+        rounds: vec![RoundLatency::of(
+            round.index,
+            round.seq,
+            &latency,
+            done.loops,
+        )],
     })
 }
 
@@ -514,6 +538,11 @@ fn run_cyclictest(
         pm_qos_zero: None,
         trace_data,
         wall_s: started.elapsed().as_secs_f64(),
-        rounds: vec![RoundLatency::of(round.index, &latency, report.cycles)],
+        rounds: vec![RoundLatency::of(
+            round.index,
+            round.seq,
+            &latency,
+            report.cycles,
+        )],
     })
 }
