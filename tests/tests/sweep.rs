@@ -254,6 +254,63 @@ fn short_sweep_of_every_available_configuration() {
     );
 }
 
+/// `--probe-at alternate`: the probe fires on every other wake-up, exactly accounted, and each
+/// traced run keeps its wake-ups without the probe apart, so the report pairs them.
+#[test]
+fn alternating_runs_keep_their_untraced_wake_ups_and_pair_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = tracefs_snapshot();
+    let out = run(&mut sweep_cmd(
+        dir.path(),
+        &[
+            "--loops",
+            "2000",
+            "--interval-us",
+            "200",
+            "--no-cyclictest",
+            "--configs",
+            "none,usdt-ebpf",
+            "--probe-at",
+            "alternate",
+            "--rounds",
+            "2",
+        ],
+    ));
+    assert!(out.status.success(), "sweep failed: {:?}", out.status);
+    assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
+    let r = result(dir.path());
+    assert_eq!(r["config"]["probe_at"], "alternate");
+    let ebpf = &runs(&r, "usdt-ebpf", "builtin")[0];
+    assert_eq!(ebpf["loops"], 2000);
+    let ev = &ebpf["accounting"]["events"];
+    // Two rounds of 1000 wake-ups, the first of each firing.
+    assert_eq!(ev["hits"], 1000, "every other wake-up fires: {ev}");
+    assert_eq!(
+        ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap(),
+        1000
+    );
+    assert_eq!(ebpf["latency"]["count"], 1000);
+    assert_eq!(ebpf["untraced"]["latency"]["count"], 1000);
+    for round in ebpf["rounds"].as_array().unwrap() {
+        assert!(round["untraced"].is_array(), "{round}");
+    }
+    assert!(
+        runs(&r, "none", "builtin")[0]["untraced"].is_null(),
+        "none does not alternate"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Latency shift against"))
+        .find(|l| l.starts_with("usdt-ebpf") && l.contains("builtin"))
+        .unwrap_or_default();
+    let paired = row.split("  ").filter(|c| !c.trim().is_empty()).nth(4);
+    assert!(
+        paired.is_some_and(|c| c.trim().starts_with(['+', '−'])),
+        "the paired shift column: {row:?}"
+    );
+}
+
 /// SIGINTs the sweep once `ready` says it is mid-run; it must exit 130 and leave nothing behind.
 /// Returns the run's tag.
 fn interrupt_when(args: &[&str], ready: impl Fn(&Path, u32) -> bool) -> String {

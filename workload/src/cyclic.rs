@@ -22,6 +22,8 @@ const NS_PER_S: u64 = 1_000_000_000;
 /// What the measuring thread counted.
 struct Measured {
     hist: Histogram<u64>,
+    /// `ProbeAt::Alternate`: the wake-ups without the tracepoint.
+    untraced: Option<Histogram<u64>>,
     hits: u64,
     sleeps: u64,
     overruns: u64,
@@ -62,8 +64,12 @@ pub fn run<I: Instrument>(c: &CyclicConfig) -> Result<()> {
                 (true, Fire::Tracepoint, ProbeAt::After) => {
                     measure(&cfg, |_| {}, |latency| I::event(latency))
                 }
+                (true, Fire::Tracepoint, ProbeAt::Alternate) => {
+                    alternate(&cfg, |expected| I::event(expected))
+                }
                 (true, Fire::Marker, ProbeAt::Window) => measure(&cfg, marker, |_| {}),
                 (true, Fire::Marker, ProbeAt::After) => measure(&cfg, |_| {}, marker),
+                (true, Fire::Marker, ProbeAt::Alternate) => alternate(&cfg, marker),
                 (false, _, _) => measure(&cfg, |_| {}, |_| {}),
             })
         })
@@ -87,12 +93,13 @@ pub fn run<I: Instrument>(c: &CyclicConfig) -> Result<()> {
         I::idle(hits);
     }
     emit(&Message::CyclicDone(CyclicDone {
-        loops: m.hist.len(),
+        loops: m.hist.len() + m.untraced.as_ref().map_or(0, |u| u.len()),
         hits,
         sleeps: m.sleeps,
         overruns: m.overruns,
         overflows: m.overflows,
         histogram: encode_histogram(&m.hist)?,
+        untraced: m.untraced.as_ref().map(encode_histogram).transpose()?,
         pm_qos_zero,
         max_rss_kb: crate::micro::max_rss_kb(),
     }))
@@ -102,8 +109,41 @@ pub fn run<I: Instrument>(c: &CyclicConfig) -> Result<()> {
 /// reading, `after(latency)` between measuring and the next sleep; each once per loop.
 #[inline(always)]
 fn measure(c: &CyclicConfig, mut window: impl FnMut(u64), mut after: impl FnMut(u64)) -> Measured {
+    measure_with(c, false, |expected| {
+        window(expected);
+        let now = monotonic_ns();
+        after(now.saturating_sub(expected));
+        (true, now)
+    })
+}
+
+/// `ProbeAt::Alternate`: `window(expected wake time)` between the wake-up and the clock reading
+/// on every other loop (the first included); the other loops' latencies go to `untraced`.
+#[inline(always)]
+fn alternate(c: &CyclicConfig, mut window: impl FnMut(u64)) -> Measured {
+    let mut fire = false;
+    measure_with(c, true, |expected| {
+        fire = !fire;
+        if fire {
+            window(expected);
+        }
+        (fire, monotonic_ns())
+    })
+}
+
+/// cyclictest's loop: sleep to the next period, `wake(expected wake time)` returns whether this
+/// wake-up fired the tracepoint and the clock reading; its latency goes to `hist` (or to
+/// `untraced`, kept when `split`, for a wake-up without the tracepoint).
+#[inline(always)]
+fn measure_with(
+    c: &CyclicConfig,
+    split: bool,
+    mut wake: impl FnMut(u64) -> (bool, u64),
+) -> Measured {
+    let new = || Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid bounds");
     let mut m = Measured {
-        hist: Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid bounds"),
+        hist: new(),
+        untraced: split.then(new),
         hits: 0,
         sleeps: 0,
         overruns: 0,
@@ -113,12 +153,15 @@ fn measure(c: &CyclicConfig, mut window: impl FnMut(u64), mut after: impl FnMut(
     let mut next = monotonic_ns() + interval;
     for _ in 0..c.loops {
         m.sleeps += sleep_until(next);
-        window(next);
-        let now = monotonic_ns();
+        let (fired, now) = wake(next);
         let latency = now.saturating_sub(next);
-        after(latency);
-        m.hits += 1;
-        m.hist.saturating_record(latency);
+        match (&mut m.untraced, fired) {
+            (Some(untraced), false) => untraced.saturating_record(latency),
+            _ => {
+                m.hits += 1;
+                m.hist.saturating_record(latency);
+            }
+        }
         if latency > c.histogram_limit_ns {
             m.overflows += 1;
         }
@@ -223,6 +266,23 @@ mod tests {
         assert!(window.hist.min() >= COST, "min {} ns", window.hist.min());
         let after = measure(&config(10, 10_000_000, u64::MAX), |_| {}, |_| spin(COST));
         assert!(after.hist.min() < COST, "min {} ns", after.hist.min());
+    }
+
+    #[test]
+    fn alternating_fires_on_every_other_wake_up_and_keeps_the_others_apart() {
+        const COST: u64 = 2_000_000;
+        let mut fired = 0;
+        let m = alternate(&config(10, 10_000_000, u64::MAX), |_| {
+            fired += 1;
+            spin(COST)
+        });
+        let untraced = m.untraced.expect("kept apart");
+        assert_eq!((fired, m.hits, m.hist.len(), untraced.len()), (5, 5, 5, 5));
+        assert!(m.hist.min() >= COST, "traced min {} ns", m.hist.min());
+        assert!(untraced.min() < COST, "untraced min {} ns", untraced.min());
+        assert!(measure(&config(2, 1_000_000, u64::MAX), |_| {}, |_| {})
+            .untraced
+            .is_none());
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub enum Command {
     #[command(name = "cyclictest-sweep")]
     CyclictestSweep(crate::sweep::options::SweepArgs),
     /// The highest event rate each tracer records without loss, per buffer size (Beamonte):
-    /// climb, bisect, confirm 3 times, and lose events at 1.5 times that rate.
+    /// climb, bisect, confirm 3 times, and lose events in one of up to 3 runs at 1.5 times
+    /// that rate.
     Rate(RateArgs),
     /// Beamonte's Non-Preempt Test: gaps of a tight TSC loop on the measured CPU with no tracer
     /// and with each tracer consuming the loop's event stream.
@@ -229,8 +230,9 @@ pub struct UsdtArgs {
     /// made over the rounds (one round: no interval). Default: 10, at most the iterations.
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// Keep case-1 runs that lost events in the ratios (by default they are marked and left
-    /// out: dropping an event is cheaper than recording it).
+    /// Keep case-1 runs that dropped events in the ratios (by default they are marked and left
+    /// out: dropping an event is cheaper than recording it; events a flight recorder
+    /// overwrote were written first and do not count).
     #[arg(long)]
     pub allow_loss: bool,
     /// Decompose each tracer's per-hit cost into steps that add one mechanism at a time, on the

@@ -71,7 +71,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
                     warnings: e.warnings.clone(),
                     ..r.clone()
                 };
-                print!("{}", terminal::usdt(&r, alone, paint()));
+                print!("{}", terminal::usdt(&r, &alone, paint()));
             }
             AnyResult::Sweep(r) => {
                 print!(

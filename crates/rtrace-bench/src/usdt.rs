@@ -390,7 +390,7 @@ impl runner::Experiment for Usdt {
     }
 
     fn terminal(&self) -> String {
-        rtrace_report::terminal::usdt(&self.result, None, crate::report::paint())
+        rtrace_report::terminal::usdt(&self.result, &[], crate::report::paint())
     }
 
     fn notes(&self) -> Vec<String> {

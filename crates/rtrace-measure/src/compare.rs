@@ -252,6 +252,7 @@ mod tests {
             trace_data: None,
             wall_s: 1.0,
             rounds: Vec::new(),
+            untraced: None,
         }
     }
 

@@ -89,7 +89,7 @@ pub struct Search {
     pub ceiling: bool,
     /// Every confirmation run lost nothing.
     pub confirmed: bool,
-    /// The run at `over` × the rate found lost events.
+    /// One of the runs at `over` × the rate found (up to [`OVER_RUNS`]) lost events.
     pub over_lossy: Option<bool>,
 }
 
@@ -152,7 +152,8 @@ pub fn search(
             let p = measure(found * plan.over, Phase::Over)?;
             (lossy, short) = (p.events.lost > 0, p.short());
             points.push(p);
-            if lossy || short {
+            // Unconfirmed, the search ends with this run whatever it shows.
+            if lossy || short || !confirmed {
                 break;
             }
         }

@@ -21,8 +21,9 @@ type Rung = (TracerKind, &'static str, Case, &'static str);
 const EBPF_FLOOR: Rung = (TracerKind::Ebpf, "floor", Case::Traced, "floor: the hook (int3 trap or nop5 call), uprobe dispatch, a BPF program that increments one global counter (the argument not read)");
 
 /// Each tracer's paths: a staircase from its floor up to one full configuration, every rung
-/// adding one mechanism to the rung below it (never replacing one), so that the increments
-/// are what each mechanism costs. A tracer with two kinds of output (maps or a ring buffer,
+/// adding one mechanism to the rung below it, so that the increments are what each mechanism
+/// costs (bpftrace's rungs replace the floor's program by its own on the same hook: their
+/// increment is its program's cost above the least one). A tracer with two kinds of output (maps or a ring buffer,
 /// a tracepoint or tracef) has a path for each.
 fn paths(tracer: TracerKind, hook: HookKind) -> Vec<(&'static str, Vec<Rung>)> {
     match tracer {
@@ -104,12 +105,8 @@ pub struct Staircase {
 }
 
 impl Staircase {
-    /// The top step's height: the full cost the steps decompose.
-    pub fn full(&self) -> f64 {
-        self.steps.last().map_or(0.0, |s| s.height.estimate)
-    }
-
-    /// The increments' sum (equal to [`Staircase::full`] up to rounding: they telescope).
+    /// The increments' sum: the top step's height up to rounding (they telescope), the full
+    /// cost the steps decompose.
     pub fn sum(&self) -> f64 {
         self.steps.iter().map(|s| s.increment.estimate).sum()
     }

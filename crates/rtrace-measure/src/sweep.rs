@@ -362,6 +362,18 @@ pub struct SweepRun {
     /// versions.
     #[serde(default)]
     pub rounds: Vec<RoundLatency>,
+    /// `--probe-at alternate`: the wake-ups of this run without the tracepoint (`latency` and
+    /// `histogram` then hold those with it), pooled as `histogram` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced: Option<Untraced>,
+}
+
+/// The wake-ups of an alternating run without the tracepoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Untraced {
+    pub latency: Summary,
+    /// Encoded as `SweepRun::histogram`.
+    pub histogram: String,
 }
 
 /// One round's wake-up latency statistics (ns): the unit of the sweep's intervals.
@@ -370,18 +382,21 @@ pub struct RoundLatency {
     /// 0-based round index (rounds of different configurations pair by it).
     pub round: u32,
     /// Position of the run in the invocation (`none` runs between the configurations pair
-    /// with their neighbours by it); 0 in files of older versions.
+    /// with their neighbours by it); `None` in files of older versions.
     #[serde(default)]
-    pub seq: u64,
+    pub seq: Option<u64>,
     pub loops: u64,
     pub p50_ns: f64,
     pub mean_ns: f64,
     pub p99_ns: f64,
     pub max_ns: f64,
+    /// `--probe-at alternate`: the same round's wake-ups without the tracepoint, p50 and mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced: Option<(f64, f64)>,
 }
 
 impl RoundLatency {
-    pub fn of(round: u32, seq: u64, s: &Summary, loops: u64) -> RoundLatency {
+    pub fn of(round: u32, seq: Option<u64>, s: &Summary, loops: u64) -> RoundLatency {
         RoundLatency {
             round,
             seq,
@@ -390,6 +405,7 @@ impl RoundLatency {
             mean_ns: s.mean_ns,
             p99_ns: s.p99_ns,
             max_ns: s.max_ns,
+            untraced: None,
         }
     }
 }
@@ -446,6 +462,17 @@ impl crate::Pool for SweepRun {
         };
         self.wall_s += round.wall_s;
         self.rounds.extend(round.rounds);
+        self.untraced = match (self.untraced.take(), round.untraced) {
+            (Some(a), Some(b)) => {
+                let mut pooled = rtrace_protocol::decode_histogram(&a.histogram)?;
+                pooled.add(rtrace_protocol::decode_histogram(&b.histogram)?)?;
+                Some(Untraced {
+                    latency: Summary::of(&pooled).unwrap_or(a.latency),
+                    histogram: rtrace_protocol::encode_histogram(&pooled)?,
+                })
+            }
+            (a, b) => a.or(b),
+        };
         Ok(())
     }
 
@@ -503,15 +530,44 @@ pub fn shift(run: &SweepRun, base: &SweepRun, stat: LatencyStat) -> Option<Estim
     crate::interval::mean_of(&diffs, 2.0 * resolution * resolution / 12.0)
 }
 
+/// An alternating run's latency minus its own wake-ups without the tracepoint (ns), by `stat`
+/// (p50 or mean): the mean of the per-round differences with its t interval; `None` for a run
+/// that did not alternate. Both halves share the machine's state, 2 periods apart.
+pub fn paired_shift(run: &SweepRun, stat: LatencyStat) -> Option<Estimate> {
+    let diffs: Vec<f64> = run
+        .rounds
+        .iter()
+        .filter_map(|r| {
+            let (p50, mean) = r.untraced?;
+            Some(match stat {
+                LatencyStat::P50 => r.p50_ns - p50,
+                LatencyStat::Mean => r.mean_ns - mean,
+                LatencyStat::P99 => return None,
+            })
+        })
+        .collect();
+    if diffs.is_empty() {
+        return None;
+    }
+    let resolution = (run.latency.p50_ns / 1000.0).max(1.0);
+    crate::interval::mean_of(&diffs, 2.0 * resolution * resolution / 12.0)
+}
+
 /// `stat` of `base`'s runs of `r`'s round nearest before and after `r` (their mean, or the one
 /// there is); without positions, its first run of that round.
 fn neighbours(r: &RoundLatency, base: &SweepRun, stat: LatencyStat) -> Option<f64> {
     let same: Vec<&RoundLatency> = base.rounds.iter().filter(|b| b.round == r.round).collect();
-    if r.seq == 0 || same.iter().all(|b| b.seq == 0) {
+    let (Some(at), true) = (r.seq, same.iter().all(|b| b.seq.is_some())) else {
         return same.first().map(|b| stat.of(b));
-    }
-    let before = same.iter().filter(|b| b.seq < r.seq).max_by_key(|b| b.seq);
-    let after = same.iter().filter(|b| b.seq > r.seq).min_by_key(|b| b.seq);
+    };
+    let before = same
+        .iter()
+        .filter(|b| b.seq < Some(at))
+        .max_by_key(|b| b.seq);
+    let after = same
+        .iter()
+        .filter(|b| b.seq > Some(at))
+        .min_by_key(|b| b.seq);
     match (before, after) {
         (Some(a), Some(b)) => Some((stat.of(a) + stat.of(b)) / 2.0),
         (Some(x), None) | (None, Some(x)) => Some(stat.of(x)),
@@ -585,7 +641,7 @@ mod tests {
     }
 
     /// A run of `config` whose rounds have these (round, seq, p50 in µs).
-    fn run_with(config: Configuration, rounds: &[(u32, u64, f64)]) -> SweepRun {
+    fn run_with(config: Configuration, rounds: &[(u32, Option<u64>, f64)]) -> SweepRun {
         let summary = |p50: f64| Summary {
             count: 100,
             min_ns: p50,
@@ -613,6 +669,7 @@ mod tests {
             pm_qos_zero: None,
             trace_data: None,
             wall_s: 0.0,
+            untraced: None,
             rounds: rounds
                 .iter()
                 .map(|&(round, seq, p50)| RoundLatency::of(round, seq, &summary(p50 * 1000.0), 100))
@@ -627,25 +684,55 @@ mod tests {
         let none = run_with(
             Configuration::None,
             &[
-                (0, 0, 10.0),
-                (0, 2, 10.0),
-                (0, 4, 20.0),
-                (1, 5, 20.0),
-                (1, 7, 10.0),
+                (0, Some(0), 10.0),
+                (0, Some(2), 10.0),
+                (0, Some(4), 20.0),
+                (1, Some(5), 20.0),
+                (1, Some(7), 10.0),
             ],
         );
-        let usdt = run_with(Configuration::UsdtFtrace, &[(0, 1, 11.0), (1, 6, 16.0)]);
+        let usdt = run_with(
+            Configuration::UsdtFtrace,
+            &[(0, Some(1), 11.0), (1, Some(6), 16.0)],
+        );
         let s = shift(&usdt, &none, LatencyStat::P50).unwrap();
         // Round 0: 11 - 10; round 1: 16 - (20 + 10) / 2.
         assert!((s.estimate - 1000.0).abs() < 1e-6, "{s:?}");
-        let later = run_with(Configuration::UsdtEbpf, &[(0, 3, 17.0), (1, 8, 12.0)]);
+        let later = run_with(
+            Configuration::UsdtEbpf,
+            &[(0, Some(3), 17.0), (1, Some(8), 12.0)],
+        );
         // Round 0: 17 - (10 + 20) / 2; round 1: only a `none` before it.
         let s = shift(&later, &none, LatencyStat::P50).unwrap();
         assert!((s.estimate - 2000.0).abs() < 1e-6, "{s:?}");
         // Files of older versions: no positions, rounds pair by index.
-        let old_none = run_with(Configuration::None, &[(0, 0, 10.0), (1, 0, 20.0)]);
-        let old = run_with(Configuration::UsdtFtrace, &[(0, 0, 12.0), (1, 0, 23.0)]);
+        let old_none = run_with(Configuration::None, &[(0, None, 10.0), (1, None, 20.0)]);
+        let old = run_with(
+            Configuration::UsdtFtrace,
+            &[(0, None, 12.0), (1, None, 23.0)],
+        );
         let s = shift(&old, &old_none, LatencyStat::P50).unwrap();
         assert!((s.estimate - 2500.0).abs() < 1e-6, "{s:?}");
+    }
+
+    #[test]
+    fn an_alternating_run_is_paired_with_its_own_untraced_wake_ups() {
+        let mut run = run_with(
+            Configuration::UsdtEbpf,
+            &[(0, Some(1), 11.0), (1, Some(3), 15.0)],
+        );
+        run.rounds[0].untraced = Some((10_000.0, 10_500.0));
+        run.rounds[1].untraced = Some((14_000.0, 14_500.0));
+        let p50 = paired_shift(&run, LatencyStat::P50).unwrap();
+        assert!((p50.estimate - 1000.0).abs() < 1e-6, "{p50:?}");
+        assert_eq!(p50.rounds, 2);
+        let mean = paired_shift(&run, LatencyStat::Mean).unwrap();
+        assert!((mean.estimate - 500.0).abs() < 1e-6, "{mean:?}");
+        run.rounds.iter_mut().for_each(|r| r.untraced = None);
+        assert_eq!(
+            paired_shift(&run, LatencyStat::P50),
+            None,
+            "not alternating"
+        );
     }
 }

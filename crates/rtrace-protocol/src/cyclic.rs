@@ -14,6 +14,10 @@ pub enum ProbeAt {
     /// After the latency is taken, before the next sleep: with an absolute timer the probe's
     /// cost never enters a latency (it only shortens the sleep).
     After,
+    /// As `Window`, on every other wake-up only; the latencies of the wake-ups without it are
+    /// kept apart (`CyclicDone::untraced`), so the probe's in-window cost is paired within one
+    /// run, 2 periods apart, whatever state the machine is in.
+    Alternate,
 }
 
 impl ProbeAt {
@@ -21,6 +25,7 @@ impl ProbeAt {
         match self {
             ProbeAt::Window => "window",
             ProbeAt::After => "after",
+            ProbeAt::Alternate => "alternate",
         }
     }
 
@@ -29,6 +34,7 @@ impl ProbeAt {
         match self {
             ProbeAt::Window => "the tracepoint fires between the wake-up and the clock reading (inside the measured latency, as in the thesis' modified cyclictest)",
             ProbeAt::After => "the tracepoint fires after the latency is taken, before the next sleep (its cost never enters a latency)",
+            ProbeAt::Alternate => "the tracepoint fires between the wake-up and the clock reading on every other wake-up; the latencies of the others, without it, are kept apart and the shift is paired within each run",
         }
     }
 }
@@ -85,6 +91,10 @@ pub struct CyclicDone {
     pub overflows: u64,
     /// Wake-up latency, actual − expected, in ns (encoded histogram, every sample).
     pub histogram: String,
+    /// With `ProbeAt::Alternate`: the latencies of the wake-ups without the tracepoint
+    /// (`histogram` then holds those with it); `None` otherwise.
+    #[serde(default)]
+    pub untraced: Option<String>,
     /// `/dev/cpu_dma_latency` was held at 0 during the run (as cyclictest does).
     pub pm_qos_zero: bool,
     /// Peak resident set size of the workload (KiB, from getrusage).
@@ -123,6 +133,7 @@ mod tests {
             overruns: 0,
             overflows: 1,
             histogram: "AAAA".into(),
+            untraced: None,
             pm_qos_zero: true,
             max_rss_kb: 2048,
         });

@@ -201,11 +201,12 @@ fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun 
                     p50_ns: latency.p50_ns + d,
                     mean_ns: latency.mean_ns + d,
                     p99_ns: latency.p99_ns + d,
-                    ..rtrace_measure::sweep::RoundLatency::of(i, 0, &latency, 5_000 / 3)
+                    ..rtrace_measure::sweep::RoundLatency::of(i, None, &latency, 5_000 / 3)
                 }
             })
             .collect(),
         latency,
+        untraced: None,
     }
 }
 

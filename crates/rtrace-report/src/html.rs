@@ -273,8 +273,8 @@ fn list(text: &str) -> String {
     out
 }
 
-/// The per-hit cost decomposition: one table per tracer and hook site (`usdt --decompose`).
-fn staircase(r: &UsdtResult, alone: Option<&Entry>) -> String {
+/// The per-hit cost decomposition: one table per tracer, path and hook site (`usdt --decompose`).
+fn staircase(r: &UsdtResult, alone: &[&Entry]) -> String {
     let tables = crate::staircase::tables(r, alone);
     if tables.is_empty() {
         return String::new();
@@ -385,7 +385,7 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
                 out.push_str(&list(&dormant));
             }
             out.push_str(&reference(r));
-            out.push_str(&staircase(r, crate::staircase::alone_beside(report, r)));
+            out.push_str(&staircase(r, &crate::staircase::alone_beside(report, r)));
             serde_json::to_string_pretty(&r.config)?
         }
         AnyResult::Sweep(r) => {

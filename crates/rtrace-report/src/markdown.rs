@@ -181,7 +181,7 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
                 out.push_str("\n### Reference comparisons (same run)\n\n");
                 out.push_str(&reference);
             }
-            let stairs = crate::staircase::tables(r, crate::staircase::alone_beside(report, r));
+            let stairs = crate::staircase::tables(r, &crate::staircase::alone_beside(report, r));
             if !stairs.is_empty() {
                 out.push_str(&format!(
                     "\n### Where the nanoseconds go\n\n{}.\n",

@@ -51,8 +51,9 @@ fn over_cell(s: &Search) -> String {
         .count();
     match (s.over_lossy, over) {
         (Some(true), Some(p)) if tries > 1 => format!(
-            "{:.2}% lost (run {tries} of up to 3)",
-            100.0 * p.lost_fraction()
+            "{:.2}% lost (run {tries} of up to {})",
+            100.0 * p.lost_fraction(),
+            rtrace_measure::rate::OVER_RUNS
         ),
         (Some(true), Some(p)) => format!("{:.2}% lost", 100.0 * p.lost_fraction()),
         (Some(false), Some(_)) => "0 lost (limit not crossed)".into(),

@@ -1,6 +1,7 @@
-//! The per-hit cost decomposition (`usdt --decompose`) as tables: per hook site and tracer, each
-//! step's increment with its interval and its height, the sum against the full cost, and the
-//! program cost above our eBPF floor for our aggregate program and bpftrace's `count()`.
+//! The per-hit cost decomposition (`usdt --decompose`) as tables: per hook site, tracer and
+//! path, each step's increment with its interval and its height, the steps' sum against the top
+//! configuration measured alone by a plain `usdt` result of the same machine, and the program
+//! cost above our eBPF floor for our aggregate program and bpftrace's `count()`.
 
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::staircase::{above_floor, measured_alone, staircases, Staircase};
@@ -75,7 +76,7 @@ fn counters_cell(st: &rtrace_measure::staircase::Step) -> String {
         .join(", ")
 }
 
-fn table(s: &Staircase, alone: Option<&crate::result::Entry>) -> Table {
+fn table(s: &Staircase, alone: &[&crate::result::Entry]) -> Table {
     let rows = s
         .steps
         .iter()
@@ -97,12 +98,13 @@ fn table(s: &Staircase, alone: Option<&crate::result::Entry>) -> Table {
     }
 }
 
-/// The steps' sum against the top configuration measured alone in a separate invocation.
-fn check(s: &Staircase, alone: Option<&crate::result::Entry>) -> String {
+/// The steps' sum against the top configuration measured alone in a separate invocation (the
+/// first of `alone` that measured it).
+fn check(s: &Staircase, alone: &[&crate::result::Entry]) -> String {
     let sum = s.sum();
     let top = s.steps.last().map_or("", |st| st.run.as_str());
-    let measured = alone.and_then(|e| match &e.result {
-        crate::result::AnyResult::Usdt(u) => Some((e, measured_alone(s, u)?)),
+    let measured = alone.iter().find_map(|e| match &e.result {
+        crate::result::AnyResult::Usdt(u) => Some((*e, measured_alone(s, u)?)),
         _ => None,
     });
     match measured {
@@ -116,33 +118,32 @@ fn check(s: &Staircase, alone: Option<&crate::result::Entry>) -> String {
                 0.0
             }
         ),
-        None => format!(
+        None if alone.is_empty() => format!(
             "steps sum to {sum:.0} ns, {top}'s cost in this run (the increments telescope); to check them against the configuration measured alone, report this result with a plain `usdt` run of it from the same machine"
+        ),
+        None => format!(
+            "steps sum to {sum:.0} ns, {top}'s cost in this run (the increments telescope); the plain `usdt` results of this report did not measure this configuration without losses, so it is not checked"
         ),
     }
 }
 
-/// Every staircase of `r` as a table, each checked against `alone` (a plain `usdt` result of
-/// the same machine, [`alone_beside`]) where it measured the staircase's top configuration.
-pub fn tables(r: &UsdtResult, alone: Option<&crate::result::Entry>) -> Vec<Table> {
+/// Every staircase of `r` as a table, each checked against `alone` (plain `usdt` results of
+/// the same machine, [`alone_beside`]) where one measured the staircase's top configuration.
+pub fn tables(r: &UsdtResult, alone: &[&crate::result::Entry]) -> Vec<Table> {
     staircases(r).iter().map(|s| table(s, alone)).collect()
 }
 
-/// The usdt result a report checks `r`'s staircases against: another one of the same kernel
-/// and CPU model that is not a decomposition (a plain run).
+/// The usdt results a report checks `r`'s staircases against: the plain ones (not
+/// decompositions) of the same machine, in report order.
 pub fn alone_beside<'a>(
     report: &'a crate::result::Report,
-    r: &UsdtResult,
-) -> Option<&'a crate::result::Entry> {
+    r: &'a UsdtResult,
+) -> Vec<&'a crate::result::Entry> {
     report
-        .usdt()
-        .find(|(_, u)| {
-            !std::ptr::eq(*u, r)
-                && u.environment.kernel_release == r.environment.kernel_release
-                && u.environment.cpu_model == r.environment.cpu_model
-                && !rtrace_measure::staircase::is_decomposition(u)
-        })
+        .plain_usdt_of(&r.environment)
+        .into_iter()
         .map(|(e, _)| e)
+        .collect()
 }
 
 /// The program cost above the floor, ours against bpftrace's, on the `usdt` site (on
@@ -168,7 +169,7 @@ pub fn program_cost_lines(r: &UsdtResult) -> Vec<String> {
 }
 
 /// The terminal text; empty without a staircase.
-pub fn text(r: &UsdtResult, alone: Option<&crate::result::Entry>) -> String {
+pub fn text(r: &UsdtResult, alone: &[&crate::result::Entry]) -> String {
     let tables = tables(r, alone);
     if tables.is_empty() {
         return String::new();
@@ -229,7 +230,7 @@ mod tests {
     #[test]
     fn steps_telescope_to_the_top_and_programs_compare_above_the_floor() {
         let r = decomposed();
-        let t = tables(&r, None);
+        let t = tables(&r, &[]);
         let ebpf = t
             .iter()
             .find(|t| t.title == "ebpf (maps) on usdt")
@@ -263,7 +264,7 @@ mod tests {
         let lines = program_cost_lines(&r);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].contains("= 1.33×"), "{}", lines[0]);
-        assert!(text(&r, None).contains("where the nanoseconds go"));
+        assert!(text(&r, &[]).contains("where the nanoseconds go"));
     }
 
     #[test]
@@ -302,9 +303,14 @@ mod tests {
             ),
             (Some("plain.json".into()), crate::AnyResult::Usdt(plain)),
         ]);
-        let alone = alone_beside(&report, &r).expect("the plain result is beside it");
-        assert_eq!(alone.file.as_deref(), Some("plain.json"));
-        let t = tables(&r, Some(alone));
+        let alone = alone_beside(&report, &r);
+        assert_eq!(
+            alone.len(),
+            1,
+            "the plain result is beside it, not the decomposition"
+        );
+        assert_eq!(alone[0].file.as_deref(), Some("plain.json"));
+        let t = tables(&r, &alone);
         let ebpf = t.iter().find(|t| t.title == "ebpf (maps) on usdt").unwrap();
         assert!(
             ebpf.check
@@ -322,7 +328,9 @@ mod tests {
             .find(|t| t.title == "bpftrace (count()) on usdt")
             .unwrap();
         assert!(
-            bpftrace.check.contains("increments telescope"),
+            bpftrace
+                .check
+                .contains("did not measure this configuration"),
             "the plain run has no bpftrace: {}",
             bpftrace.check
         );

@@ -130,6 +130,27 @@ pub fn sweep(
                 ratios.join(", ")
             ));
         }
+        let paired: Vec<String> = mine
+            .iter()
+            .filter_map(|s| {
+                let p = s.paired.as_ref()?;
+                let over = s
+                    .paired_ratio()
+                    .map(|x| format!(", {x:.2}× the per-hit cost"))
+                    .unwrap_or_default();
+                Some(format!(
+                    "{} {} µs{over}",
+                    s.run.config,
+                    crate::sweep_shift::us_interval(p)
+                ))
+            })
+            .collect();
+        if !paired.is_empty() {
+            out.push(format!(
+                "Median latency of the wake-ups with the tracepoint against the same runs' wake-ups without it (--probe-at alternate, {source}): {}.",
+                paired.join("; ")
+            ));
+        }
     }
     out.extend(conditions(warnings));
     out

@@ -7,25 +7,29 @@
 use crate::format::us;
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::probe_cost::{Extra, Stat};
-use rtrace_measure::sweep::{shift, Configuration, LatencyStat, Space, SweepResult, SweepRun};
+use rtrace_measure::sweep::{
+    paired_shift, shift, Configuration, LatencyStat, Space, SweepResult, SweepRun,
+};
 use rtrace_measure::usdt::{Case, UsdtResult};
 use rtrace_tracer::TracerKind;
 
 /// Column names, in order.
-pub const HEADER: [&str; 6] = [
+pub const HEADER: [&str; 8] = [
     "configuration",
     "source",
     "p50 − none (µs)",
     "mean − none (µs)",
+    "p50 − own untraced wake-ups (µs)",
     "usdt per-hit (µs)",
     "p50 shift ÷ per-hit",
+    "paired ÷ per-hit",
 ];
 
 /// Leading text columns (left-aligned).
 pub const TEXT_COLUMNS: usize = 2;
 
 /// What the table shows, for its caption.
-pub const NOTE: &str = "Latency shift against `none` in the same rounds (each round runs every configuration back to back; 95% Student-t interval over the rounds' differences), beside the extra ns per hit that `usdt` measured for the same tracer, mode and hook (case-1 mean minus case-0 mean, its interval over its rounds); the built-in loop's user-space tracepoint and cyclictest's uretprobe (or LTTng's preloaded wrapper) fire inside the measured window, so a shift of about one hit's cost is expected, more because the path is cold after each sleep";
+pub const NOTE: &str = "Latency shift against the `none` runs right before and after each configuration's run in the same round (95% Student-t interval over the rounds' differences); with `--probe-at alternate`, also against the same run's own wake-ups without the tracepoint (every other one: paired 2 periods apart, whatever state the machine is in; a tracer's background work, its consumer and buffers, weighs on both halves and is left out of that column), beside the extra ns per hit that `usdt` measured for the same tracer, mode and hook (case-1 mean minus case-0 mean, its interval over its rounds); the built-in loop's user-space tracepoint and cyclictest's uretprobe (or LTTng's preloaded wrapper) fire inside the measured window, so a shift of about one hit's cost is expected, more because the path is cold after each sleep";
 
 /// One configuration's shift, and the per-hit cost it is compared with.
 #[derive(Debug, Clone)]
@@ -33,6 +37,8 @@ pub struct Shift {
     pub run: SweepRun,
     pub p50: Option<Estimate>,
     pub mean: Option<Estimate>,
+    /// `--probe-at alternate`: the p50 minus the same run's wake-ups without the tracepoint.
+    pub paired: Option<Estimate>,
     /// `usdt`'s extra ns per hit for this configuration's tracer and mode (user space only).
     pub per_hit: Option<Estimate>,
 }
@@ -40,9 +46,17 @@ pub struct Shift {
 impl Shift {
     /// p50 shift ÷ per-hit cost.
     pub fn ratio(&self) -> Option<f64> {
-        let (s, h) = (self.p50?, self.per_hit?);
-        (h.estimate > 0.0).then(|| s.estimate / h.estimate)
+        over(self.p50?, self.per_hit?)
     }
+
+    /// Paired p50 shift ÷ per-hit cost.
+    pub fn paired_ratio(&self) -> Option<f64> {
+        over(self.paired?, self.per_hit?)
+    }
+}
+
+fn over(shift: Estimate, per_hit: Estimate) -> Option<f64> {
+    (per_hit.estimate > 0.0).then(|| shift.estimate / per_hit.estimate)
 }
 
 /// The mode `r`'s configurations ran `tracer` in (`record`, `tracepoint`; `None` for ftrace).
@@ -91,22 +105,24 @@ pub fn shifts(r: &SweepResult, usdt: Option<&UsdtResult>) -> Vec<Shift> {
                 run: x.clone(),
                 p50: shift(x, none, LatencyStat::P50),
                 mean: shift(x, none, LatencyStat::Mean),
+                paired: paired_shift(x, LatencyStat::P50),
                 per_hit: usdt.and_then(|u| per_hit(r, u, x.config)),
             })
         })
         .collect()
 }
 
-/// The usdt result a report compares `sweep` with: the first one measured on the same kernel
-/// and CPU model (a per-hit cost from another machine says nothing about this one).
+/// The usdt result a report compares `sweep` with: the first plain one (not a decomposition,
+/// whose runs are steps of a staircase) measured on the same machine (a per-hit cost from
+/// another machine says nothing about this one).
 pub fn usdt_beside<'a>(
     report: &'a crate::result::Report,
     sweep: &SweepResult,
 ) -> Option<&'a UsdtResult> {
-    report.usdt().map(|(_, u)| u).find(|u| {
-        u.environment.kernel_release == sweep.environment.kernel_release
-            && u.environment.cpu_model == sweep.environment.cpu_model
-    })
+    report
+        .plain_usdt_of(&sweep.environment)
+        .first()
+        .map(|&(_, u)| u)
 }
 
 /// `+1.23 (1.10–1.36)` or `+0.58 (−1.37 to 2.52)` in µs, or `+1.23` without an interval.
@@ -140,10 +156,12 @@ pub fn rows(r: &SweepResult, usdt: Option<&UsdtResult>) -> Vec<Vec<String>> {
                 s.run.source.to_string(),
                 cell(s.p50),
                 cell(s.mean),
+                cell(s.paired),
                 s.per_hit.as_ref().map_or("-".into(), |e| {
                     us_interval(e).trim_start_matches('+').into()
                 }),
                 s.ratio().map_or("-".into(), |x| format!("{x:.2}")),
+                s.paired_ratio().map_or("-".into(), |x| format!("{x:.2}")),
             ]
         })
         .collect()

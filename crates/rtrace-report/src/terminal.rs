@@ -43,7 +43,7 @@ impl Paint {
 }
 
 /// The usdt table of `r` (with `r.warnings`).
-pub fn usdt(r: &UsdtResult, alone: Option<&crate::result::Entry>, paint: Paint) -> String {
+pub fn usdt(r: &UsdtResult, alone: &[&crate::result::Entry], paint: Paint) -> String {
     let e = &r.environment;
     let mut out = paint.bold(&format!(
         "usdt microbenchmark: {} iterations per case on CPU {} — kernel {} ({}), {}",
@@ -175,7 +175,7 @@ impl Exporter for Text {
                     let alone = crate::staircase::alone_beside(report, r);
                     let mut r = r.clone();
                     r.warnings = e.warnings.clone();
-                    out.push_str(&usdt(&r, alone, paint));
+                    out.push_str(&usdt(&r, &alone, paint));
                 }
                 AnyResult::Sweep(r) => {
                     out.push_str(&crate::sweep_terminal::sweep(
@@ -211,13 +211,13 @@ mod tests {
     fn colour_only_when_asked() {
         let mut r = crate::fixtures::usdt();
         r.warnings = rtrace_measure::warnings::usdt(&r);
-        let plain = usdt(&r, None, Paint::new(false));
+        let plain = usdt(&r, &[], Paint::new(false));
         assert!(!plain.contains('\x1b'));
         assert!(
             plain.contains("Warning: ftrace case 1: 5000 of 20000 events"),
             "{plain}"
         );
-        assert!(usdt(&r, None, Paint::new(true)).contains("\x1b["));
+        assert!(usdt(&r, &[], Paint::new(true)).contains("\x1b["));
         assert_eq!(run_label(&r.runs[1]), "ftrace case 1");
     }
 

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use options::SweepOptions;
 use rtrace_measure::sweep::{
     Accounting, AccountingRule, Configuration, RoundLatency, Skipped, Source, Space, SweepConfig,
-    SweepResult, SweepRun, NANOSLEEP_EXIT,
+    SweepResult, SweepRun, Untraced, NANOSLEEP_EXIT,
 };
 use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::usdt::HookKind;
@@ -335,6 +335,16 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
     runner::run(&mut sweep, &plan, &setup)
 }
 
+/// Suffix of a run's files: its round, and for `none`, which runs several times a round, its
+/// position too.
+fn run_suffix(p: &Plan, round: &Round) -> String {
+    if p.config == Configuration::None {
+        format!("{}-run{}", round.dir_suffix(), round.seq + 1)
+    } else {
+        round.dir_suffix()
+    }
+}
+
 /// The plan: every configuration by each of its sources, with `none` by the same source before
 /// each and after the last, so that every configuration's latency is compared with untraced
 /// runs right beside it (`rtrace_measure::sweep::shift`): in a VM the machine's state can change
@@ -438,7 +448,7 @@ fn run_builtin(o: &SweepOptions, p: &Plan, round: &Round) -> Result<SweepRun> {
     });
     let out_dir = o
         .out
-        .join(format!("{}-builtin{}", p.config, round.dir_suffix()));
+        .join(format!("{}-builtin{}", p.config, run_suffix(p, round)));
     let env = p
         .tracer
         .as_ref()
@@ -468,6 +478,19 @@ fn run_builtin(o: &SweepOptions, p: &Plan, round: &Round) -> Result<SweepRun> {
     let trace_data = settle(o, &out_dir, accounting.as_ref())?;
     let hist = decode_histogram(&done.histogram)?;
     let latency = Summary::of(&hist).context("the workload recorded no latency samples")?;
+    // `--probe-at alternate`: the wake-ups without the tracepoint, kept apart.
+    let untraced = match &done.untraced {
+        Some(h) => Some(Untraced {
+            latency: Summary::of(&decode_histogram(h)?)
+                .context("the workload recorded no wake-up without its tracepoint")?,
+            histogram: h.clone(),
+        }),
+        None => None,
+    };
+    let mut this_round = RoundLatency::of(round.index, Some(round.seq), &latency, done.loops);
+    this_round.untraced = untraced
+        .as_ref()
+        .map(|u| (u.latency.p50_ns, u.latency.mean_ns));
     Ok(SweepRun {
         config: p.config,
         source: Source::Builtin,
@@ -484,12 +507,8 @@ fn run_builtin(o: &SweepOptions, p: &Plan, round: &Round) -> Result<SweepRun> {
         pm_qos_zero: Some(done.pm_qos_zero),
         trace_data,
         wall_s: started.elapsed().as_secs_f64(),
-        rounds: vec![RoundLatency::of(
-            round.index,
-            round.seq,
-            &latency,
-            done.loops,
-        )],
+        rounds: vec![this_round],
+        untraced,
     })
 }
 
@@ -503,7 +522,7 @@ fn run_cyclictest(
 ) -> Result<SweepRun> {
     let started = Instant::now();
     let cross = p.cross.as_ref().context("no cross-check planned")?;
-    let name = format!("{}-cyclictest{}", p.config, round.dir_suffix());
+    let name = format!("{}-cyclictest{}", p.config, run_suffix(p, round));
     let json = o.out.join(format!("{name}.json"));
     let stderr = o.out.join(format!("{name}.stderr"));
     let args = cyclictest::args(o, round.share(o.loops), &json);
@@ -540,9 +559,10 @@ fn run_cyclictest(
         wall_s: started.elapsed().as_secs_f64(),
         rounds: vec![RoundLatency::of(
             round.index,
-            round.seq,
+            Some(round.seq),
             &latency,
             report.cycles,
         )],
+        untraced: None,
     })
 }

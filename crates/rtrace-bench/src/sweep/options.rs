@@ -42,6 +42,7 @@ pub enum ConfigArg {
 pub enum ProbeAtArg {
     Window,
     After,
+    Alternate,
 }
 
 impl From<ProbeAtArg> for ProbeAt {
@@ -49,6 +50,7 @@ impl From<ProbeAtArg> for ProbeAt {
         match a {
             ProbeAtArg::Window => ProbeAt::Window,
             ProbeAtArg::After => ProbeAt::After,
+            ProbeAtArg::Alternate => ProbeAt::Alternate,
         }
     }
 }
@@ -78,7 +80,10 @@ pub struct SweepArgs {
     pub configs: Vec<ConfigArg>,
     /// Where the built-in loop fires its user-space tracepoint: `window`, between the wake-up
     /// and the clock reading, so its cost is part of the latency (the thesis' modified
-    /// cyclictest); `after`, once the latency is taken (its cost is never measured).
+    /// cyclictest); `after`, once the latency is taken (its cost is never measured);
+    /// `alternate`, as `window` on every other wake-up, the others kept apart, so that each
+    /// run's shift is paired within the run (a VM whose latency state changes from second to
+    /// second moves both halves alike).
     #[arg(long, value_enum, default_value = "window")]
     pub probe_at: ProbeAtArg,
     /// Repeat every configuration this often, each round separate processes, alternating the
