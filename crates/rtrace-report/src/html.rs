@@ -281,13 +281,13 @@ fn staircase(r: &UsdtResult, alone: &[&Entry]) -> String {
     }
     let mut out = format!(
         "<h3>Where the nanoseconds go</h3>\n<p class=\"sub\">{}.</p>\n",
-        esc(crate::staircase::NOTE)
+        code_spans(crate::staircase::NOTE)
     );
     for t in tables {
         out.push_str(&format!(
             "<p><b>{}</b> ({})</p>\n<table>\n",
             esc(&t.title),
-            esc(&t.check)
+            code_spans(&t.check)
         ));
         out.push_str(&header(
             &crate::staircase::HEADER,

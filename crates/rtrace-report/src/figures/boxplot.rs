@@ -96,14 +96,7 @@ const ROW_PX: u32 = 330;
 /// A label on a log axis only at 1, 2 and 5 × 10ⁿ: plotters puts a grid line at every
 /// multiple, and near a decade their labels overprint.
 fn log_tick(v: f64) -> String {
-    if v <= 0.0 {
-        return String::new();
-    }
-    let mantissa = v / 10f64.powf(v.log10().floor());
-    if [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .any(|m| (mantissa - m).abs() < 1e-6)
-    {
+    if style::one_two_five(v) {
         style::grouped(v)
     } else {
         String::new()

@@ -61,7 +61,13 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
             .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
             .x_desc("events per second fired")
             .y_desc("events lost (%, log scale; 0 at the bottom)")
-            .x_label_formatter(&|v| crate::rate::rate(*v))
+            .x_label_formatter(&|v| {
+                if style::one_two_five(*v) {
+                    crate::rate::rate(*v)
+                } else {
+                    String::new()
+                }
+            })
             .y_label_formatter(&|v| {
                 if *v <= ZERO * 1.01 {
                     "0".into()
