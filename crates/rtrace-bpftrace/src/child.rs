@@ -21,6 +21,9 @@ pub const ATTACH_TIMEOUT: Duration = Duration::from_secs(60);
 /// After SIGINT bpftrace drains its perf buffers and prints its maps.
 pub const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How often a stopping bpftrace that idles outside the kernel gets SIGINT again.
+const NUDGE: Duration = Duration::from_secs(2);
+
 /// How long bpftrace may stay in the kernel detaching its probes before it counts as hung.
 /// Removing a uprobe waits for an RCU Tasks Trace grace period (`uprobe_unregister_sync` →
 /// `synchronize_rcu_tasks_trace`): seen here to take over 30 s while QEMU kept both CPUs busy.
@@ -174,7 +177,7 @@ impl Bpftrace {
             Ok(()) => Ok(bt),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 // stdout closed before the line: bpftrace is exiting.
-                let exited = bt.wait(STOP_TIMEOUT)?;
+                let exited = bt.wait(STOP_TIMEOUT, false)?;
                 Err(anyhow!("bpftrace failed to attach: {}", exited.why()))
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -196,19 +199,23 @@ impl Bpftrace {
                 let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGINT);
             }
         }
-        self.wait(STOP_TIMEOUT)
+        self.wait(STOP_TIMEOUT, true)
     }
 
     /// Waits for exit, then collects the output. SIGKILL once bpftrace made no progress (neither
     /// in the kernel detaching its probes nor using CPU time) for `timeout`, or after
-    /// [`KERNEL_DETACH_TIMEOUT`] in all.
-    fn wait(&mut self, timeout: Duration) -> Result<Exited> {
+    /// [`KERNEL_DETACH_TIMEOUT`] in all. `nudge`: SIGINT again after every [`NUDGE`] it idles
+    /// (no CPU time, not in the kernel): bpftrace 0.17 can miss a SIGINT that comes right after its probes
+    /// are attached (seen in CI: a bpftrace with a uprobe on libc's `read` in every process sat
+    /// in epoll_wait for 30 s after it).
+    fn wait(&mut self, timeout: Duration, nudge: bool) -> Result<Exited> {
         let mut child = self.child.take().expect("child present until waited");
         let start = Instant::now();
         // bpftrace is making progress while it is in the kernel (state D) or uses CPU time
         // (draining and printing on a loaded machine): only a bpftrace that did neither for
         // `timeout` is hung.
         let mut last_progress = Instant::now();
+        let mut last_nudge = Instant::now();
         let mut ticks = None;
         let status = loop {
             if let Some(s) = child.try_wait().context("waiting for bpftrace")? {
@@ -219,6 +226,11 @@ impl Bpftrace {
                     last_progress = Instant::now();
                 }
                 ticks = Some(now_ticks);
+                // Idle (no CPU time, not in the kernel) since the last SIGINT: it did not see it.
+                if nudge && last_progress.elapsed() >= NUDGE && last_nudge.elapsed() >= NUDGE {
+                    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGINT);
+                    last_nudge = Instant::now();
+                }
             }
             let stalled = last_progress.elapsed() > timeout;
             if stalled || start.elapsed() > KERNEL_DETACH_TIMEOUT {
