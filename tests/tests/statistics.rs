@@ -132,20 +132,29 @@ fn a_lossy_run_is_marked_and_left_out_of_ratios_unless_allowed() {
     };
     let stdout = lossy(&[]);
     let v = read_json(&dir.path().join("usdt.json"));
-    let ftrace = run(&v, "ftrace", 1);
+    // ftrace's flight recorder overwrote events it had written: paid in full, not lossy.
+    let ftrace = &run(&v, "ftrace", 1)["events"];
+    let lost = ftrace["lost"].as_u64().unwrap();
     assert!(
-        ftrace["events"]["lost"].as_u64().unwrap() > 0,
-        "an 8 KiB overwrite buffer must lose events: {}",
-        ftrace["events"]
+        lost > 0,
+        "an 8 KiB overwrite buffer must lose events: {ftrace}"
     );
+    assert_eq!(ftrace["overwritten"].as_u64(), Some(lost), "{ftrace}");
+    assert!(!stdout.contains("ftrace [lossy]"), "{stdout}");
+    // eBPF's ring buffer has no overwrite mode: it drops, and that run is left out.
+    let ebpf = &run(&v, "ebpf", 1)["events"];
+    assert!(ebpf["lost"].as_u64().unwrap() > 0, "{ebpf}");
+    assert!(ebpf["overwritten"].is_null(), "{ebpf}");
     assert_eq!(v["config"]["allow_loss"], false);
-    assert!(stdout.contains("ftrace [lossy]"), "{stdout}");
+    assert!(stdout.contains("ebpf (record) [lossy]"), "{stdout}");
     assert!(
-        stdout.contains("ftrace case 1 lost ") && stdout.contains("left out of ratios"),
+        stdout.contains("ebpf (record) case 1 dropped ") && stdout.contains("left out of ratios"),
         "{stdout}"
     );
     assert!(
-        !stdout.lines().any(|l| l.contains(" case 1 is ")),
+        !stdout
+            .lines()
+            .any(|l| l.contains("ebpf (record) case 1 is ")),
         "a lossy run entered a ratio:\n{stdout}"
     );
     let allowed = lossy(&["--allow-loss"]);
