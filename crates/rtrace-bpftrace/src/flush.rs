@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// The first word of the flush probe's line.
 pub const LINE: &str = "rtrace-flush";
@@ -24,13 +25,18 @@ pub struct Flush {
 }
 
 /// A new flush probe for this process; `None` when its executable cannot be named (deleted, or
-/// a path bpftrace cannot parse), and the end-of-run losses then go unreported.
+/// a path bpftrace cannot parse) or lacks the probe's note, and the end-of-run losses then go
+/// unreported (the run's accounting, recorded + lost against hits, then tells).
 pub fn probe() -> Option<Flush> {
     static NEXT: AtomicU64 = AtomicU64::new(1);
+    static HAS_NOTE: OnceLock<bool> = OnceLock::new();
     let exe = std::env::current_exe().ok()?;
     let path = crate::script::plain_path(&exe).ok()?;
+    let has_note = *HAS_NOTE.get_or_init(|| {
+        rtrace_sdt::find(&exe, "rtrace_bench", "bpftrace_flush").is_ok_and(|s| !s.is_empty())
+    });
     let token = NEXT.fetch_add(1, Ordering::Relaxed);
-    exe.is_file().then(|| Flush {
+    (has_note && exe.is_file()).then(|| Flush {
         token,
         probe: format!(
             "usdt:\"{path}\":rtrace_bench:bpftrace_flush /pid == {} && arg0 == {token}/ {{ printf(\"{LINE} %u\\n\", cpu); }}",
@@ -72,7 +78,7 @@ mod tests {
 
     #[test]
     fn the_probe_names_this_process_and_attachment_and_fires_on_every_cpu() {
-        let f = probe().expect("the test binary has a plain path");
+        let f = probe().expect("the test binary has a plain path and the probe's note");
         let p = &f.probe;
         assert!(p.contains(":rtrace_bench:bpftrace_flush /pid == "), "{p}");
         let me = format!("/pid == {} && arg0 == {}/", std::process::id(), f.token);

@@ -64,7 +64,7 @@ pub fn environment(preemption: &str) -> Environment {
 pub const ROUNDS: u64 = 4;
 
 /// A run of [`ROUNDS`] rounds of 5,000 samples each around `centre`.
-fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
+pub fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResult {
     let mut pooled = new_histogram();
     let mut rounds = Vec::new();
     for round in 0..ROUNDS {
@@ -166,7 +166,8 @@ pub fn usdt() -> UsdtResult {
     }
 }
 
-fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun {
+/// A run of `config` from `source` with latencies around `centre_ns`.
+pub fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun {
     let (latency, histogram) = hist(&samples(5_000, centre_ns, centre_ns / 3));
     SweepRun {
         config,

@@ -8,9 +8,10 @@ use crate::format::us;
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::probe_cost::{Extra, Stat};
 use rtrace_measure::sweep::{
-    paired_shift, shift, Configuration, LatencyStat, Space, SweepResult, SweepRun,
+    paired_shift, shift, Configuration, LatencyStat, Source, Space, SweepResult, SweepRun,
 };
-use rtrace_measure::usdt::{Case, UsdtResult};
+use rtrace_measure::usdt::{Case, HookKind, UsdtResult};
+use rtrace_tracer::Instrumentation;
 use rtrace_tracer::TracerKind;
 
 /// Column names, in order.
@@ -29,7 +30,7 @@ pub const HEADER: [&str; 8] = [
 pub const TEXT_COLUMNS: usize = 2;
 
 /// What the table shows, for its caption.
-pub const NOTE: &str = "Latency shift against the `none` runs right before and after each configuration's run in the same round (95% Student-t interval over the rounds' differences); with `--probe-at alternate`, also against the same run's own wake-ups without the tracepoint (every other one: paired 2 periods apart, whatever state the machine is in; a tracer's background work, its consumer and buffers, weighs on both halves and is left out of that column), beside the extra ns per hit that `usdt` measured for the same tracer, mode and hook (case-1 mean minus case-0 mean, its interval over its rounds); the built-in loop's user-space tracepoint and cyclictest's uretprobe (or LTTng's preloaded wrapper) fire inside the measured window, so a shift of about one hit's cost is expected, more because the path is cold after each sleep";
+pub const NOTE: &str = "Latency shift against the `none` runs right before and after each configuration's run in the same round (95% Student-t interval over the rounds' differences); with `--probe-at alternate`, also against the same run's own wake-ups without the tracepoint (every other one: paired 2 periods apart, whatever state the machine is in; a tracer's background work, its consumer and buffers, weighs on both halves and is left out of that column), beside the extra ns per hit that `usdt` measured for the same tracer, mode and hook (cyclictest's rows: the uretprobe's, or LTTng's tracepoint; case-1 mean minus case-0 mean, its interval over its rounds); the built-in loop's user-space tracepoint and cyclictest's uretprobe (or LTTng's preloaded wrapper) fire inside the measured window, so a shift of about one hit's cost is expected, more because the path is cold after each sleep";
 
 /// One configuration's shift, and the per-hit cost it is compared with.
 #[derive(Debug, Clone)]
@@ -75,21 +76,37 @@ fn sweep_mode(r: &SweepResult, tracer: TracerKind) -> Option<String> {
     }
 }
 
-/// `usdt`'s per-hit cost on `config`'s hook (USDT probe, uprobe, uretprobe) for its tracer in
-/// the mode the sweep used,
-/// when both ran with the same recording mode (`stream`, `overwrite`).
-pub fn per_hit(sweep: &SweepResult, usdt: &UsdtResult, config: Configuration) -> Option<Estimate> {
+/// The hook that fires in `config`'s runs from `source`: the built-in loop's is the
+/// configuration's own; cyclictest's cross-check puts a uretprobe on libc's `clock_nanosleep`
+/// for the uprobe-based tracers (LTTng's preloaded wrapper fires the same tracepoint).
+fn fired_hook(config: Configuration, source: Source) -> Option<HookKind> {
+    match (source, config.instrumentation()) {
+        (Source::Cyclictest, Instrumentation::Usdt) => Some(HookKind::Uretprobe),
+        _ => config.hook_kind(),
+    }
+}
+
+/// `usdt`'s per-hit cost on the hook that fires in `config`'s runs from `source` (USDT probe,
+/// uprobe, uretprobe: see [`fired_hook`]) for its tracer in the mode the sweep used, when both
+/// ran with the same recording mode (`stream`, `overwrite`).
+pub fn per_hit(
+    sweep: &SweepResult,
+    usdt: &UsdtResult,
+    config: Configuration,
+    source: Source,
+) -> Option<Estimate> {
     if config.space() != Space::User
         || sweep.config.tracer_options["record"] != usdt.config.tracer_options["record"]
     {
         return None;
     }
     let mode = sweep_mode(sweep, config.tracer());
+    let hook = fired_hook(config, source);
     let run = usdt.runs.iter().find(|c| {
         c.case == Case::Traced
-            && Some(c.hook_kind) == config.hook_kind()
+            && Some(c.hook_kind) == hook
             && c.tracer == config.tracer()
-            && (mode.is_none() || c.variant == mode)
+            && (mode.is_none() || c.hook_kind.mode_of(c.variant.as_deref()) == mode.as_deref())
     })?;
     Extra::of(usdt, run)?.difference(Stat::SteadyMean)
 }
@@ -106,7 +123,7 @@ pub fn shifts(r: &SweepResult, usdt: Option<&UsdtResult>) -> Vec<Shift> {
                 p50: shift(x, none, LatencyStat::P50),
                 mean: shift(x, none, LatencyStat::Mean),
                 paired: paired_shift(x, LatencyStat::P50),
-                per_hit: usdt.and_then(|u| per_hit(r, u, x.config)),
+                per_hit: usdt.and_then(|u| per_hit(r, u, x.config, x.source)),
             })
         })
         .collect()
@@ -210,6 +227,53 @@ mod tests {
             .unwrap();
         assert_eq!(ftrace.per_hit, Some(expected));
         assert!(ftrace.ratio().is_some());
+        // cyclictest's row of the same configuration fires a uretprobe: its per-hit cost is the
+        // uretprobe's, not the USDT probe's.
+        let mut r = r;
+        r.runs.push(fixtures::sweep_run(
+            Configuration::UsdtFtrace,
+            Source::Cyclictest,
+            13_000,
+        ));
+        for (tracer, case, ns) in [
+            (TracerKind::None, Case::Baseline, 15),
+            (TracerKind::Ftrace, Case::Traced, 1_000),
+        ] {
+            let mut run = fixtures::case(tracer, case, ns, 0);
+            run.hook_kind = HookKind::Uretprobe;
+            u.runs.push(run);
+        }
+        let s = shifts(&r, Some(&u));
+        let cross = s
+            .iter()
+            .find(|x| {
+                x.run.config == Configuration::UsdtFtrace && x.run.source == Source::Cyclictest
+            })
+            .unwrap();
+        let uretprobe = Extra::of(&u, u.runs.last().unwrap())
+            .and_then(|e| e.difference(Stat::SteadyMean))
+            .unwrap();
+        assert_eq!(cross.per_hit, Some(uretprobe));
+        assert!(uretprobe.estimate > expected.estimate + 300.0);
+        // A mode-carrying tracer on another hook: its variant names both ("record, uretprobe").
+        let mut ebpf = fixtures::case(TracerKind::Ebpf, Case::Traced, 900, 0);
+        ebpf.hook_kind = HookKind::Uretprobe;
+        ebpf.variant = Some("record, uretprobe".into());
+        u.runs.push(ebpf);
+        r.runs.push(fixtures::sweep_run(
+            Configuration::UretprobeEbpf,
+            Source::Builtin,
+            12_500,
+        ));
+        let ebpf = shifts(&r, Some(&u))
+            .into_iter()
+            .find(|x| x.run.config == Configuration::UretprobeEbpf)
+            .unwrap();
+        assert_eq!(
+            ebpf.per_hit,
+            Extra::of(&u, u.runs.last().unwrap()).and_then(|e| e.difference(Stat::SteadyMean))
+        );
+        assert!(ebpf.per_hit.is_some());
         // Another recording mode: not the same measurement, no per-hit cost.
         u.config.tracer_options["record"] = "overwrite".into();
         assert!(shifts(&r, Some(&u)).iter().all(|x| x.per_hit.is_none()));

@@ -566,3 +566,63 @@ fn run_cyclictest(
         untraced: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(config: Configuration, cross: bool) -> Plan {
+        Plan {
+            config,
+            tracer: None,
+            hook: None,
+            workload: PathBuf::from("/nonexistent"),
+            cross: cross.then(|| CrossCheck {
+                hook: None,
+                env: Vec::new(),
+            }),
+        }
+    }
+
+    use Source::{Builtin as B, Cyclictest as C};
+
+    #[test]
+    fn none_runs_by_the_same_source_before_every_configuration_and_after_the_last() {
+        let plans = [
+            plan(Configuration::UsdtFtrace, true),
+            plan(Configuration::None, true),
+            plan(Configuration::KernelFtrace, false),
+        ];
+        assert_eq!(
+            interleaved(&plans),
+            [
+                (1, B),
+                (0, B),
+                (1, C),
+                (0, C),
+                (1, B),
+                (2, B),
+                (1, B),
+                (1, C)
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_cyclictest_for_none_cross_checks_run_without_neighbours() {
+        let plans = [
+            plan(Configuration::None, false),
+            plan(Configuration::UsdtEbpf, true),
+        ];
+        assert_eq!(interleaved(&plans), [(0, B), (1, B), (1, C), (0, B)]);
+    }
+
+    #[test]
+    fn without_none_each_configuration_runs_once_per_source() {
+        let plans = [
+            plan(Configuration::UsdtEbpf, true),
+            plan(Configuration::KernelEbpf, false),
+        ];
+        assert_eq!(interleaved(&plans), [(0, B), (0, C), (1, B)]);
+    }
+}

@@ -11,13 +11,22 @@ use rtrace_measure::staircase::Staircase;
 /// Height of one step's row (px), and of the title, axis and key around the rows.
 const ROW_PX: u32 = 34;
 const FRAME_PX: u32 = 150;
-/// Width of the step labels left of the plot (px).
+/// Width of the step labels left of the plot (px): at least this, more for longer labels (an
+/// upper estimate of a sans-serif character's width at `style::LABEL_PX`; plotters' SVG backend
+/// cannot measure text without its font files).
 const LABEL_AREA_PX: u32 = 300;
+const LABEL_CHAR_PX: u32 = 8;
 /// Half the height of a bar, in rows.
 const HALF_BAR: f64 = 0.32;
 
 /// What the marks mean.
 pub const KEY: &str = "bar: from the step below to this step (extra ns per hit over case 0) · whisker: 95% interval of the step's height · number: the increment";
+
+/// Room for the longest of `labels` left of the plot.
+fn label_area(labels: &[String]) -> u32 {
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    LABEL_AREA_PX.max(longest as u32 * LABEL_CHAR_PX + style::MARGIN_PX)
+}
 
 /// The waterfall of every staircase in `stairs` (one hook site).
 pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
@@ -65,7 +74,7 @@ pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
         let mut chart = ChartBuilder::on(&plot)
             .margin(style::MARGIN_PX)
             .x_label_area_size(style::X_AXIS_PX)
-            .y_label_area_size(LABEL_AREA_PX)
+            .y_label_area_size(label_area(&labels))
             .build_cartesian_2d(xmin..xmax, -0.5..(n as f64 - 0.5))?;
         chart
             .configure_mesh()
@@ -122,4 +131,17 @@ pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
         root.present()?;
     }
     Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_step_labels_get_room_and_short_ones_the_usual_width() {
+        let long = "ring buffer: ebpf (record-wakeup, usdt-nop5) case 1".to_string();
+        // DejaVu Sans at 15 px averages about 7 px per character of such a label.
+        assert!(label_area(std::slice::from_ref(&long)) >= long.len() as u32 * 7 + 10);
+        assert_eq!(label_area(&["ftrace (off) case 1".into()]), LABEL_AREA_PX);
+    }
 }
