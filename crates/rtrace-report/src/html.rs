@@ -342,6 +342,13 @@ fn environment(e: &Entry) -> String {
     out
 }
 
+/// `text` with its first letter upper-case.
+fn capitalized(text: &str) -> String {
+    let mut c = text.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
 fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
     let mut out = format!("<section id=\"{}\">\n", esc(&e.id));
     let file = e
@@ -351,7 +358,8 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
     let config = match &e.result {
         AnyResult::Usdt(r) => {
             out.push_str(&format!(
-                "<h2>Per-probe duration (<code>{}</code>){file}</h2>\n",
+                "<h2>{} (<code>{}</code>){file}</h2>\n",
+                esc(&capitalized(crate::staircase::usdt_heading(r))),
                 esc(&e.id)
             ));
             out.push_str(&format!(

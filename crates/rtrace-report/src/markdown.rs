@@ -154,8 +154,8 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
     match &e.result {
         crate::result::AnyResult::Usdt(r) => {
             out.push_str(&format!(
-                "## `{}`: per-probe duration{source}\n\n{} iterations per case (after {} warm-up) on CPU {}; kernel {}.\n\n",
-                e.id, r.config.iterations, r.config.warmup, r.config.cpu, e.kernel()
+                "## `{}`: {}{source}\n\n{} iterations per case (after {} warm-up) on CPU {}; kernel {}.\n\n",
+                e.id, crate::staircase::usdt_heading(r), r.config.iterations, r.config.warmup, r.config.cpu, e.kernel()
             ));
             if let Some(n) = crate::threads::note(r) {
                 out.push_str(&format!("{n}.\n\n"));

@@ -46,8 +46,17 @@ impl Paint {
 pub fn usdt(r: &UsdtResult, alone: &[&crate::result::Entry], paint: Paint) -> String {
     let e = &r.environment;
     let mut out = paint.bold(&format!(
-        "usdt microbenchmark: {} iterations per case on CPU {} — kernel {} ({}), {}",
-        r.config.iterations, r.config.cpu, e.kernel_release, e.preemption, e.cpu_model
+        "usdt {}: {} iterations per case on CPU {} — kernel {} ({}), {}",
+        if rtrace_measure::staircase::is_decomposition(r) {
+            "cost decomposition"
+        } else {
+            "microbenchmark"
+        },
+        r.config.iterations,
+        r.config.cpu,
+        e.kernel_release,
+        e.preemption,
+        e.cpu_model
     ));
     out.push_str("\n\nsummary:\n");
     for l in crate::summary::usdt(r, &r.warnings) {
