@@ -1,7 +1,8 @@
 //! `cargo xtask thesis`: the README's main command. Installs what is missing, builds, runs the
-//! usdt comparison, its per-hit cost decomposition, the cyclictest sweep, the lossless-rate search, npt and Gregg's per-event
-//! cost suite (`events`) with every tracer available here (quick defaults),
-//! and writes one report directory (`index.html`, `report.md`, `results.csv`, `figures/`).
+//! usdt comparison, its per-hit cost decomposition, the cyclictest sweep, the lossless-rate
+//! search, npt and Gregg's per-event cost suite (`events`) with every tracer available here
+//! (quick defaults), and writes one report directory (`index.html`, `report.md`,
+//! `results.csv`, `figures/`).
 
 use crate::exec::{cargo, exec};
 use crate::packages;

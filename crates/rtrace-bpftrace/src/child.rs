@@ -205,9 +205,9 @@ impl Bpftrace {
     /// Waits for exit, then collects the output. SIGKILL once bpftrace made no progress (neither
     /// in the kernel detaching its probes nor using CPU time) for `timeout`, or after
     /// [`KERNEL_DETACH_TIMEOUT`] in all. `nudge`: SIGINT again after every [`NUDGE`] it idles
-    /// (no CPU time, not in the kernel): bpftrace 0.17 can miss a SIGINT that comes right after its probes
-    /// are attached (seen in CI: a bpftrace with a uprobe on libc's `read` in every process sat
-    /// in epoll_wait for 30 s after it).
+    /// (no CPU time, not in the kernel): bpftrace 0.17 can miss a SIGINT that comes right after
+    /// its probes are attached (seen in CI: a bpftrace with a uprobe on libc's `read` in every
+    /// process sat in epoll_wait for 30 s after it).
     fn wait(&mut self, timeout: Duration, nudge: bool) -> Result<Exited> {
         let mut child = self.child.take().expect("child present until waited");
         let start = Instant::now();

@@ -2,8 +2,8 @@
 //! highest rate at which a tracer records every event of a probe fired at a steady rate, per
 //! tracer and buffer size. The search climbs geometrically until the first loss, bisects
 //! between the last lossless and the first lossy rate, then confirms: three runs at the rate
-//! found without a loss, and one of up to three at 1.5 times it with losses. Every point is accounted exactly
-//! (`recorded + lost == hits`): a loss is a counted loss, never a guess.
+//! found without a loss, and one of up to three at 1.5 times it with losses. Every point is
+//! accounted exactly (`recorded + lost == hits`): a loss is a counted loss, never a guess.
 
 use crate::{Environment, Events};
 use serde::{Deserialize, Serialize};

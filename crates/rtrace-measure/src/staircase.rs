@@ -23,8 +23,8 @@ const EBPF_FLOOR: Rung = (TracerKind::Ebpf, "floor", Case::Traced, "floor: the h
 /// Each tracer's paths: a staircase from its floor up to one full configuration, every rung
 /// adding one mechanism to the rung below it, so that the increments are what each mechanism
 /// costs (bpftrace's rungs replace the floor's program by its own on the same hook: their
-/// increment is its program's cost above the least one). A tracer with two kinds of output (maps or a ring buffer,
-/// a tracepoint or tracef) has a path for each.
+/// increment is its program's cost above the least one). A tracer with two kinds of output
+/// (maps or a ring buffer, a tracepoint or tracef) has a path for each.
 fn paths(tracer: TracerKind, hook: HookKind) -> Vec<(&'static str, Vec<Rung>)> {
     match tracer {
         TracerKind::Ebpf => vec![
@@ -120,28 +120,13 @@ pub fn measured_alone(s: &Staircase, alone: &UsdtResult) -> Option<Estimate> {
         c.tracer == s.tracer
             && c.hook_kind == s.hook
             && c.case == Case::Traced
-            && mode(alone, c).as_deref() == Some(s.top_mode)
+            && alone.run_mode(c).as_deref() == Some(s.top_mode)
     })?;
     if !alone.in_ratios(run) {
         return None;
     }
     let d = Extra::of(alone, run)?.per_round(Stat::SteadyMean);
     interval::mean_of(&d, 0.0)
-}
-
-/// A run's backend mode: its variant's, or for a run without one, the mode the tracer had in
-/// that invocation (ftrace: the recording mode; LTTng: the tracepoint).
-pub fn mode(r: &UsdtResult, c: &CaseResult) -> Option<String> {
-    if let Some(m) = c.hook_kind.mode_of(c.variant.as_deref()) {
-        return Some(m.to_owned());
-    }
-    match c.tracer {
-        TracerKind::Ftrace => r.config.tracer_options["record"]
-            .as_str()
-            .map(str::to_owned),
-        TracerKind::Lttng => Some("tracepoint".to_owned()),
-        _ => None,
-    }
 }
 
 fn find<'a>(
@@ -155,7 +140,7 @@ fn find<'a>(
         c.tracer == tracer
             && c.hook_kind == hook
             && c.case == case
-            && mode(r, c).as_deref() == Some(wanted)
+            && r.run_mode(c).as_deref() == Some(wanted)
     })
 }
 
@@ -166,7 +151,7 @@ pub fn is_decomposition(r: &UsdtResult) -> bool {
     r.runs.iter().any(|c| {
         c.case == Case::Traced
             && matches!(
-                (c.tracer, mode(r, c).as_deref()),
+                (c.tracer, r.run_mode(c).as_deref()),
                 (TracerKind::Ebpf, Some("floor")) | (TracerKind::Ftrace, Some("off"))
             )
     })

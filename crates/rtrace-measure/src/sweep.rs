@@ -510,8 +510,7 @@ impl LatencyStat {
 /// same round right before and after it (their mean): the sweep runs `none` between every two
 /// configurations, so the pair shares the machine's state, which in a VM can change within a
 /// round. Files of older versions (no positions) pair rounds by index. Falls back to the pooled
-/// difference without interval for files without rounds. A difference is no finer than the
-/// histogram's 3 significant digits: that resolution bounds each round's variance from below.
+/// difference without interval for files without rounds.
 pub fn shift(run: &SweepRun, base: &SweepRun, stat: LatencyStat) -> Option<Estimate> {
     let diffs: Vec<f64> = run
         .rounds
@@ -526,8 +525,15 @@ pub fn shift(run: &SweepRun, base: &SweepRun, stat: LatencyStat) -> Option<Estim
         };
         return crate::interval::mean_of(&[pooled(&run.latency) - pooled(&base.latency)], 0.0);
     }
-    let resolution = (run.latency.p50_ns.max(base.latency.p50_ns) / 1000.0).max(1.0);
-    crate::interval::mean_of(&diffs, 2.0 * resolution * resolution / 12.0)
+    mean_difference(&diffs, run.latency.p50_ns.max(base.latency.p50_ns))
+}
+
+/// The mean of per-round latency differences with its t interval. A difference is no finer
+/// than the histogram's 3 significant digits at latencies around `p50_ns`: that resolution
+/// bounds each round's variance from below.
+fn mean_difference(diffs: &[f64], p50_ns: f64) -> Option<Estimate> {
+    let resolution = (p50_ns / 1000.0).max(1.0);
+    crate::interval::mean_of(diffs, 2.0 * resolution * resolution / 12.0)
 }
 
 /// An alternating run's latency minus its own wake-ups without the tracepoint (ns), by `stat`
@@ -549,8 +555,7 @@ pub fn paired_shift(run: &SweepRun, stat: LatencyStat) -> Option<Estimate> {
     if diffs.is_empty() {
         return None;
     }
-    let resolution = (run.latency.p50_ns / 1000.0).max(1.0);
-    crate::interval::mean_of(&diffs, 2.0 * resolution * resolution / 12.0)
+    mean_difference(&diffs, run.latency.p50_ns)
 }
 
 /// `stat` of `base`'s runs of `r`'s round nearest before and after `r` (their mean, or the one

@@ -227,7 +227,7 @@ impl HookCosts {
             return HookCosts { call, rows };
         }
         for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
-            let mode = c.hook_kind.mode_of(c.variant.as_deref()).map(str::to_owned);
+            let mode = c.mode().map(str::to_owned);
             let cost = r
                 .baseline(c.hook_kind)
                 .filter(|_| r.in_ratios(c))
@@ -482,7 +482,30 @@ impl RoundSummary {
     }
 }
 
+impl UsdtResult {
+    /// A run's backend mode: its variant's ([`CaseResult::mode`]), or for a run without one, the
+    /// mode the tracer had in that invocation (ftrace: the recording mode; LTTng: the
+    /// tracepoint).
+    pub fn run_mode(&self, c: &CaseResult) -> Option<String> {
+        if let Some(m) = c.mode() {
+            return Some(m.to_owned());
+        }
+        match c.tracer {
+            TracerKind::Ftrace => self.config.tracer_options["record"]
+                .as_str()
+                .map(str::to_owned),
+            TracerKind::Lttng => Some("tracepoint".to_owned()),
+            _ => None,
+        }
+    }
+}
+
 impl CaseResult {
+    /// The backend mode its variant names (`record` of `record, uretprobe`), if any.
+    pub fn mode(&self) -> Option<&str> {
+        self.hook_kind.mode_of(self.variant.as_deref())
+    }
+
     /// Mean without disturbed samples (the plain mean in files of older versions).
     pub fn steady_mean_ns(&self) -> f64 {
         self.disturbed.map_or(self.summary.mean_ns, |d| d.mean_ns)

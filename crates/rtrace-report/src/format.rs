@@ -197,7 +197,7 @@ pub fn trace_cell(d: Option<rtrace_measure::trace_data::TraceData>) -> String {
 /// A run's tracer and mode, without its hook kind (tables and figures of one hook kind):
 /// `ebpf (record)`, `ftrace`.
 pub fn mode_label(c: &CaseResult) -> String {
-    tracer_label(c.tracer, c.hook_kind.mode_of(c.variant.as_deref()))
+    tracer_label(c.tracer, c.mode())
 }
 
 /// One line on the trace data of `runs` (label, data): how much was written, the largest run,

@@ -24,7 +24,6 @@ pub const TEXT_COLUMNS: usize = 3;
 /// What the tables show, for their caption.
 pub const NOTE: &str = "Each path climbs from a floor to one full configuration, every step adding one mechanism; each step is a configuration measured in the same rounds; its height is its extra ns per hit over case 0, its increment the height minus the step below, round by round (95% t interval over the rounds). The increments add up to the top step's cost by construction, so each table's check compares their sum with the top configuration measured alone, in a separate plain `usdt` invocation, when the report has one. The floor of eBPF and ftrace is this kernel's floor for the hook (trap or call, uprobe dispatch, the least a tracer can do and still count every hit); bpftrace's paths start on our eBPF floor (the same trap and dispatch, on the plain USDT site only). Counters per hit, as Gebai measured them: the workload process's count per iteration minus case 0's (task-clock is CPU time in ns, a check on the TSC's height; hardware counters where perf offers them)";
 
-/// Counters no step could count, with the reason, in one line; `None` when every one counted.
 /// What a usdt result measured, for its heading: a decomposition's runs are the steps of its
 /// staircases (`usdt --decompose`), a plain result's the tracers side by side.
 pub fn usdt_heading(r: &UsdtResult) -> &'static str {
@@ -35,6 +34,7 @@ pub fn usdt_heading(r: &UsdtResult) -> &'static str {
     }
 }
 
+/// Counters no step could count, with the reason, in one line; `None` when every one counted.
 pub fn uncounted_line(r: &UsdtResult) -> Option<String> {
     let mut all = std::collections::BTreeMap::new();
     for s in staircases(r) {

@@ -106,7 +106,7 @@ pub fn per_hit(
         c.case == Case::Traced
             && Some(c.hook_kind) == hook
             && c.tracer == config.tracer()
-            && (mode.is_none() || c.hook_kind.mode_of(c.variant.as_deref()) == mode.as_deref())
+            && (mode.is_none() || usdt.run_mode(c) == mode)
     })?;
     Extra::of(usdt, run)?.difference(Stat::SteadyMean)
 }

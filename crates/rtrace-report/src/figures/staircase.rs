@@ -1,6 +1,6 @@
 //! The per-hit cost decomposition as a waterfall (`usdt --decompose`): one row per step, each
-//! path's steps together (labelled with the path), a bar from the step below's height to this step's, its interval
-//! as a whisker, and the increment written beside it.
+//! path's steps together (labelled with the path), a bar from the step below's height to this
+//! step's, its interval as a whisker, and the increment written beside it.
 
 use super::style;
 use anyhow::Result;
