@@ -302,6 +302,29 @@ mod tests {
     }
 
     #[test]
+    fn a_decomposition_has_its_staircases_and_no_thesis_figures() {
+        let report = crate::result::Report::one(crate::result::AnyResult::Usdt(decomposed()));
+        let titles: Vec<String> = crate::figures::plan(&report)
+            .into_iter()
+            .map(|f| f.title)
+            .collect();
+        assert!(
+            titles.iter().all(|t| !t.contains("thesis Fig")),
+            "ftrace off and eBPF's floor are not the thesis' tracers: {titles:?}"
+        );
+        assert!(
+            titles
+                .iter()
+                .any(|t| t.starts_with("Where the nanoseconds go")),
+            "{titles:?}"
+        );
+        assert!(
+            titles.iter().any(|t| t.contains("every tracer and mode")),
+            "{titles:?}"
+        );
+    }
+
+    #[test]
     fn the_sum_is_checked_against_the_top_configuration_measured_alone() {
         let r = decomposed();
         // A plain run of eBPF aggregate, 10% dearer than the staircase's top step.

@@ -220,7 +220,13 @@ pub fn plan(report: &Report) -> Vec<Figure> {
         kind,
     };
     for (e, r) in report.usdt() {
-        let thesis = picked(r, Pick::Thesis, Case::Traced);
+        // A decomposition's runs are steps (ftrace with tracing off, eBPF's floor), not the
+        // thesis' tracers: its figures are the staircases and every step side by side.
+        let thesis = if rtrace_measure::staircase::is_decomposition(r) {
+            Vec::new()
+        } else {
+            picked(r, Pick::Thesis, Case::Traced)
+        };
         if !thesis.is_empty() {
             out.push(fig(e, "case1-box", "Probe duration per tracer, case 1 (thesis Fig 3.1)".into(),
                 "Per-call duration of the traced probe (case 1) for the thesis' three tracers on the USDT probe: lower and narrower is a cheaper, steadier tracer.",

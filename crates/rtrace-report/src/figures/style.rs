@@ -42,11 +42,14 @@ pub struct Look {
 }
 
 /// Shades and dashes of a tracer's further series (its modes, event kinds), in order.
-const VARIANTS: [(f64, Option<(u32, u32)>); 4] = [
+/// Six: a decomposition measures eBPF in five modes.
+const VARIANTS: [(f64, Option<(u32, u32)>); 6] = [
     (1.0, None),
     (0.55, Some((9, 5))),
     (-0.45, Some((2, 4))),
     (0.3, Some((16, 4))),
+    (0.78, Some((5, 2))),
+    (-0.7, Some((12, 8))),
 ];
 
 /// The look of the `variant`-th series (0-based) of tracer `t` in one figure: the tracer's
@@ -152,7 +155,9 @@ mod tests {
 
     #[test]
     fn variants_of_a_tracer_look_different() {
-        let looks: Vec<Look> = (0..4).map(|i| look(TracerKind::Ebpf, i)).collect();
+        let looks: Vec<Look> = (0..VARIANTS.len())
+            .map(|i| look(TracerKind::Ebpf, i))
+            .collect();
         for (i, a) in looks.iter().enumerate() {
             for b in &looks[i + 1..] {
                 assert_ne!((a.colour, a.dash), (b.colour, b.dash));
