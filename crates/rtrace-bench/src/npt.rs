@@ -159,9 +159,12 @@ pub fn run(mut o: NptOptions) -> Result<i32> {
         config: NptSettings {
             duration_ms: o.duration_ms,
             event_rate_hz: o.event_rate_hz,
-            cpu: o.cpus.measured,
-            priority: o.priority,
-            tracer_options: tracer_options_json(&o.tracer),
+            run: rtrace_measure::RunSettings {
+                cpu: o.cpus.measured,
+                priority: o.priority,
+                tracer_options: tracer_options_json(&o.tracer),
+                ..Default::default()
+            },
         },
         runs: Vec::new(),
         osnoise: Osnoise::Absent("not run yet".into()),

@@ -163,12 +163,15 @@ pub fn run(mut o: RateOptions) -> Result<i32> {
         environment: Environment::collect(o.cpus.measured),
         config: RateSettings {
             duration_ms: o.duration_ms,
-            cpu: o.cpus.measured,
-            priority: o.priority,
             plan: o.plan,
             thread_cpus: o.cpus.loop_cpus(o.threads),
             buffer_sizes_kb: o.buffer_sizes_kb.clone(),
-            tracer_options: tracer_options_json(&o.tracer),
+            run: rtrace_measure::RunSettings {
+                cpu: o.cpus.measured,
+                priority: o.priority,
+                tracer_options: tracer_options_json(&o.tracer),
+                ..Default::default()
+            },
         },
         searches: Vec::new(),
         failed: skipped,

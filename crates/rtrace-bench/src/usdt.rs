@@ -177,30 +177,33 @@ pub fn run(mut o: UsdtOptions) -> Result<i32> {
             cases: o.cases.clone(),
             iterations: o.iterations,
             warmup: o.warmup,
-            cpu: o.cpus.measured,
-            harness_cpus: o.cpus.harness.clone(),
-            priority: o.priority,
-            buffer_size_kb: o.tracer.buffer_size_kb,
-            tracer_options: tracer_options_json(&o.tracer),
-            buffers: {
-                let mut kinds: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
-                kinds.dedup();
-                crate::tracers::buffers(&kinds, &o.tracer)?
-            },
-            unequal: {
-                let mut kinds: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
-                kinds.dedup();
-                crate::tracers::unequal(&kinds, o.cpus.measured)
-            },
             hooks: o.hooks.clone(),
-            rounds: o.rounds,
             pacing: rtrace_measure::pacing::for_this_machine(o.priority),
             allow_loss: o.allow_loss,
-            keep_traces: Some(o.keep_traces),
             thread_cpus: if o.threads > 1 {
                 o.thread_cpus()
             } else {
                 Vec::new()
+            },
+            run: rtrace_measure::RunSettings {
+                cpu: o.cpus.measured,
+                harness_cpus: o.cpus.harness.clone(),
+                priority: o.priority,
+                buffer_size_kb: o.tracer.buffer_size_kb,
+                tracer_options: tracer_options_json(&o.tracer),
+                buffers: {
+                    let mut kinds: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
+                    kinds.dedup();
+                    crate::tracers::buffers(&kinds, &o.tracer)?
+                },
+                unequal: {
+                    let mut kinds: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
+                    kinds.dedup();
+                    crate::tracers::unequal(&kinds, o.cpus.measured)
+                },
+                rounds: o.rounds,
+                keep_traces: Some(o.keep_traces),
+                ..Default::default()
             },
         },
         runs: Vec::new(),

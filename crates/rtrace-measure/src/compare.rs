@@ -190,8 +190,8 @@ pub fn compare(a_file: &str, a: &SweepResult, b_file: &str, b: &SweepResult) -> 
     differ("--loops", ca.loops.to_string(), cb.loops.to_string());
     differ(
         "--priority",
-        ca.priority.to_string(),
-        cb.priority.to_string(),
+        format!("{:?}", ca.run.priority),
+        format!("{:?}", cb.run.priority),
     );
     differ(
         "--histogram-us",
@@ -264,19 +264,18 @@ mod tests {
             environment: Environment::collect(0),
             config: SweepConfig {
                 probe_at: None,
-                keep_traces: None,
                 configs: vec![],
                 shuffle_seed: None,
                 interval_us,
                 loops: 100,
-                rounds: None,
-                cpu: 1,
+                run: crate::RunSettings {
+                    cpu: 1,
+                    harness_cpus: vec![0],
+                    priority: Some(99),
+                    ..Default::default()
+                },
                 main_cpu: 0,
-                harness_cpus: vec![0],
-                priority: 99,
                 histogram_limit_us: 10_000,
-                buffer_size_kb: None,
-                tracer_options: serde_json::Value::Null,
                 cyclictest: None,
                 cyclictest_version: None,
             },

@@ -35,9 +35,9 @@ impl Workload {
 pub struct EventsSettings {
     /// 1-byte reads per run (the events of each experiment).
     pub reads: u64,
-    pub rounds: u32,
-    pub cpu: usize,
-    pub priority: Option<i32>,
+    /// CPUs, priority, rounds, buffers, trace data.
+    #[serde(flatten)]
+    pub run: crate::settings::RunSettings,
     /// Whether the kernel has kprobes (else 8-17 hook the `read` syscall's tracepoints).
     pub kprobes: bool,
     /// The libc whose `read` experiments 6 and 7 hook.
@@ -307,9 +307,11 @@ mod tests {
             environment: Environment::collect(0),
             config: EventsSettings {
                 reads: 1000,
-                rounds: 3,
-                cpu: 1,
-                priority: None,
+                run: crate::RunSettings {
+                    cpu: 1,
+                    rounds: 3,
+                    ..Default::default()
+                },
                 kprobes: false,
                 libc: "/lib/libc.so.6".into(),
                 workloads: vec![Workload::Loop],

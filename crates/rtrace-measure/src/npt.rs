@@ -102,9 +102,9 @@ pub struct NptResult {
 pub struct NptSettings {
     pub duration_ms: u64,
     pub event_rate_hz: f64,
-    pub cpu: usize,
-    pub priority: Option<i32>,
-    pub tracer_options: serde_json::Value,
+    /// CPUs, priority, rounds, buffers, record mode, trace data, backend options.
+    #[serde(flatten)]
+    pub run: crate::settings::RunSettings,
 }
 
 #[cfg(test)]

@@ -269,15 +269,16 @@ pub struct RateResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RateSettings {
     pub duration_ms: u64,
-    pub cpu: usize,
-    pub priority: Option<i32>,
+    /// CPUs, priority, rounds, buffers (of the first size searched), record mode, trace data,
+    /// backend options.
+    #[serde(flatten)]
+    pub run: crate::settings::RunSettings,
     pub plan: SearchPlan,
     /// CPUs of the firing threads (`--threads`), the measured CPU first; files of older
     /// versions: one thread on `cpu`.
     #[serde(default)]
     pub thread_cpus: Vec<usize>,
     pub buffer_sizes_kb: Vec<u64>,
-    pub tracer_options: serde_json::Value,
 }
 
 #[cfg(test)]

@@ -295,30 +295,18 @@ pub struct SweepConfig {
     pub interval_us: u64,
     /// Wake-ups per configuration and source (split across the rounds).
     pub loops: u64,
-    /// `--rounds`; absent in files of older versions (one round).
-    #[serde(default)]
-    pub rounds: Option<u32>,
-    /// Measured CPU.
-    pub cpu: usize,
+    /// CPUs, priority (SCHED_FIFO of the measuring thread), rounds, buffers, record mode,
+    /// trace data, backend options.
+    #[serde(flatten)]
+    pub run: crate::settings::RunSettings,
     /// CPU of the workload's (and cyclictest's) main thread.
     pub main_cpu: usize,
-    /// CPUs the harness and tracer consumers were confined to.
-    pub harness_cpus: Vec<usize>,
-    /// SCHED_FIFO priority of the measuring thread.
-    pub priority: i32,
     /// Latencies above this bound (µs) count as histogram overflows.
     pub histogram_limit_us: u64,
-    /// Per-CPU buffer size handed to the tracers (KiB), if set.
-    pub buffer_size_kb: Option<u64>,
     /// Where the built-in loop's user-space tracepoint fired; absent in files of older
     /// versions (which fired it after the latency was taken).
     #[serde(default)]
     pub probe_at: Option<rtrace_protocol::ProbeAt>,
-    /// `--keep-traces` (files of older versions kept all).
-    #[serde(default)]
-    pub keep_traces: Option<crate::trace_data::KeepTraces>,
-    /// Backend options as given (`record`, ...).
-    pub tracer_options: serde_json::Value,
     /// The cyclictest binary of the cross-check (`None`: not run).
     pub cyclictest: Option<String>,
     /// Its version (`rt_test_version`).

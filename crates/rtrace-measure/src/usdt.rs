@@ -287,30 +287,12 @@ pub struct UsdtConfig {
     pub cases: Vec<Case>,
     pub iterations: u64,
     pub warmup: u64,
-    /// Measured CPU.
-    pub cpu: usize,
-    /// CPUs the harness and consumers were confined to.
-    pub harness_cpus: Vec<usize>,
-    pub priority: Option<i32>,
-    /// Per-CPU buffer size handed to the tracers (KiB), if set.
-    pub buffer_size_kb: Option<u64>,
-    /// Backend options as given (`record`, `ebpf_mode`, ...).
-    pub tracer_options: serde_json::Value,
-    /// The trace buffer each tracer got, by tracer name, as its backend sized it from
-    /// `buffer_size_kb`; empty in files of older versions.
-    #[serde(default)]
-    pub buffers: std::collections::BTreeMap<String, String>,
-    /// Conditions that could not be made equal between tracers, by tracer name; empty in files
-    /// of older versions.
-    #[serde(default)]
-    pub unequal: std::collections::BTreeMap<String, String>,
+    /// CPUs, priority, rounds, buffers, record mode, trace data, backend options.
+    #[serde(flatten)]
+    pub run: crate::settings::RunSettings,
     /// Hook kinds measured (`--hook`), each its own set of rows; files of older versions: usdt.
     #[serde(default = "default_hooks")]
     pub hooks: Vec<HookKind>,
-    /// Rounds (`--rounds`): every run of the plan was repeated this often, in alternating order,
-    /// each round with its share of the iterations; a run's numbers pool all rounds.
-    #[serde(default = "one_round")]
-    pub rounds: u32,
     /// Pauses of the loop that keep SCHED_FIFO under the kernel's real-time budget (see
     /// `rtrace_measure::pacing`); `None`: the loop never paused.
     #[serde(default)]
@@ -319,17 +301,10 @@ pub struct UsdtConfig {
     /// marked and left out: the drop path is cheaper than recording).
     #[serde(default)]
     pub allow_loss: bool,
-    /// `--keep-traces`: which runs kept their trace data (files of older versions kept all).
-    #[serde(default)]
-    pub keep_traces: Option<crate::trace_data::KeepTraces>,
     /// `usdt --threads N`: the CPU of every loop thread, the measured CPU first; empty with one
     /// thread (and in files of older versions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thread_cpus: Vec<usize>,
-}
-
-fn one_round() -> u32 {
-    1
 }
 
 fn default_hooks() -> Vec<HookKind> {
@@ -491,7 +466,7 @@ impl UsdtResult {
             return Some(m.to_owned());
         }
         match c.tracer {
-            TracerKind::Ftrace => self.config.tracer_options["record"]
+            TracerKind::Ftrace => self.config.run.tracer_options["record"]
                 .as_str()
                 .map(str::to_owned),
             TracerKind::Lttng => Some("tracepoint".to_owned()),

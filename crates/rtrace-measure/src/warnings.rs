@@ -230,7 +230,7 @@ fn usdt_scope(run: &crate::usdt::CaseResult) -> String {
 
 /// Every warning about a usdt result.
 pub fn usdt(r: &UsdtResult) -> Vec<Warning> {
-    let mut w = environment(&r.environment, r.config.cpu);
+    let mut w = environment(&r.environment, r.config.run.cpu);
     w.extend(iterations("iterations", r.config.iterations, "-n"));
     for run in &r.runs {
         let scope = usdt_scope(run);
@@ -309,7 +309,7 @@ fn first_round_outside(
 
 /// Every warning about a cyclictest-sweep result.
 pub fn sweep(r: &SweepResult) -> Vec<Warning> {
-    let mut w = environment(&r.environment, r.config.cpu);
+    let mut w = environment(&r.environment, r.config.run.cpu);
     w.extend(iterations("loops", r.config.loops, "--loops"));
     for run in &r.runs {
         let scope = format!("{}/{}", run.config, run.source);

@@ -263,11 +263,11 @@ pub fn note(r: &EventsResult) -> String {
             let what = match w {
                 Workload::Loop => format!(
                     "the read loop: {} 1-byte read(2) calls from /dev/zero through libc's read per run, pinned to CPU {}, timed on the TSC",
-                    r.config.reads, r.config.cpu
+                    r.config.reads, r.config.run.cpu
                 ),
                 Workload::Dd => format!(
                     "dd if=/dev/zero of=/dev/null bs=1 count={} as Gregg ran it, pinned to CPU {}, timed from its start to its exit (each block a read and a write)",
-                    r.config.reads, r.config.cpu
+                    r.config.reads, r.config.run.cpu
                 ),
             };
             match r.baseline_per_read_ns(w) {
@@ -280,7 +280,7 @@ pub fn note(r: &EventsResult) -> String {
         "Workloads: {}. Piotrowski's untraced dd took {:.0} ns per block: kernel entries and traps cost more on this machine, which is why absolute costs and slowdowns differ from the reference. A uprobe costs a trap, and a second one whenever the kernel cannot emulate the probed instruction and single-steps it out of line. Per-event cost = (traced run time - mean of the untraced runs at the start and end of the same round) / reads, mean over {} round(s) with its 95% t interval; Gregg's statistic (fastest traced run - fastest untraced run) / reads is in the details. Each experiment traces every process, as the one-liners do. {hooks} Reference column: {PIOTROWSKI_SOURCE}; its costs are against its control runtime, ours against no tracer at all",
         workloads.join("; "),
         rtrace_measure::events::piotrowski_control_ns_per_block(),
-        r.config.rounds
+        r.config.run.rounds
     )
 }
 
@@ -347,7 +347,7 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
 pub fn text(r: &EventsResult) -> String {
     let mut out = format!(
         "events: Gregg's per-event cost benchmark, {} reads per run, {} round(s) on CPU {} — kernel {}, {}\nsummary:\n",
-        r.config.reads, r.config.rounds, r.config.cpu, r.environment.kernel_release, r.environment.cpu_model
+        r.config.reads, r.config.run.rounds, r.config.run.cpu, r.environment.kernel_release, r.environment.cpu_model
     );
     for l in summary(r) {
         out.push_str(&format!("  {l}\n"));

@@ -136,29 +136,32 @@ pub fn usdt() -> UsdtResult {
             cases: Case::ALL.to_vec(),
             iterations: 20_000,
             warmup: 100,
-            cpu: 1,
-            harness_cpus: vec![0],
-            priority: None,
-            buffer_size_kb: Some(4096),
-            tracer_options: serde_json::json!({"record": "overwrite"}),
-            buffers: [
-                ("ftrace", "instance buffer_size_kb = 4096 KiB per CPU"),
-                ("lttng", "4 sub-buffers × 1024 KiB = 4096 KiB per CPU"),
-            ]
-            .into_iter()
-            .map(|(t, b)| (t.to_owned(), b.to_owned()))
-            .collect(),
-            unequal: [(
-                "lttng".to_owned(),
-                "a session daemon found running".to_owned(),
-            )]
-            .into_iter()
-            .collect(),
+            run: rtrace_measure::RunSettings {
+                cpu: 1,
+                harness_cpus: vec![0],
+                priority: None,
+                rounds: ROUNDS as u32,
+                buffer_size_kb: Some(4096),
+                tracer_options: serde_json::json!({"record": "overwrite"}),
+                buffers: [
+                    ("ftrace", "instance buffer_size_kb = 4096 KiB per CPU"),
+                    ("lttng", "4 sub-buffers × 1024 KiB = 4096 KiB per CPU"),
+                ]
+                .into_iter()
+                .map(|(t, b)| (t.to_owned(), b.to_owned()))
+                .collect(),
+                unequal: [(
+                    "lttng".to_owned(),
+                    "a session daemon found running".to_owned(),
+                )]
+                .into_iter()
+                .collect(),
+                keep_traces: Some(rtrace_measure::trace_data::KeepTraces::None),
+                ..Default::default()
+            },
             hooks: vec![rtrace_measure::usdt::HookKind::Usdt],
-            rounds: ROUNDS as u32,
             pacing: None,
             allow_loss: false,
-            keep_traces: Some(rtrace_measure::trace_data::KeepTraces::None),
             thread_cpus: Vec::new(),
         },
         runs,
@@ -235,23 +238,24 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
         environment: environment(preemption),
         config: SweepConfig {
             probe_at: Some(rtrace_protocol::ProbeAt::Window),
-            keep_traces: None,
             configs: configs.iter().map(|c| c.0).collect(),
             shuffle_seed: None,
             interval_us: 200,
             loops: 5_000,
-            rounds: Some(3),
-            cpu: 1,
+            run: rtrace_measure::RunSettings {
+                cpu: 1,
+                harness_cpus: vec![0],
+                priority: Some(99),
+                rounds: 3,
+                tracer_options: serde_json::json!({
+                    "record": "stream",
+                    "bpf_modes": ["record"],
+                    "lttng_event": ["tracepoint"],
+                }),
+                ..Default::default()
+            },
             main_cpu: 0,
-            harness_cpus: vec![0],
-            priority: 99,
             histogram_limit_us: 10_000,
-            buffer_size_kb: None,
-            tracer_options: serde_json::json!({
-                "record": "stream",
-                "bpf_modes": ["record"],
-                "lttng_event": ["tracepoint"],
-            }),
             cyclictest: None,
             cyclictest_version: None,
         },

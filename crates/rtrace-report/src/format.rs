@@ -246,7 +246,7 @@ pub fn sweep_notes(r: &rtrace_measure::sweep::SweepResult) -> Vec<String> {
         .filter_map(|run| Some((format!("{} {}", run.config, run.source), run.trace_data?)))
         .collect();
     std::iter::once(probe_placement(&r.config))
-        .chain(trace_data_line(&traced, r.config.keep_traces))
+        .chain(trace_data_line(&traced, r.config.run.keep_traces))
         .collect()
 }
 

@@ -364,7 +364,7 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             ));
             out.push_str(&format!(
                 "<p class=\"sub\">{} iterations per case (after {} warm-up) on CPU {}; {}; {}. Durations in ns.</p>\n",
-                r.config.iterations, r.config.warmup, r.config.cpu, esc(&e.kernel()), esc(&r.environment.cpu_model)
+                r.config.iterations, r.config.warmup, r.config.run.cpu, esc(&e.kernel()), esc(&r.environment.cpu_model)
             ));
             if let Some(n) = crate::threads::note(r) {
                 out.push_str(&format!("<p class=\"sub\">{}.</p>\n", esc(&n)));
@@ -403,7 +403,7 @@ fn section(e: &Entry, figures: &[Figure], report: &Report) -> Result<String> {
             ));
             out.push_str(&format!(
                 "<p class=\"sub\">{} loops every {} µs on CPU {} (SCHED_FIFO {}); {}; {}. Latencies in µs. {}.</p>\n",
-                r.config.loops, r.config.interval_us, r.config.cpu, r.config.priority, esc(&e.kernel()), esc(&r.environment.cpu_model),
+                r.config.loops, r.config.interval_us, r.config.run.cpu, r.config.run.priority.unwrap_or(0), esc(&e.kernel()), esc(&r.environment.cpu_model),
                 esc(&crate::format::sweep_notes(r).join(". "))
             ));
             out.push_str(&warnings(&e.warnings));

@@ -155,7 +155,7 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
         crate::result::AnyResult::Usdt(r) => {
             out.push_str(&format!(
                 "## `{}`: {}{source}\n\n{} iterations per case (after {} warm-up) on CPU {}; kernel {}.\n\n",
-                e.id, crate::staircase::usdt_heading(r), r.config.iterations, r.config.warmup, r.config.cpu, e.kernel()
+                e.id, crate::staircase::usdt_heading(r), r.config.iterations, r.config.warmup, r.config.run.cpu, e.kernel()
             ));
             if let Some(n) = crate::threads::note(r) {
                 out.push_str(&format!("{n}.\n\n"));
@@ -203,7 +203,7 @@ fn entry(e: &Entry, figures: &[figures::Figure], report: &Report) -> String {
         crate::result::AnyResult::Sweep(r) => {
             out.push_str(&format!(
                 "## `{}`: wake-up latency in µs{source}\n\n{} loops every {} µs on CPU {} (SCHED_FIFO {}); kernel {}. {}.\n\n",
-                e.id, r.config.loops, r.config.interval_us, r.config.cpu, r.config.priority, e.kernel(),
+                e.id, r.config.loops, r.config.interval_us, r.config.run.cpu, r.config.run.priority.unwrap_or(0), e.kernel(),
                 crate::format::sweep_notes(r).join(". ")
             ));
             out.push_str(&sweep_table(r));

@@ -28,7 +28,7 @@ pub const TEXT_COLUMNS: usize = 2;
 pub fn note(r: &NptResult) -> String {
     format!(
         "A tight loop on CPU {} reads the TSC and records the gap since its previous read for {} ms per run (Beamonte's npt); it fires its probe {} times a second (npt's capped tracepoint frequency), so each tracer has an event stream to consume with its consumer on the other CPUs. Gaps in ns, of the iterations that did not fire the probe: what the tracer does to the CPU besides the probe itself (an interrupt, the tick, a wake-up). The iterations that fired the probe are apart (their mean gap is the loop plus one probe hit). Every tracer's events are accounted exactly",
-        r.config.cpu, r.config.duration_ms, r.config.event_rate_hz
+        r.config.run.cpu, r.config.duration_ms, r.config.event_rate_hz
     )
 }
 
@@ -76,7 +76,7 @@ pub fn rows(r: &NptResult) -> Vec<Vec<String>> {
 /// The osnoise line: rtla's figure, or why it is absent.
 pub fn osnoise_line(r: &NptResult) -> String {
     match &r.osnoise {
-        Osnoise::Measured(text) => format!("rtla osnoise top on CPU {}:\n{text}", r.config.cpu),
+        Osnoise::Measured(text) => format!("rtla osnoise top on CPU {}:\n{text}", r.config.run.cpu),
         Osnoise::Absent(why) => format!("rtla osnoise: absent here: {why}"),
     }
 }
@@ -116,7 +116,10 @@ pub fn summary(r: &NptResult) -> Vec<String> {
 pub fn text(r: &NptResult) -> String {
     let mut out = format!(
         "npt: gaps of a tight TSC loop, {} ms per run on CPU {} — kernel {}, {}\nsummary:\n",
-        r.config.duration_ms, r.config.cpu, r.environment.kernel_release, r.environment.cpu_model
+        r.config.duration_ms,
+        r.config.run.cpu,
+        r.environment.kernel_release,
+        r.environment.cpu_model
     );
     for l in summary(r) {
         out.push_str(&format!("  {l}\n"));

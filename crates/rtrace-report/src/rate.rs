@@ -95,13 +95,13 @@ pub fn rows(r: &RateResult) -> Vec<Vec<String>> {
 pub fn on(r: &RateResult) -> String {
     let cpus = &r.config.thread_cpus;
     if cpus.len() < 2 {
-        return format!("CPU {}", r.config.cpu);
+        return format!("CPU {}", r.config.run.cpu);
     }
     format!(
         "{} threads on CPUs {} (the rate split between them; CPUs other than {} are shared with the consumers)",
         cpus.len(),
         cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
-        r.config.cpu
+        r.config.run.cpu
     )
 }
 
@@ -127,7 +127,9 @@ pub fn summary(r: &RateResult) -> Vec<String> {
     vec![format!(
         "Highest event rate recorded without loss ({} ms runs, {}): {}.",
         r.config.duration_ms,
-        r.config.tracer_options["record"].as_str().unwrap_or("?"),
+        r.config.run.tracer_options["record"]
+            .as_str()
+            .unwrap_or("?"),
         list.join(", ")
     )]
 }
@@ -215,12 +217,14 @@ mod tests {
             environment: rtrace_measure::Environment::collect(0),
             config: RateSettings {
                 duration_ms: 1000,
-                cpu: 1,
-                priority: None,
+                run: rtrace_measure::RunSettings {
+                    cpu: 1,
+                    tracer_options: serde_json::json!({"record": "stream"}),
+                    ..Default::default()
+                },
                 plan,
                 thread_cpus: vec![1],
                 buffer_sizes_kb: vec![256],
-                tracer_options: serde_json::json!({"record": "stream"}),
             },
             searches: vec![Search {
                 tracer: rtrace_tracer::TracerKind::Ftrace,

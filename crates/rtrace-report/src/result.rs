@@ -82,9 +82,9 @@ impl AnyResult {
         match self {
             AnyResult::Usdt(r) => warnings::usdt(r),
             AnyResult::Sweep(r) => warnings::sweep(r),
-            AnyResult::Rate(r) => warnings::environment(&r.environment, r.config.cpu),
-            AnyResult::Npt(r) => warnings::environment(&r.environment, r.config.cpu),
-            AnyResult::Events(r) => warnings::environment(&r.environment, r.config.cpu),
+            AnyResult::Rate(r) => warnings::environment(&r.environment, r.config.run.cpu),
+            AnyResult::Npt(r) => warnings::environment(&r.environment, r.config.run.cpu),
+            AnyResult::Events(r) => warnings::environment(&r.environment, r.config.run.cpu),
         }
     }
 }

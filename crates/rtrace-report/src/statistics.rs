@@ -35,16 +35,17 @@ pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
     if dormant(r).iter().any(|d| d.net_median.is_some()) {
         out.push_str(&format!("{bullet}{DORMANT_METHOD}\n"));
     }
-    if !r.config.buffers.is_empty() {
+    if !r.config.run.buffers.is_empty() {
         let per_tracer: Vec<String> = r
             .config
+            .run
             .buffers
             .iter()
             .map(|(t, b)| format!("{t}: {b}"))
             .collect();
         out.push_str(&format!(
             "{bullet}trace buffers ({}): {}\n",
-            match r.config.buffer_size_kb {
+            match r.config.run.buffer_size_kb {
                 Some(kb) =>
                     format!("--buffer-size-kb {kb}, the same per-CPU size for every tracer"),
                 None => "each tracer's default".into(),
@@ -57,12 +58,13 @@ pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
         .iter()
         .filter_map(|c| Some((crate::format::run_label(c), c.trace_data?)))
         .collect();
-    if let Some(line) = crate::format::trace_data_line(&traced, r.config.keep_traces) {
+    if let Some(line) = crate::format::trace_data_line(&traced, r.config.run.keep_traces) {
         out.push_str(&format!("{bullet}{line}\n"));
     }
-    if !r.config.unequal.is_empty() {
+    if !r.config.run.unequal.is_empty() {
         let per_tracer: Vec<String> = r
             .config
+            .run
             .unequal
             .iter()
             .map(|(t, c)| format!("{t}: {c}"))

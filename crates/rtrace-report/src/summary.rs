@@ -271,7 +271,7 @@ mod tests {
             "no usdt given"
         );
         let mut u = fixtures::usdt();
-        u.config.tracer_options = s.config.tracer_options.clone();
+        u.config.run.tracer_options = s.config.run.tracer_options.clone();
         let lines = sweep(&s, &[], Some(&u));
         let per_hit = lines
             .iter()

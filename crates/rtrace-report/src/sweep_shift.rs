@@ -63,7 +63,7 @@ fn over(shift: Estimate, per_hit: Estimate) -> Option<f64> {
 /// The mode `r`'s configurations ran `tracer` in (`record`, `tracepoint`; `None` for ftrace).
 fn sweep_mode(r: &SweepResult, tracer: TracerKind) -> Option<String> {
     let first = |key: &str| {
-        r.config.tracer_options[key]
+        r.config.run.tracer_options[key]
             .as_array()
             .and_then(|a| a.first())
             .and_then(|v| v.as_str())
@@ -96,7 +96,7 @@ pub fn per_hit(
     source: Source,
 ) -> Option<Estimate> {
     if config.space() != Space::User
-        || sweep.config.tracer_options["record"] != usdt.config.tracer_options["record"]
+        || sweep.config.run.tracer_options["record"] != usdt.config.run.tracer_options["record"]
     {
         return None;
     }
@@ -213,7 +213,7 @@ mod tests {
     fn per_hit_comes_from_the_same_tracer_and_mode() {
         let r = fixtures::sweep("PREEMPT_RT", 1);
         let mut u = fixtures::usdt();
-        u.config.tracer_options = r.config.tracer_options.clone();
+        u.config.run.tracer_options = r.config.run.tracer_options.clone();
         let s = shifts(&r, Some(&u));
         let ftrace = s
             .iter()
@@ -275,7 +275,7 @@ mod tests {
         );
         assert!(ebpf.per_hit.is_some());
         // Another recording mode: not the same measurement, no per-hit cost.
-        u.config.tracer_options["record"] = "overwrite".into();
+        u.config.run.tracer_options["record"] = "overwrite".into();
         assert!(shifts(&r, Some(&u)).iter().all(|x| x.per_hit.is_none()));
     }
 }

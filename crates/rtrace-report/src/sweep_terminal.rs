@@ -21,9 +21,9 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
         "cyclictest sweep: {} loops every {} us on CPU {} (main CPU {}), SCHED_FIFO {} — kernel {} ({}), {}\n",
         c.loops,
         c.interval_us,
-        c.cpu,
+        c.run.cpu,
         c.main_cpu,
-        c.priority,
+        c.run.priority.unwrap_or(0),
         e.kernel_release,
         e.preemption,
         e.cpu_model

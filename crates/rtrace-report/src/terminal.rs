@@ -53,7 +53,7 @@ pub fn usdt(r: &UsdtResult, alone: &[&crate::result::Entry], paint: Paint) -> St
             "microbenchmark"
         },
         r.config.iterations,
-        r.config.cpu,
+        r.config.run.cpu,
         e.kernel_release,
         e.preemption,
         e.cpu_model

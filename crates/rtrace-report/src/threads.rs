@@ -22,7 +22,7 @@ pub fn note(r: &UsdtResult) -> Option<String> {
     }
     let shared: Vec<String> = cpus
         .iter()
-        .filter(|c| r.config.harness_cpus.contains(c))
+        .filter(|c| r.config.run.harness_cpus.contains(c))
         .map(|c| c.to_string())
         .collect();
     Some(format!(
@@ -107,7 +107,7 @@ mod tests {
     fn each_thread_is_compared_with_the_same_thread_of_case_0() {
         let mut r = crate::fixtures::usdt();
         r.config.thread_cpus = vec![1, 0];
-        r.config.harness_cpus = vec![0];
+        r.config.run.harness_cpus = vec![0];
         for c in &mut r.runs {
             c.per_thread = match c.case {
                 Case::Baseline => vec![thread(1, &[10.0, 12.0]), thread(0, &[20.0, 20.0])],

@@ -349,12 +349,15 @@ pub fn run(mut o: EventsOptions) -> Result<i32> {
         environment: Environment::collect(o.cpus.measured),
         config: EventsSettings {
             reads: o.reads,
-            rounds: o.rounds,
-            cpu: o.cpus.measured,
-            priority: o.priority,
             kprobes: s.kprobes,
             libc: s.libc.display().to_string(),
             workloads: o.workloads.clone(),
+            run: rtrace_measure::RunSettings {
+                rounds: o.rounds,
+                cpu: o.cpus.measured,
+                priority: o.priority,
+                ..Default::default()
+            },
         },
         baseline: Vec::new(),
         cells: Vec::new(),
