@@ -4,54 +4,43 @@
 //! extra ns per hit (interval over the rounds of both).
 
 use anyhow::{bail, Result};
-use clap::Args;
 use rtrace_measure::sweep::SweepResult;
 use rtrace_report::ratios::{self, RatioRow};
 use rtrace_report::AnyResult;
-use std::path::PathBuf;
+use std::path::Path;
 
-#[derive(Args, Debug)]
-pub struct CompareArgs {
-    /// The reference result (`cyclictest-sweep.json` or `usdt.json`).
-    pub a: PathBuf,
-    /// The result compared against A (same experiment).
-    pub b: PathBuf,
-    /// Write the comparison as JSON here.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-}
-
-pub fn run(args: &CompareArgs) -> Result<i32> {
-    if let Some(j) = &args.json {
+/// Compares result file `b_file` with `a_file`; `json`: where the comparison goes too.
+pub fn run(a_file: &Path, b_file: &Path, json: Option<&Path>) -> Result<i32> {
+    if let Some(j) = json {
         crate::output::check_file("--json", j)?;
     }
-    let (a, b) = (crate::report::load(&args.a)?, crate::report::load(&args.b)?);
-    let (json, rows) = match (&a, &b) {
-        (AnyResult::Sweep(a), AnyResult::Sweep(b)) => sweeps(args, a, b)?,
+    let (a, b) = (crate::report::load(a_file)?, crate::report::load(b_file)?);
+    let (value, rows) = match (&a, &b) {
+        (AnyResult::Sweep(a), AnyResult::Sweep(b)) => sweeps(a_file, a, b_file, b)?,
         (AnyResult::Usdt(a), AnyResult::Usdt(b)) => {
             println!(
                 "compare: extra ns per hit of case 1, B / A\n  A: {} — kernel {} ({}), {} iterations\n  B: {} — kernel {} ({}), {} iterations\n",
-                args.a.display(), a.environment.kernel_release, a.environment.preemption, a.config.iterations,
-                args.b.display(), b.environment.kernel_release, b.environment.preemption, b.config.iterations,
+                a_file.display(), a.environment.kernel_release, a.environment.preemption, a.config.iterations,
+                b_file.display(), b.environment.kernel_release, b.environment.preemption, b.config.iterations,
             );
             println!("{}", ratios::usdt_method(a));
             println!("interval over the rounds of both results: Welch's t on the log of each round's cost\n");
             let rows = ratios::usdt_pairs(a, b);
-            (serde_json::json!({ "a": args.a, "b": args.b }), rows)
+            (serde_json::json!({ "a": a_file, "b": b_file }), rows)
         }
         _ => bail!(
             "{} is a `{}` result and {} a `{}` result: compare takes two results of the same experiment",
-            args.a.display(),
+            a_file.display(),
             a.experiment(),
-            args.b.display(),
+            b_file.display(),
             b.experiment()
         ),
     };
     print_ratios(&rows);
-    if let Some(j) = &args.json {
-        let mut json = json;
-        json["ratios"] = serde_json::to_value(&rows)?;
-        let mut bytes = serde_json::to_vec_pretty(&json)?;
+    if let Some(j) = json {
+        let mut value = value;
+        value["ratios"] = serde_json::to_value(&rows)?;
+        let mut bytes = serde_json::to_vec_pretty(&value)?;
         bytes.push(b'\n');
         crate::output::write_atomic(j, &bytes)?;
     }
@@ -60,14 +49,15 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
 
 /// The sweep comparison (per-percentile differences) and its ratio rows.
 fn sweeps(
-    args: &CompareArgs,
+    a_file: &Path,
     a: &SweepResult,
+    b_file: &Path,
     b: &SweepResult,
 ) -> Result<(serde_json::Value, Vec<RatioRow>)> {
     let c = rtrace_measure::compare::compare(
-        &args.a.display().to_string(),
+        &a_file.display().to_string(),
         a,
-        &args.b.display().to_string(),
+        &b_file.display().to_string(),
         b,
     );
     print!("{}", rtrace_report::sweep_terminal::compare(&c));
@@ -87,18 +77,11 @@ fn print_ratios(rows: &[RatioRow]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use std::path::PathBuf;
 
     fn write(dir: &Path, name: &str, r: &AnyResult) -> PathBuf {
         let path = dir.join(name);
-        let bytes = match r {
-            AnyResult::Usdt(r) => rtrace_report::json::usdt(r).unwrap(),
-            AnyResult::Sweep(r) => rtrace_report::json::sweep(r).unwrap(),
-            AnyResult::Rate(r) => serde_json::to_vec(r).unwrap(),
-            AnyResult::Npt(r) => serde_json::to_vec(r).unwrap(),
-            AnyResult::Events(r) => serde_json::to_vec(r).unwrap(),
-        };
-        std::fs::write(&path, bytes).unwrap();
+        std::fs::write(&path, r.to_json().unwrap()).unwrap();
         path
     }
 
@@ -113,25 +96,21 @@ mod tests {
             &AnyResult::Sweep(fixtures::sweep("PREEMPT", 1)),
         );
         let json = dir.path().join("c.json");
-        let args = |a: &Path, b: &Path| CompareArgs {
-            a: a.to_owned(),
-            b: b.to_owned(),
-            json: Some(json.clone()),
-        };
-        assert_eq!(run(&args(&usdt, &usdt)).unwrap(), 0);
+        let compare = |a: &Path, b: &Path| run(a, b, Some(&json));
+        assert_eq!(compare(&usdt, &usdt).unwrap(), 0);
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         assert!(v["ratios"][0]["mean"]["low"].as_f64().unwrap() < 1.0, "{v}");
         assert_eq!(v["ratios"][0]["numerator"], "B lttng case 1", "{v}");
-        assert_eq!(run(&args(&sweep, &sweep)).unwrap(), 0);
+        assert_eq!(compare(&sweep, &sweep).unwrap(), 0);
         let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         assert!(v["pairs"].is_array() && v["ratios"].is_array(), "{v}");
-        let e = format!("{:#}", run(&args(&usdt, &sweep)).unwrap_err());
+        let e = format!("{:#}", compare(&usdt, &sweep).unwrap_err());
         assert!(
             e.contains("compare takes two results of the same experiment"),
             "{e}"
         );
         let junk = dir.path().join("junk.json");
         std::fs::write(&junk, "not json").unwrap();
-        assert!(format!("{:#}", run(&args(&junk, &usdt)).unwrap_err()).contains("not JSON"));
+        assert!(format!("{:#}", compare(&junk, &usdt).unwrap_err()).contains("not JSON"));
     }
 }

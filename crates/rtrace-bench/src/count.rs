@@ -2,16 +2,73 @@
 //! recorded/lost. Exits with the command's status (128 + signal when it was killed); SIGINT,
 //! SIGTERM and SIGHUP kill the command, remove the tracer's state and exit 128 + the signal.
 
-use crate::options::{CountOptions, CountProbe};
-use crate::{output, signals, tracers};
+use crate::options::{OptionsError, TracerOptions};
+use crate::{output, tracers};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::spawn::interrupted;
 use rtrace_measure::WorkloadError;
-use rtrace_tracer::{Hook, Target};
+use rtrace_tracer::{Hook, TracerKind};
 use serde::Serialize;
 use std::io::Write;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+/// `count`'s options, checked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub tracer: TracerKind,
+    pub probe: CountProbe,
+    pub binary: Option<PathBuf>,
+    pub tracer_opts: TracerOptions,
+    /// `--expect N`: the ground truth, when the user knows it.
+    pub expect: Option<u64>,
+    pub json: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+    pub command: Vec<String>,
+}
+
+/// What `count` traces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CountProbe {
+    /// A USDT probe `PROVIDER:NAME`.
+    Usdt { provider: String, name: String },
+    /// The entry (`uprobe:NAME`) or return (`uretprobe:NAME`, `ret`) of a function.
+    Function { name: String, ret: bool },
+}
+
+impl std::fmt::Display for CountProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CountProbe::Usdt { provider, name } => write!(f, "{provider}:{name}"),
+            CountProbe::Function { name, ret: false } => write!(f, "uprobe:{name}"),
+            CountProbe::Function { name, ret: true } => write!(f, "uretprobe:{name}"),
+        }
+    }
+}
+
+/// `uprobe:FUNCTION`, `uretprobe:FUNCTION` (these prefixes win over a USDT provider of the same
+/// name), else a USDT `PROVIDER:NAME`; all names C identifiers.
+pub fn parse_probe(s: &str) -> Result<CountProbe, OptionsError> {
+    let bad = || OptionsError::ProbeSyntax(s.to_owned());
+    let (kind, name) = s.split_once(':').ok_or_else(bad)?;
+    let ret = match kind {
+        "uprobe" => false,
+        "uretprobe" => true,
+        _ => {
+            rtrace_tracer::validate_name("provider", kind).map_err(|_| bad())?;
+            rtrace_tracer::validate_name("probe", name).map_err(|_| bad())?;
+            return Ok(CountProbe::Usdt {
+                provider: kind.to_owned(),
+                name: name.to_owned(),
+            });
+        }
+    };
+    rtrace_tracer::validate_name("function", name).map_err(|_| bad())?;
+    Ok(CountProbe::Function {
+        name: name.to_owned(),
+        ret,
+    })
+}
 
 /// What `count` reports.
 #[derive(Debug, Serialize)]
@@ -29,6 +86,10 @@ struct CountResult {
     expected: Option<u64>,
     /// Exit status of the command (`None` if killed by a signal).
     exit_code: Option<i32>,
+    /// The trace buffer the tracer got (`--buffer-size-kb`, as its backend made it).
+    buffer: String,
+    /// Backend options as given (`record`, `bpf_modes`, ...).
+    tracer_options: serde_json::Value,
 }
 
 /// `cmd` as found on PATH (or as given when it contains a `/`).
@@ -44,7 +105,7 @@ fn resolve(cmd: &str) -> Result<PathBuf> {
         .with_context(|| format!("command `{cmd}` not found on PATH: give its full path"))
 }
 
-pub fn run(o: CountOptions) -> Result<i32> {
+pub fn run(o: Options) -> Result<i32> {
     let cmd_path = resolve(&o.command[0])?;
     let binary =
         std::fs::canonicalize(o.binary.as_deref().unwrap_or(&cmd_path)).with_context(|| {
@@ -69,38 +130,23 @@ pub fn run(o: CountOptions) -> Result<i32> {
         bail!("`count` needs a tracer: pass --tracer ftrace|ebpf|bpftrace");
     };
     tracer.check(&hook)?;
-    if let Some(j) = &o.json {
-        output::check_file("--json", j)?;
-    }
-    let run_dir = match &o.out {
-        Some(d) => Some(output::claim_dir("--out", d, true)?),
-        None => None,
-    };
-    signals::install();
-    tracers::remove_stale()?;
-
-    let tmp;
-    let out_dir: &Path = match &run_dir {
-        Some(d) => &d.path,
-        None => {
-            tmp = tempfile::tempdir()?;
-            tmp.path()
-        }
+    // `count` measures nothing: no CPU is claimed, and its consumers take every usable CPU but
+    // the last.
+    let session =
+        crate::runner::start(None, o.out.as_deref().map(|d| (d, true)), o.json.as_deref())?;
+    let usable = crate::cpus::usable();
+    let consumers = match usable.split_last() {
+        Some((_, rest)) if !rest.is_empty() => rest.to_vec(),
+        _ => usable.clone(),
     };
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let mut child = spawn_held(&o.command, read_end)?;
     // A signal now kills the command, and we unwind through the cleanup below.
     let watched = rtrace_measure::spawn::watch(child.id());
-    let target = Target {
-        hook,
-        pid: Some(child.id()),
-        follow_children: true,
-        skip_tid: None,
-        out_dir: out_dir.to_owned(),
-        consumer_cpus: o.cpus.harness.clone(),
-        buffer_size_kb: o.tracer_opts.buffer_size_kb,
-        record: o.tracer_opts.record,
-    };
+    let target = o
+        .tracer_opts
+        .target(hook, Some(child.id()), &session.out, &consumers)
+        .following_children();
     let attachment = match tracer.attach(&target) {
         Ok(a) => a,
         Err(e) => {
@@ -136,6 +182,10 @@ pub fn run(o: CountOptions) -> Result<i32> {
         events: stats.recorded + stats.lost,
         expected: o.expect,
         exit_code: status.code(),
+        buffer: tracers::buffers(&[o.tracer], &o.tracer_opts)?
+            .into_values()
+            .collect(),
+        tracer_options: o.tracer_opts.json(),
     };
     println!("{}, command {status}", r.line());
     if let Some(j) = &o.json {
@@ -191,6 +241,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn probe_syntax() {
+        assert_eq!(
+            parse_probe("uprobe:getpid").unwrap(),
+            CountProbe::Function {
+                name: "getpid".into(),
+                ret: false
+            }
+        );
+        let r = parse_probe("uretprobe:rtrace_marker_hit").unwrap();
+        assert_eq!(r.to_string(), "uretprobe:rtrace_marker_hit");
+        assert_eq!(
+            parse_probe("rtest:hit").unwrap(),
+            CountProbe::Usdt {
+                provider: "rtest".into(),
+                name: "hit".into()
+            }
+        );
+        for bad in [
+            "uprobe:",
+            "uprobe:a b",
+            "uretprobe:x/y",
+            "getpid",
+            "rtrace",
+            "a:b/c",
+            ":x",
+            "a:",
+            "a b:c",
+        ] {
+            let e = parse_probe(bad).unwrap_err().to_string();
+            assert!(e.contains("uprobe:FUNCTION"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn events_are_not_called_hits_and_the_expectation_is_shown() {
         let mut r = CountResult {
             tracer: "ebpf".into(),
@@ -202,6 +286,8 @@ mod tests {
             events: 5000,
             expected: None,
             exit_code: Some(0),
+            buffer: String::new(),
+            tracer_options: serde_json::Value::Null,
         };
         assert_eq!(
             r.line(),

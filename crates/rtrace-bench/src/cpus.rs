@@ -87,7 +87,6 @@ impl Cpus {
         })
     }
 
-    /// [`Cpus::choose`] among the usable CPUs, as if no other run measured.
     /// CPUs of `n` loop threads: the measured CPU, then one harness CPU per further thread
     /// (from the last, so CPU 0 and its housekeeping come last).
     pub fn loop_cpus(&self, n: usize) -> Vec<usize> {
@@ -95,10 +94,6 @@ impl Cpus {
             .chain(self.harness.iter().rev().copied())
             .take(n)
             .collect()
-    }
-
-    pub fn from_request(requested: Option<usize>) -> Result<Cpus, OptionsError> {
-        Cpus::choose(requested, &usable(), &[], smt_siblings)
     }
 
     /// Takes the measured CPU for this run: chooses again among the CPUs no other live run
@@ -213,7 +208,7 @@ mod tests {
         assert_eq!(cpus.harness, vec![1]);
         // This machine's own topology: the harness never holds a sibling of the measured CPU
         // unless nothing else is left.
-        let here = Cpus::from_request(None);
+        let here = Cpus::choose(None, &usable(), &[], smt_siblings);
         if let Ok(c) = here {
             let core = smt_siblings(c.measured);
             if c.harness.iter().any(|h| core.contains(h)) {

@@ -3,7 +3,6 @@
 //! pid, tracer already on. It waits with `readv(2)`, not `read(2)`: a tracer of `read` (the
 //! events suite's) sees nothing of the hold, only the command.
 
-use crate::cli::HoldExecArgs;
 use anyhow::{bail, Context, Result};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -11,7 +10,7 @@ use std::process::Command;
 
 pub const GO_FD: i32 = 3;
 
-pub fn run(args: &HoldExecArgs) -> Result<i32> {
+pub fn run(env: &[String], command: &[String]) -> Result<i32> {
     // SAFETY: `count` hands us fd 3 (a pipe read end) and nobody else owns it.
     let go = unsafe { std::fs::File::from_raw_fd(GO_FD) };
     let mut b = [0u8; 1];
@@ -21,16 +20,16 @@ pub fn run(args: &HoldExecArgs) -> Result<i32> {
         bail!("rtrace-bench count went away before starting the command");
     }
     drop(go);
-    let mut command = std::process::Command::new(&args.command[0]);
-    command.args(&args.command[1..]);
-    for pair in &args.env {
+    let mut exec = std::process::Command::new(&command[0]);
+    exec.args(&command[1..]);
+    for pair in env {
         let (key, value) = pair
             .split_once('=')
             .with_context(|| format!("--env {pair}: expected KEY=VALUE"))?;
-        command.env(key, value);
+        exec.env(key, value);
     }
-    let err = command.exec();
-    bail!("cannot run `{}`: {err}", args.command[0])
+    let err = exec.exec();
+    bail!("cannot run `{}`: {err}", command[0])
 }
 
 /// `rtrace-bench __hold-exec -- CMD...` with the pipe's `read_end` as fd 3: once spawned, it

@@ -1,11 +1,12 @@
 //! rtrace-bench: parse → typed options → run → export. Errors print as one `Error:` line; exit
 //! 1, or 128 + the signal when interrupted.
 
-mod cli;
 mod compare;
 mod count;
 mod cpus;
+mod decompose;
 mod events;
+mod flags;
 mod hold;
 mod npt;
 mod options;
@@ -16,16 +17,16 @@ mod rate;
 mod report;
 mod runner;
 mod signals;
-mod start;
 mod sweep;
 mod tracers;
 mod usdt;
+mod workload;
 
 use clap::Parser;
+use flags::Task;
 
 fn main() {
-    let cli = cli::Cli::parse();
-    let code = match run(cli) {
+    let code = match flags::Cli::parse().command.lower().and_then(run) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e:#}");
@@ -41,19 +42,21 @@ fn main() {
     std::process::exit(code);
 }
 
-fn run(cli: cli::Cli) -> anyhow::Result<i32> {
-    match cli.command {
-        cli::Command::Usdt(args) => usdt::run(options::UsdtOptions::try_from(args)?),
-        cli::Command::Count(args) => count::run(options::CountOptions::try_from(args)?),
-        cli::Command::Probes(args) => probes::run(&args),
-        cli::Command::CyclictestSweep(args) => {
-            sweep::run(sweep::options::SweepOptions::try_from(args)?)
-        }
-        cli::Command::Rate(args) => rate::run(rate::RateOptions::try_from(args)?),
-        cli::Command::Npt(args) => npt::run(npt::NptOptions::try_from(args)?),
-        cli::Command::Events(args) => events::run(events::EventsOptions::try_from(args)?),
-        cli::Command::Compare(args) => compare::run(&args),
-        cli::Command::Report(args) => report::run(&args),
-        cli::Command::HoldExec(args) => hold::run(&args),
+fn run(task: Task) -> anyhow::Result<i32> {
+    match task {
+        Task::Usdt(o) => usdt::run(o),
+        Task::Sweep(o) => sweep::run(o),
+        Task::Rate(o) => rate::run(o),
+        Task::Npt(o) => npt::run(o),
+        Task::Events(o) => events::run(o),
+        Task::Count(o) => count::run(o),
+        Task::Probes {
+            binary,
+            symbols,
+            json,
+        } => probes::run(&binary, symbols.as_deref(), json),
+        Task::Compare { a, b, json } => compare::run(&a, &b, json.as_deref()),
+        Task::Report { results, out } => report::run(&results, out.as_deref()),
+        Task::HoldExec { env, command } => hold::run(&env, &command),
     }
 }

@@ -4,67 +4,26 @@
 //! no tracer is the baseline. Every tracer run is accounted exactly. Nothing changes on the
 //! machine before every tracer was checked.
 
-use crate::options::{default_out, default_workload_dir, TracerOptions};
-use crate::usdt::{hooks, tracer_options_json, workload_bin};
-use crate::{output, tracers};
+use crate::options::CommonOptions;
+use crate::runner::{self, Plan, Round};
+use crate::{tracers, workload};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::npt::{NptResult, NptRun, NptSettings, Osnoise};
-use rtrace_measure::trace_data::{KeepTraces, TraceData};
+use rtrace_measure::pool::Accounted;
+use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::{run_workload_message, Environment, Events};
 use rtrace_protocol::{Body, Message, NptConfig, WorkloadConfig};
-use rtrace_tracer::{Hook, Target, Tracer, TracerKind};
+use rtrace_tracer::{Hook, Tracer, TracerKind};
 use std::path::PathBuf;
 
 /// `npt`'s options, checked.
 #[derive(Debug, Clone)]
-pub struct NptOptions {
+pub struct Options {
+    pub common: CommonOptions,
+    /// `none` first (the baseline of every other), then each tracer.
     pub tracers: Vec<TracerKind>,
     pub duration_ms: u64,
     pub event_rate_hz: f64,
-    pub cpus: crate::cpus::Cpus,
-    pub priority: Option<i32>,
-    pub tracer: TracerOptions,
-    pub json: Option<PathBuf>,
-    pub out: PathBuf,
-    pub out_given: bool,
-    pub workload_dir: PathBuf,
-}
-
-impl TryFrom<crate::cli::NptArgs> for NptOptions {
-    type Error = anyhow::Error;
-
-    fn try_from(a: crate::cli::NptArgs) -> Result<NptOptions> {
-        if a.duration_ms == 0 {
-            bail!("--duration-ms must be at least 1");
-        }
-        if !(a.event_rate.is_finite() && a.event_rate >= 0.0) {
-            bail!("--event-rate must be 0 (no events) or a positive rate, e.g. --event-rate 10000");
-        }
-        if let Some(p) = a.priority {
-            if !(1..=99).contains(&p) {
-                bail!("--priority {p} is not a SCHED_FIFO priority: use 1..99");
-            }
-        }
-        // The run without a tracer is the baseline of every other: always first.
-        let mut tracers = vec![TracerKind::None];
-        tracers.extend(
-            crate::options::tracer_kinds(&a.tracer)
-                .into_iter()
-                .filter(|k| *k != TracerKind::None),
-        );
-        Ok(NptOptions {
-            tracers,
-            duration_ms: a.duration_ms,
-            event_rate_hz: a.event_rate,
-            cpus: crate::cpus::Cpus::from_request(a.cpu)?,
-            priority: a.priority,
-            tracer: a.tracer_args.into(),
-            json: a.json,
-            out_given: a.out.is_some(),
-            out: a.out.unwrap_or_else(|| default_out("npt")),
-            workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
-        })
-    }
 }
 
 /// One tracer variant (or no tracer), checked.
@@ -86,24 +45,12 @@ impl Subject {
     }
 }
 
-fn subjects(o: &NptOptions) -> (Vec<Subject>, Vec<String>) {
+fn subjects(o: &Options) -> (Vec<Subject>, Vec<String>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for &kind in &o.tracers {
         let made = (|| -> Result<Vec<Subject>> {
-            let instrumentation = kind.instrumentation();
-            let workload = workload_bin(&o.workload_dir, instrumentation);
-            if !workload.is_file() {
-                bail!(
-                    "workload binary {} not found: build it with `cargo build --release` or pass --workload-dir DIR",
-                    workload.display()
-                );
-            }
-            let (hook, _) = hooks(
-                &workload,
-                instrumentation,
-                rtrace_measure::usdt::HookKind::Usdt,
-            )?;
+            let (workload, hook) = workload::event_hook(&o.common, kind)?;
             if kind == TracerKind::None {
                 return Ok(vec![Subject {
                     kind,
@@ -114,23 +61,21 @@ fn subjects(o: &NptOptions) -> (Vec<Subject>, Vec<String>) {
                     hook,
                 }]);
             }
-            let buffer = tracers::buffers(&[kind], &o.tracer)?
+            let buffer = tracers::buffers(&[kind], &o.common.tracer)?
                 .into_values()
                 .next()
                 .unwrap_or_default();
-            let mut made = Vec::new();
-            for v in tracers::variants(kind, &o.tracer)? {
-                v.tracer.check(&hook)?;
-                made.push(Subject {
+            Ok(tracers::checked(kind, &o.common.tracer, &[&hook])?
+                .into_iter()
+                .map(|v| Subject {
                     kind,
                     variant: v.name.map(str::to_owned),
                     buffer: buffer.clone(),
                     tracer: Some(v.tracer),
                     workload: workload.clone(),
                     hook: hook.clone(),
-                });
-            }
-            Ok(made)
+                })
+                .collect())
         })();
         match made {
             Ok(m) => out.extend(m),
@@ -140,86 +85,145 @@ fn subjects(o: &NptOptions) -> (Vec<Subject>, Vec<String>) {
     (out, skipped)
 }
 
-pub fn run(mut o: NptOptions) -> Result<i32> {
+pub fn run(o: Options) -> Result<i32> {
     let (subjects, skipped) = subjects(&o);
     if !subjects.iter().any(|s| s.tracer.is_some()) && o.tracers.len() > 1 {
         bail!("no tracer can run here ({})", skipped.join("; "));
     }
-    for s in &skipped {
-        eprintln!("note: {s}");
-    }
-    let started = crate::start::start(&o.cpus, &o.out, o.out_given, o.json.as_deref())?;
-    o.cpus = started.cpus.clone();
-    o.out = started.out.clone();
-    let mut result = NptResult {
+    let result = NptResult {
         experiment: "npt".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: crate::start::now_unix(),
-        environment: Environment::collect(o.cpus.measured),
+        started_unix: crate::options::now_unix(),
+        environment: Environment::default(),
         config: NptSettings {
             duration_ms: o.duration_ms,
             event_rate_hz: o.event_rate_hz,
-            run: rtrace_measure::RunSettings {
-                cpu: o.cpus.measured,
-                priority: o.priority,
-                tracer_options: tracer_options_json(&o.tracer),
-                ..Default::default()
-            },
+            run: Default::default(),
         },
         runs: Vec::new(),
         osnoise: Osnoise::Absent("not run yet".into()),
-        failed: skipped,
+        failed: skipped.clone(),
     };
-    write_json(&o, &result)?;
-    let progress = crate::progress::Progress::new(subjects.len() as u64 + 1);
-    for (seq, s) in subjects.iter().enumerate() {
-        progress.start(format!(
-            "{}: the npt loop for {} ms",
-            s.label(),
-            o.duration_ms
-        ));
-        let run = one(&o, s, seq);
-        progress.done();
-        if rtrace_measure::spawn::interrupted() {
-            return Err(rtrace_measure::WorkloadError::Interrupted.into());
+    runner::run(&mut Npt {
+        o,
+        subjects,
+        skipped,
+        result,
+    })
+}
+
+/// One entry of the plan: the loop under a subject, or rtla osnoise at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    Loop(usize),
+    Osnoise,
+}
+
+/// What an entry measured.
+enum Measured {
+    Loop(Box<NptRun>),
+    Osnoise(Osnoise),
+}
+
+impl Accounted for Measured {
+    fn accounting(&self) -> Result<(), String> {
+        match self {
+            Measured::Loop(r) => r.accounting(),
+            Measured::Osnoise(_) => Ok(()),
         }
-        match run {
-            Ok(r) => result.runs.push(r),
-            Err(e) => {
-                eprintln!("error: {}: {e:#}", s.label());
-                result.failed.push(format!("{}: {e:#}", s.label()));
+    }
+}
+
+/// npt as the runner sees it.
+struct Npt {
+    o: Options,
+    subjects: Vec<Subject>,
+    /// Tracers that could not run here, with why (notes).
+    skipped: Vec<String>,
+    result: NptResult,
+}
+
+impl runner::Experiment for Npt {
+    const NAME: &'static str = "npt";
+    type Entry = Entry;
+    type Run = Measured;
+
+    fn common(&mut self) -> &mut CommonOptions {
+        &mut self.o.common
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        let kinds: Vec<TracerKind> = self.subjects.iter().map(|s| s.kind).collect();
+        self.result.config.run = self.o.common.settings(&kinds)?;
+        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        Ok(())
+    }
+
+    fn plan(&self) -> Plan<Entry> {
+        Plan {
+            first: Vec::new(),
+            rounds: (0..self.subjects.len()).map(Entry::Loop).collect(),
+            last: vec![Entry::Osnoise],
+        }
+    }
+
+    fn label(&self, e: &Entry) -> String {
+        match e {
+            Entry::Loop(i) => self.subjects[*i].label(),
+            Entry::Osnoise => "rtla osnoise".into(),
+        }
+    }
+
+    fn describe(&self, e: &Entry) -> String {
+        match e {
+            Entry::Loop(_) => format!("the npt loop for {} ms", self.o.duration_ms),
+            Entry::Osnoise => "where this kernel has it".into(),
+        }
+    }
+
+    fn run(&mut self, e: &Entry, round: &Round) -> Result<Measured> {
+        Ok(match e {
+            Entry::Loop(i) => {
+                Measured::Loop(Box::new(one(&self.o, &self.subjects[*i], round.seq)?))
             }
+            Entry::Osnoise => Measured::Osnoise(osnoise(&self.o)),
+        })
+    }
+
+    fn keep(&mut self, _: &Entry, run: Measured) -> Result<Option<Entry>> {
+        match run {
+            Measured::Loop(r) => rtrace_measure::pool::keep(&mut self.result.runs, *r)?,
+            Measured::Osnoise(o) => self.result.osnoise = o,
         }
-        write_json(&o, &result)?;
+        Ok(None)
     }
-    progress.start("rtla osnoise, where this kernel has it".into());
-    result.osnoise = osnoise(&o);
-    progress.done();
-    progress.finish();
-    write_json(&o, &result)?;
-    let report = crate::report::write_dir(
-        &o.out,
-        &rtrace_report::Report::one(rtrace_report::AnyResult::Npt(result.clone())),
-    )?;
-    print!("{}", rtrace_report::npt::text(&result));
-    eprintln!("results: {}", o.out.display());
-    eprintln!("report: {}", report.display());
-    if !result.failed.is_empty() {
-        bail!("{} run(s) failed (see above)", result.failed.len());
+
+    fn failed(&mut self, e: &Entry, error: anyhow::Error) -> Result<()> {
+        self.result
+            .failed
+            .push(format!("{}: {error:#}", self.label(e)));
+        Ok(())
     }
-    Ok(0)
+
+    fn result(&mut self) -> rtrace_report::AnyResult {
+        rtrace_report::AnyResult::Npt(self.result.clone())
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.skipped.clone()
+    }
 }
 
 /// One npt run under `s`'s tracer, accounted exactly; its trace data is counted and removed.
-fn one(o: &NptOptions, s: &Subject, seq: usize) -> Result<NptRun> {
+fn one(o: &Options, s: &Subject, seq: u64) -> Result<NptRun> {
     let config = WorkloadConfig::Npt(NptConfig {
         duration_ns: o.duration_ms * 1_000_000,
         event_rate_hz: o.event_rate_hz,
-        cpu: o.cpus.measured,
-        priority: o.priority,
+        cpu: o.common.cpus.measured,
+        priority: o.common.priority,
         body: Body::Event,
     });
-    let out_dir = o.out.join(format!("run-{seq}"));
+    let out_dir = o.common.out.join(format!("run-{seq}"));
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let env = s
@@ -231,17 +235,9 @@ fn one(o: &NptOptions, s: &Subject, seq: usize) -> Result<NptRun> {
         let Some(tracer) = &s.tracer else {
             return Ok(None);
         };
-        let target = Target {
-            hook: s.hook.clone(),
-            pid: Some(ready.pid),
-            follow_children: false,
-            skip_tid: None,
-            out_dir: out_dir.clone(),
-            consumer_cpus: o.cpus.harness.clone(),
-            buffer_size_kb: o.tracer.buffer_size_kb,
-            record: o.tracer.record,
-        };
-        tracer.attach(&target).map(Some)
+        tracer
+            .attach(&o.common.target(s.hook.clone(), Some(ready.pid), &out_dir))
+            .map(Some)
     })?;
     let Message::NptDone(done) = last else {
         bail!(
@@ -253,7 +249,7 @@ fn one(o: &NptOptions, s: &Subject, seq: usize) -> Result<NptRun> {
         Some(a) => {
             let events = Events::new(done.hits, a.finish()?);
             events.check_exact()?;
-            TraceData::settle(&out_dir, KeepTraces::None, true, events.lost > 0).with_context(
+            TraceData::settle(&out_dir, o.common.keep_traces, true, events.lost > 0).with_context(
                 || format!("cannot settle the trace data in {}", out_dir.display()),
             )?;
             Some(events)
@@ -274,7 +270,7 @@ fn one(o: &NptOptions, s: &Subject, seq: usize) -> Result<NptRun> {
 
 /// `rtla osnoise top` on the measured CPU for the run's duration where the kernel has the
 /// osnoise tracer; otherwise why not.
-fn osnoise(o: &NptOptions) -> Osnoise {
+fn osnoise(o: &Options) -> Osnoise {
     let tracers = match rtrace_ftrace::Tracefs::find() {
         Some(t) => t.read("available_tracers").unwrap_or_default(),
         None => return Osnoise::Absent("tracefs is not mounted".into()),
@@ -288,7 +284,7 @@ fn osnoise(o: &NptOptions) -> Osnoise {
     let seconds = o.duration_ms.div_ceil(1000).max(1);
     let out = std::process::Command::new("rtla")
         .args(["osnoise", "top", "-q", "-c"])
-        .arg(o.cpus.measured.to_string())
+        .arg(o.common.cpus.measured.to_string())
         .args(["-d", &format!("{seconds}s")])
         .output();
     match out {
@@ -303,13 +299,4 @@ fn osnoise(o: &NptOptions) -> Osnoise {
             "the kernel has osnoise but rtla does not run ({e}): apt install rtla"
         )),
     }
-}
-
-fn write_json(o: &NptOptions, r: &NptResult) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(r)?;
-    let default = o.out.join("npt.json");
-    for path in std::iter::once(&default).chain(o.json.as_ref()) {
-        output::write_atomic(path, &bytes)?;
-    }
-    Ok(())
 }

@@ -46,6 +46,11 @@ impl Progress {
         self.bar.inc(1);
     }
 
+    /// One more step than planned (a run decided another).
+    pub fn extend(&self, steps: u64) {
+        self.bar.inc_length(steps);
+    }
+
     /// Removes the bar (before the report is printed).
     pub fn finish(&self) {
         self.bar.finish_and_clear();

@@ -1,86 +1,31 @@
 //! `rtrace-bench rate`: the highest event rate each tracer records without loss, per buffer
 //! size (Beamonte & Dagenais). The workload fires its probe at a fixed rate for a fixed time;
-//! `rtrace_measure::rate::search` climbs, bisects and confirms; every point is accounted
-//! exactly. Nothing changes on the machine before every tracer was checked.
+//! `rtrace_measure::rate` climbs, bisects and confirms. Each search is a plan entry whose runs
+//! decide the next one (`rtrace_measure::rate::next`); every point is accounted exactly.
 
-use crate::options::{default_out, default_workload_dir, TracerOptions};
-use crate::usdt::{hooks, tracer_options_json, workload_bin};
-use crate::{output, tracers};
+use crate::options::{CommonOptions, TracerOptions};
+use crate::runner::{self, Plan, Round};
+use crate::{tracers, workload};
 use anyhow::{bail, Context, Result};
-use rtrace_measure::rate::{search, Phase, Point, RateResult, RateSettings, Search, SearchPlan};
-use rtrace_measure::trace_data::{KeepTraces, TraceData};
+use rtrace_measure::rate::{Next, Phase, Point, RateResult, RateSettings, Search, SearchPlan};
+use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::{run_workload_message, Environment, Events};
 use rtrace_protocol::{Body, Message, RateConfig, WorkloadConfig};
-use rtrace_tracer::{Hook, Target, Tracer, TracerKind};
+use rtrace_tracer::{Hook, Tracer, TracerKind};
 use std::path::PathBuf;
 
 /// `rate`'s options, checked.
 #[derive(Debug, Clone)]
-pub struct RateOptions {
+pub struct Options {
+    pub common: CommonOptions,
+    /// Tracers to search (never `none`).
     pub tracers: Vec<TracerKind>,
+    /// Each its own search; `--buffer-size-kb K` alone makes it `[K]`.
     pub buffer_sizes_kb: Vec<u64>,
     pub duration_ms: u64,
     pub plan: SearchPlan,
-    pub cpus: crate::cpus::Cpus,
     /// `--threads`: firing threads, at least 1.
     pub threads: usize,
-    pub priority: Option<i32>,
-    pub tracer: TracerOptions,
-    pub json: Option<PathBuf>,
-    pub out: PathBuf,
-    pub out_given: bool,
-    pub workload_dir: PathBuf,
-}
-
-impl TryFrom<crate::cli::RateArgs> for RateOptions {
-    type Error = anyhow::Error;
-
-    fn try_from(a: crate::cli::RateArgs) -> Result<RateOptions> {
-        if a.duration_ms == 0 {
-            bail!("--duration-ms must be at least 1");
-        }
-        if a.buffer_sizes_kb.is_empty() || a.buffer_sizes_kb.contains(&0) {
-            bail!(
-                "--buffer-sizes-kb needs sizes of at least 1 KiB, e.g. --buffer-sizes-kb 256,4096"
-            );
-        }
-        if !(a.start_rate > 0.0 && a.max_rate >= a.start_rate) {
-            bail!("--start-rate must be positive and at most --max-rate");
-        }
-        if let Some(p) = a.priority {
-            if !(1..=99).contains(&p) {
-                bail!("--priority {p} is not a SCHED_FIFO priority: use 1..99");
-            }
-        }
-        let tracers: Vec<TracerKind> = crate::options::tracer_kinds(&a.tracer)
-            .into_iter()
-            .filter(|k| *k != TracerKind::None)
-            .collect();
-        if tracers.is_empty() {
-            bail!("--tracer names no tracer: pick ftrace, ebpf, lttng, bpftrace or all");
-        }
-        let cpus = crate::cpus::Cpus::from_request(a.cpu)?;
-        crate::options::check_threads(&cpus, a.threads)?;
-        Ok(RateOptions {
-            tracers,
-            buffer_sizes_kb: a.buffer_sizes_kb,
-            duration_ms: a.duration_ms,
-            plan: SearchPlan {
-                start_hz: a.start_rate,
-                max_hz: a.max_rate,
-                bisections: a.bisections,
-                ..SearchPlan::default()
-            },
-            cpus,
-            threads: a.threads,
-            priority: a.priority,
-            tracer: a.tracer_args.into(),
-            json: a.json,
-            out_given: a.out.is_some(),
-            out: a.out.unwrap_or_else(|| default_out("rate")),
-            workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
-        })
-    }
 }
 
 /// One tracer variant at one buffer size, checked.
@@ -94,37 +39,42 @@ struct Subject {
     hook: Hook,
 }
 
-fn subjects(o: &RateOptions) -> (Vec<Subject>, Vec<String>) {
+impl Subject {
+    fn label(&self) -> String {
+        format!(
+            "{}{} at {} KiB",
+            self.kind,
+            self.variant
+                .as_deref()
+                .map_or(String::new(), |v| format!(" ({v})")),
+            self.buffer_size_kb
+        )
+    }
+}
+
+/// The tracer options of a search at `kb` KiB per CPU.
+fn at_size(o: &Options, kb: u64) -> TracerOptions {
+    TracerOptions {
+        buffer_size_kb: Some(kb),
+        ..o.common.tracer.clone()
+    }
+}
+
+fn subjects(o: &Options) -> (Vec<Subject>, Vec<String>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for &kind in &o.tracers {
         for &kb in &o.buffer_sizes_kb {
-            let opts = TracerOptions {
-                buffer_size_kb: Some(kb),
-                ..o.tracer.clone()
-            };
+            let opts = at_size(o, kb);
             let made = (|| -> Result<Vec<Subject>> {
-                let instrumentation = kind.instrumentation();
-                let workload = workload_bin(&o.workload_dir, instrumentation);
-                if !workload.is_file() {
-                    bail!(
-                        "workload binary {} not found: build it with `cargo build --release` or pass --workload-dir DIR",
-                        workload.display()
-                    );
-                }
-                let (hook, _) = hooks(
-                    &workload,
-                    instrumentation,
-                    rtrace_measure::usdt::HookKind::Usdt,
-                )?;
+                let (workload, hook) = workload::event_hook(&o.common, kind)?;
                 let buffer = tracers::buffers(&[kind], &opts)?
                     .into_values()
                     .next()
                     .unwrap_or_default();
-                let mut made = Vec::new();
-                for v in tracers::variants(kind, &opts)? {
-                    v.tracer.check(&hook)?;
-                    made.push(Subject {
+                Ok(tracers::checked(kind, &opts, &[&hook])?
+                    .into_iter()
+                    .map(|v| Subject {
                         kind,
                         variant: v.name.map(str::to_owned),
                         buffer_size_kb: kb,
@@ -132,9 +82,8 @@ fn subjects(o: &RateOptions) -> (Vec<Subject>, Vec<String>) {
                         tracer: v.tracer,
                         workload: workload.clone(),
                         hook: hook.clone(),
-                    });
-                }
-                Ok(made)
+                    })
+                    .collect())
             })();
             match made {
                 Ok(m) => out.extend(m),
@@ -145,117 +94,187 @@ fn subjects(o: &RateOptions) -> (Vec<Subject>, Vec<String>) {
     (out, skipped)
 }
 
-pub fn run(mut o: RateOptions) -> Result<i32> {
+/// One run of a search: subject `subject` at `rate_hz`; `first` starts a new search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Entry {
+    subject: usize,
+    rate_hz: f64,
+    phase: Phase,
+    first: bool,
+}
+
+/// The rate search as the runner sees it.
+struct Rate {
+    o: Options,
+    subjects: Vec<Subject>,
+    /// The points of the search under way.
+    points: Vec<Point>,
+    /// The round of the search under way.
+    round: u32,
+    result: RateResult,
+}
+
+pub fn run(o: Options) -> Result<i32> {
     let (subjects, skipped) = subjects(&o);
     if subjects.is_empty() {
         bail!("no tracer can run here ({})", skipped.join("; "));
     }
-    for s in &skipped {
-        eprintln!("note: {s}");
-    }
-    let started = crate::start::start(&o.cpus, &o.out, o.out_given, o.json.as_deref())?;
-    o.cpus = started.cpus.clone();
-    o.out = started.out.clone();
-    let mut result = RateResult {
+    let result = RateResult {
         experiment: "rate".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: crate::start::now_unix(),
-        environment: Environment::collect(o.cpus.measured),
+        started_unix: crate::options::now_unix(),
+        environment: Environment::default(),
         config: RateSettings {
             duration_ms: o.duration_ms,
+            run: Default::default(),
             plan: o.plan,
-            thread_cpus: o.cpus.loop_cpus(o.threads),
+            thread_cpus: Vec::new(),
             buffer_sizes_kb: o.buffer_sizes_kb.clone(),
-            run: rtrace_measure::RunSettings {
-                cpu: o.cpus.measured,
-                priority: o.priority,
-                tracer_options: tracer_options_json(&o.tracer),
-                ..Default::default()
-            },
         },
         searches: Vec::new(),
         failed: skipped,
     };
-    write_json(&o, &result)?;
-    let progress = crate::progress::Progress::new(subjects.len() as u64);
-    let mut seq = 0u64;
-    for s in &subjects {
-        let name = format!(
-            "{}{} at {} KiB",
-            s.kind,
-            s.variant
-                .as_deref()
-                .map_or(String::new(), |v| format!(" ({v})")),
-            s.buffer_size_kb
-        );
-        progress.start(format!("{name}: searching the highest lossless rate"));
-        let found = search(&o.plan, |rate, phase| {
-            seq += 1;
-            point(&o, s, rate, phase, seq)
-        });
-        progress.done();
-        if rtrace_measure::spawn::interrupted() {
-            return Err(rtrace_measure::WorkloadError::Interrupted.into());
-        }
-        match found {
-            Ok(f) => result.searches.push(Search {
-                tracer: s.kind,
-                variant: s.variant.clone(),
-                buffer_size_kb: s.buffer_size_kb,
-                buffer: s.buffer.clone(),
-                points: f.points,
-                max_lossless_hz: f.max_lossless_hz,
-                ceiling: f.ceiling,
-                confirmed: f.confirmed,
-                over_lossy: f.over_lossy,
-            }),
-            Err(e) => {
-                eprintln!("error: {name}: {e:#}");
-                result.failed.push(format!("{name}: {e:#}"));
-            }
-        }
-        write_json(&o, &result)?;
-    }
-    progress.finish();
-    let report = crate::report::write_dir(
-        &o.out,
-        &rtrace_report::Report::one(rtrace_report::AnyResult::Rate(result.clone())),
-    )?;
-    print!("{}", rtrace_report::rate::text(&result));
-    eprintln!("results: {}", o.out.display());
-    eprintln!("report: {}", report.display());
-    if !result.failed.is_empty() {
-        bail!("{} search(es) failed (see above)", result.failed.len());
-    }
-    Ok(0)
+    runner::run(&mut Rate {
+        o,
+        subjects,
+        points: Vec::new(),
+        round: 0,
+        result,
+    })
 }
 
-/// One run of the workload firing at `rate` under `s`'s tracer, accounted exactly; its trace
-/// data is counted and removed.
-fn point(o: &RateOptions, s: &Subject, rate: f64, phase: Phase, seq: u64) -> Result<Point> {
+impl runner::Experiment for Rate {
+    const NAME: &'static str = "rate";
+    type Entry = Entry;
+    type Run = Point;
+
+    fn common(&mut self) -> &mut CommonOptions {
+        &mut self.o.common
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        let kinds: Vec<TracerKind> = self.subjects.iter().map(|s| s.kind).collect();
+        let c = &mut self.result.config;
+        c.run = self.o.common.settings(&kinds)?;
+        // Every size searched, by tracer.
+        for (tracer, text) in c.run.buffers.iter_mut() {
+            let sizes: Vec<&str> = self
+                .subjects
+                .iter()
+                .filter(|s| s.kind.name() == tracer)
+                .map(|s| s.buffer.as_str())
+                .collect();
+            *text = crate::options::unique(sizes).join("; ");
+        }
+        c.run.buffer_size_kb = match self.o.buffer_sizes_kb[..] {
+            [kb] => Some(kb),
+            _ => None,
+        };
+        c.thread_cpus = self.o.common.cpus.loop_cpus(self.o.threads);
+        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        Ok(())
+    }
+
+    fn plan(&self) -> Plan<Entry> {
+        Plan::rounds(
+            (0..self.subjects.len())
+                .map(|subject| Entry {
+                    subject,
+                    rate_hz: self.o.plan.start_hz,
+                    phase: Phase::Climb,
+                    first: true,
+                })
+                .collect(),
+        )
+    }
+
+    fn label(&self, e: &Entry) -> String {
+        self.subjects[e.subject].label()
+    }
+
+    fn describe(&self, e: &Entry) -> String {
+        format!("{:?} at {}", e.phase, rtrace_report::rate::rate(e.rate_hz)).to_lowercase()
+    }
+
+    fn run(&mut self, e: &Entry, round: &Round) -> Result<Point> {
+        if e.first {
+            self.points.clear();
+            self.round = round.index;
+        }
+        point(&self.o, &self.subjects[e.subject], e, round.seq)
+    }
+
+    fn keep(&mut self, e: &Entry, point: Point) -> Result<Option<Entry>> {
+        self.points.push(point);
+        Ok(
+            match rtrace_measure::rate::next(&self.o.plan, &self.points)? {
+                Next::Measure(rate_hz, phase) => Some(Entry {
+                    rate_hz,
+                    phase,
+                    first: false,
+                    ..*e
+                }),
+                Next::Done(f) => {
+                    let s = &self.subjects[e.subject];
+                    self.result.searches.push(Search {
+                        tracer: s.kind,
+                        variant: s.variant.clone(),
+                        buffer_size_kb: s.buffer_size_kb,
+                        buffer: s.buffer.clone(),
+                        points: f.points,
+                        max_lossless_hz: f.max_lossless_hz,
+                        ceiling: f.ceiling,
+                        confirmed: f.confirmed,
+                        over_lossy: f.over_lossy,
+                        round: (self.o.common.rounds > 1).then_some(self.round),
+                    });
+                    None
+                }
+            },
+        )
+    }
+
+    fn failed(&mut self, e: &Entry, error: anyhow::Error) -> Result<()> {
+        self.result
+            .failed
+            .push(format!("{}: {error:#}", self.subjects[e.subject].label()));
+        Ok(())
+    }
+
+    fn result(&mut self) -> rtrace_report::AnyResult {
+        rtrace_report::AnyResult::Rate(self.result.clone())
+    }
+}
+
+/// One run of the workload firing at `e`'s rate under `s`'s tracer, accounted exactly (a
+/// mismatch fails the search); its trace data is counted and removed unless kept.
+fn point(o: &Options, s: &Subject, e: &Entry, seq: u64) -> Result<Point> {
     let config = WorkloadConfig::Rate(RateConfig {
-        rate_hz: rate,
+        rate_hz: e.rate_hz,
         duration_ns: o.duration_ms * 1_000_000,
-        cpu: o.cpus.measured,
-        priority: o.priority,
+        cpu: o.common.cpus.measured,
+        priority: o.common.priority,
         body: Body::Event,
-        more_threads: o.cpus.loop_cpus(o.threads).into_iter().skip(1).collect(),
+        more_threads: o
+            .common
+            .cpus
+            .loop_cpus(o.threads)
+            .into_iter()
+            .skip(1)
+            .collect(),
     });
-    let out_dir = o.out.join(format!("point-{seq}"));
+    let out_dir = o.common.out.join(format!("point-{}", seq + 1));
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let opts = at_size(o, s.buffer_size_kb);
     let env = s.tracer.workload_env();
     let (_, last, attachment) = run_workload_message(&s.workload, &env, &config, |ready| {
-        let target = Target {
-            hook: s.hook.clone(),
-            pid: Some(ready.pid),
-            follow_children: false,
-            skip_tid: None,
-            out_dir: out_dir.clone(),
-            consumer_cpus: o.cpus.harness.clone(),
-            buffer_size_kb: Some(s.buffer_size_kb),
-            record: o.tracer.record,
-        };
+        let target = opts.target(
+            s.hook.clone(),
+            Some(ready.pid),
+            &out_dir,
+            &o.common.cpus.harness,
+        );
         s.tracer.attach(&target)
     })?;
     let Message::RateDone(done) = last else {
@@ -267,23 +286,14 @@ fn point(o: &RateOptions, s: &Subject, rate: f64, phase: Phase, seq: u64) -> Res
     let events = Events::new(done.hits, attachment.finish()?);
     events
         .check_exact()
-        .with_context(|| format!("at {rate:.0} events/s"))?;
-    TraceData::settle(&out_dir, KeepTraces::None, true, events.lost > 0)
+        .with_context(|| format!("at {:.0} events/s", e.rate_hz))?;
+    TraceData::settle(&out_dir, o.common.keep_traces, true, events.lost > 0)
         .with_context(|| format!("cannot settle the trace data in {}", out_dir.display()))?;
     Ok(Point {
-        phase,
-        rate_hz: rate,
+        phase: e.phase,
+        rate_hz: e.rate_hz,
         achieved_hz: done.achieved_hz,
         late: done.late,
         events,
     })
-}
-
-fn write_json(o: &RateOptions, r: &RateResult) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(r)?;
-    let default = o.out.join("rate.json");
-    for path in std::iter::once(&default).chain(o.json.as_ref()) {
-        output::write_atomic(path, &bytes)?;
-    }
-    Ok(())
 }

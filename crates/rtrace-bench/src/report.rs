@@ -3,22 +3,10 @@
 //! every run so their run directory always holds a report of what was measured so far.
 
 use anyhow::{Context, Result};
-use clap::Args;
 use rtrace_report::terminal::{self, Paint};
 use rtrace_report::{AnyResult, Report};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-
-#[derive(Args, Debug)]
-pub struct ReportArgs {
-    /// Result files (`usdt.json`, `cyclictest-sweep.json`); two sweeps from different kernels
-    /// also get the PREEMPT vs PREEMPT_RT overlay (thesis Fig 3.5).
-    #[arg(required = true, value_name = "RESULT.json")]
-    pub results: Vec<PathBuf>,
-    /// Report directory (default: results/report-<timestamp>).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-}
 
 /// Reads any result file; errors name the file and the fix.
 pub fn load(path: &Path) -> Result<AnyResult> {
@@ -51,54 +39,58 @@ pub fn paint() -> Paint {
     Paint::new(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
 }
 
-pub fn run(args: &ReportArgs) -> Result<i32> {
-    let results = args
-        .results
+/// Reports `results` into `out` (default: a fresh `results/report-<timestamp>`).
+pub fn run(results: &[PathBuf], out: Option<&Path>) -> Result<i32> {
+    let results = results
         .iter()
         .map(|p| Ok((Some(p.display().to_string()), load(p)?)))
         .collect::<Result<Vec<_>>>()?;
     let report = Report::new(results);
-    let dir = match &args.out {
+    let dir = match out {
         Some(d) => crate::output::claim_dir("--out", d, true)?,
         None => crate::output::claim_dir("--out", &crate::options::default_out("report"), false)?,
     };
     let index = write_dir(&dir.path, &report)?;
+    print!("{}", terminal(&report));
+    eprintln!("report: {}", index.display());
+    Ok(0)
+}
+
+/// The terminal text of `report`: what every experiment prints at its end.
+pub fn terminal(report: &Report) -> String {
+    let mut out = String::new();
     for e in &report.entries {
         match &e.result {
             AnyResult::Usdt(r) => {
-                let alone = rtrace_report::staircase::alone_beside(&report, r);
+                let alone = rtrace_report::staircase::alone_beside(report, r);
                 let r = rtrace_measure::usdt::UsdtResult {
                     warnings: e.warnings.clone(),
                     ..r.clone()
                 };
-                print!("{}", terminal::usdt(&r, &alone, paint()));
+                out.push_str(&terminal::usdt(&r, &alone, paint()));
             }
             AnyResult::Sweep(r) => {
-                print!(
-                    "{}",
-                    rtrace_report::sweep_terminal::sweep(
-                        r,
-                        rtrace_report::sweep_shift::usdt_beside(&report, r)
-                    )
-                );
-                print!("{}", terminal::warnings(&e.warnings, paint()));
+                out.push_str(&rtrace_report::sweep_terminal::sweep(
+                    r,
+                    rtrace_report::sweep_shift::usdt_beside(report, r),
+                ));
+                out.push_str(&terminal::warnings(&e.warnings, paint()));
             }
             AnyResult::Rate(r) => {
-                print!("{}", rtrace_report::rate::text(r));
-                print!("{}", terminal::warnings(&e.warnings, paint()));
+                out.push_str(&rtrace_report::rate::text(r));
+                out.push_str(&terminal::warnings(&e.warnings, paint()));
             }
             AnyResult::Npt(r) => {
-                print!("{}", rtrace_report::npt::text(r));
-                print!("{}", terminal::warnings(&e.warnings, paint()));
+                out.push_str(&rtrace_report::npt::text(r));
+                out.push_str(&terminal::warnings(&e.warnings, paint()));
             }
             AnyResult::Events(r) => {
-                print!("{}", rtrace_report::events::text(r));
-                print!("{}", terminal::warnings(&e.warnings, paint()));
+                out.push_str(&rtrace_report::events::text(r));
+                out.push_str(&terminal::warnings(&e.warnings, paint()));
             }
         }
     }
-    eprintln!("report: {}", index.display());
-    Ok(0)
+    out
 }
 
 #[cfg(test)]

@@ -1,70 +1,81 @@
-//! The experiment runner every experiment shares (hyperfine's scheduler shape). An experiment
-//! is its plan (a list of run descriptions), its single-run function, its result model (in
-//! `rtrace-measure`, whose run type implements [`Pool`]) and its report section (in
+//! The experiment runner every experiment is a plan on (hyperfine's scheduler shape). An
+//! experiment is its plan (entries to run once first, in every round, and once last), its
+//! single-run function, its result model (in `rtrace-measure`) and its report section (in
 //! `rtrace-report`); the runner owns everything around them:
 //!
-//! - the start: Ctrl-C handling, the harness pinned off the measured CPU, stale state of killed
-//!   runs removed ([`crate::tracers::remove_stale`], the one call site), the output directory;
-//! - an untimed priming run ([`Experiment::prime`]), then rounds in alternating order (A B C,
-//!   then C B A): a machine whose speed drifts weighs on every run alike;
-//! - pooling each run's rounds ([`rtrace_measure::pool::keep`]) and checking every round's event
-//!   accounting;
-//! - progress, and the result file written after every round, so a later failure loses nothing;
+//! - the start ([`start`]): the `--json` path checked, the measured CPU and the output directory
+//!   claimed against other live runs, the harness pinned off the measured CPU, signals routed to
+//!   the normal error path, stale state of killed runs removed
+//!   ([`crate::tracers::remove_stale`]: this is its one call site);
+//! - the plan's entries: `first` once, then `--rounds` rounds in alternating order (A B C, then
+//!   C B A: a machine whose speed drifts weighs on every run alike), then `last` once; a run may
+//!   decide the entry that follows it ([`Experiment::keep`] returns it: rate's search);
+//! - each run's accounting checked, a failed run retried where the experiment allows, progress;
+//! - the result file written atomically after every run, so a later failure loses nothing;
 //! - the end: report directory, terminal text, paths, and a non-zero exit when a run failed.
 
+use crate::options::CommonOptions;
+use crate::output::{self, RunDir};
 use crate::progress::Progress;
-use crate::signals;
+use crate::{cpus::Cpus, signals};
 use anyhow::{bail, Context, Result};
-use rtrace_measure::pool::{self, Pool};
+use rtrace_measure::pool::Accounted;
 use rtrace_measure::spawn::interrupted;
 use rtrace_measure::WorkloadError;
 use rtrace_report::{AnyResult, Report};
-use std::path::PathBuf;
+use rtrace_tracer::owner::NamedLock;
+use std::path::{Path, PathBuf};
 
 /// What an experiment gives the runner.
 pub trait Experiment {
     /// Name of the result file (`<NAME>.json` in the output directory).
     const NAME: &'static str;
     /// One entry of the plan.
-    type Step;
-    /// What one round of a step measured; rounds of the same step pool into one run.
-    type Run: Pool;
+    type Entry: Clone;
+    /// What one run of an entry measured.
+    type Run: Accounted;
 
-    /// The step's name in progress lines and failures (`ftrace case 1`).
-    fn label(&self, step: &Self::Step) -> String;
+    /// The experiment's shared options; the runner sets the CPUs and the output directory it
+    /// claimed before [`Experiment::begin`].
+    fn common(&mut self) -> &mut CommonOptions;
 
-    /// What the step does, after its label in the progress line; empty for nothing.
-    fn describe(&self, _step: &Self::Step) -> String {
+    /// Called once the run has started (CPUs and output directory final): the result's header.
+    fn begin(&mut self) -> Result<()>;
+
+    /// What to run.
+    fn plan(&self) -> Plan<Self::Entry>;
+
+    /// The entry's name in progress lines and failures (`ftrace case 1`).
+    fn label(&self, entry: &Self::Entry) -> String;
+
+    /// What the entry does, after its label in the progress line; empty for nothing.
+    fn describe(&self, _entry: &Self::Entry) -> String {
         String::new()
     }
 
-    /// An untimed run before the first round, so that the first timed run is not the first
-    /// process after the measured CPU sat idle (caches, page cache, the host's vCPU). Nothing
-    /// by default.
-    fn prime(&mut self) -> Result<()> {
-        Ok(())
-    }
+    /// Performs one run of `entry`.
+    fn run(&mut self, entry: &Self::Entry, round: &Round) -> Result<Self::Run>;
 
-    /// Performs one round of `step`.
-    fn run(&mut self, step: &Self::Step, round: &Round) -> Result<Self::Run>;
+    /// Puts a run into the result model (pooling rounds, ...); returns the entry that this run
+    /// decided comes next, run right after it (the rest of the plan waits).
+    fn keep(&mut self, entry: &Self::Entry, run: Self::Run) -> Result<Option<Self::Entry>>;
 
-    /// The pooled runs of the result model.
-    fn runs(&mut self) -> &mut Vec<Self::Run>;
-
-    /// A round failed (not interrupted): `Err` ends the experiment (the default); `Ok` keeps
-    /// the failure in the result model and goes on with the plan.
-    fn failed(&mut self, _step: &Self::Step, error: anyhow::Error) -> Result<()> {
+    /// A run failed (not interrupted): `Err` ends the experiment (the default); `Ok` keeps the
+    /// failure in the result model and goes on with the plan.
+    fn failed(&mut self, _entry: &Self::Entry, error: anyhow::Error) -> Result<()> {
         Err(error)
     }
 
-    /// The result file's bytes (also updates what derives from the runs, e.g. warnings).
-    fn json(&mut self) -> Result<Vec<u8>>;
+    /// How often a failed run of `entry` is run again before it counts as failed.
+    fn retries(&self, _entry: &Self::Entry) -> u32 {
+        0
+    }
 
-    /// The result for the report directory.
-    fn result(&self) -> AnyResult;
+    /// A run failed and is run again: the failure stays on record.
+    fn retried(&mut self, _entry: &Self::Entry, _error: &anyhow::Error) {}
 
-    /// What the terminal shows at the end.
-    fn terminal(&self) -> String;
+    /// The result as it stands (written after every run, reported at the end).
+    fn result(&mut self) -> AnyResult;
 
     /// Notes printed at the start (stderr) and again after the results (stdout).
     fn notes(&self) -> Vec<String> {
@@ -72,25 +83,35 @@ pub trait Experiment {
     }
 }
 
-/// Where an experiment runs and writes.
-pub struct Setup {
-    /// Output directory (result file, trace data, report).
-    pub out: PathBuf,
-    /// Extra copy of the result file (`--json`).
-    pub json: Option<PathBuf>,
-    /// CPUs of the harness and every consumer; never the measured CPU.
-    pub harness: Vec<usize>,
-    /// Rounds (`--rounds`), at least 1.
-    pub rounds: u32,
+/// The entries of an experiment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan<E> {
+    /// Run once before the rounds (a priming run, accounting runs).
+    pub first: Vec<E>,
+    /// Run in every round, in alternating order.
+    pub rounds: Vec<E>,
+    /// Run once after the rounds.
+    pub last: Vec<E>,
 }
 
-/// One pass over the plan.
+impl<E> Plan<E> {
+    /// Only entries run in every round.
+    pub fn rounds(rounds: Vec<E>) -> Plan<E> {
+        Plan {
+            first: Vec::new(),
+            rounds,
+            last: Vec::new(),
+        }
+    }
+}
+
+/// Where a run stands in the invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Round {
     /// 0-based.
     pub index: u32,
     pub of: u32,
-    /// Position of this run in the whole invocation (0: the first timed run).
+    /// Position of this run in the whole invocation (0: the first run).
     pub seq: u64,
 }
 
@@ -131,60 +152,201 @@ impl Round {
     }
 }
 
-/// Runs `plan` in `setup.rounds` rounds and hands the result to the report and the terminal.
-/// Returns the exit code; an error when a run failed or its accounting did not hold.
-pub fn run<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Result<i32> {
+/// What a started run holds until it ends: its measured CPU and its output directory.
+pub struct Session {
+    /// The CPUs claimed (a measuring run).
+    pub cpus: Option<Cpus>,
+    /// The output directory (claimed, or a temporary one).
+    pub out: PathBuf,
+    _cpu: Option<NamedLock>,
+    _dir: Option<RunDir>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+/// The one start of every run, once its options are checked and every tracer passed its
+/// check: `json` checked, the measured CPU of `cpus` claimed (it moves to a free one unless
+/// `--cpu` named it), the output directory `out` (`given` by `--out`, else a fresh default; a
+/// temporary directory without one) claimed, the harness pinned off the measured CPU, signals
+/// routed to the normal error path, stale state of dead runs removed. Nothing before it changes
+/// the machine.
+pub fn start(
+    cpus: Option<&Cpus>,
+    out: Option<(&Path, bool)>,
+    json: Option<&Path>,
+) -> Result<Session> {
+    if let Some(j) = json {
+        output::check_file("--json", j)?;
+    }
+    let (cpus, cpu) = match cpus {
+        Some(c) => {
+            let (c, lock) = c.claim()?;
+            (Some(c), Some(lock))
+        }
+        None => (None, None),
+    };
+    let (dir, tmp) = match out {
+        Some((path, given)) => (Some(output::claim_dir("--out", path, given)?), None),
+        None => (None, Some(tempfile::tempdir()?)),
+    };
+    if let Some(c) = &cpus {
+        signals::pin_harness(&c.harness)?;
+    }
+    // The signal thread is started after pinning, so it inherits the harness CPUs.
+    signals::install();
+    crate::tracers::remove_stale()?;
+    let out = match (&dir, &tmp) {
+        (Some(d), _) => d.path.clone(),
+        (None, Some(t)) => t.path().to_owned(),
+        (None, None) => unreachable!("a directory either way"),
+    };
+    std::fs::create_dir_all(&out)
+        .with_context(|| format!("cannot create output directory {}", out.display()))?;
+    Ok(Session {
+        cpus,
+        out,
+        _cpu: cpu,
+        _dir: dir,
+        _tmp: tmp,
+    })
+}
+
+/// Starts `exp`, runs its plan, writes its report and prints it. Returns the exit code; an
+/// error when a run failed or its accounting did not hold.
+pub fn run<E: Experiment>(exp: &mut E) -> Result<i32> {
     let notes = exp.notes();
     for n in &notes {
         eprintln!("note: {n}");
     }
-    // The signal thread is started after pinning, so it inherits the harness CPUs.
-    signals::pin_harness(&setup.harness)?;
-    signals::install();
-    crate::tracers::remove_stale()?;
-    std::fs::create_dir_all(&setup.out)
-        .with_context(|| format!("cannot create output directory {}", setup.out.display()))?;
-    let failures = measure(exp, plan, setup)?;
-    let report = crate::report::write_dir(&setup.out, &Report::one(exp.result()))?;
-
-    print!("{}", exp.terminal());
+    let common = exp.common().clone();
+    let session = start(
+        Some(&common.cpus),
+        Some((&common.out, common.out_given)),
+        common.json.as_deref(),
+    )?;
+    let c = exp.common();
+    c.cpus = session
+        .cpus
+        .clone()
+        .context("a measuring run claims CPUs")?;
+    c.out = session.out.clone();
+    exp.begin()?;
+    let files = ResultFiles {
+        default: session.out.join(format!("{}.json", E::NAME)),
+        json: common.json.clone(),
+    };
+    let failures = measure(exp, &files)?;
+    let report = Report::one(exp.result());
+    let index = crate::report::write_dir(&session.out, &report)?;
+    print!("{}", crate::report::terminal(&report));
     for n in &notes {
         println!("note: {n}");
     }
-    if let Some(j) = &setup.json {
+    if let Some(j) = &files.json {
         eprintln!("results: {}", j.display());
     }
-    eprintln!("results and trace data: {}", setup.out.display());
-    eprintln!("report: {}", report.display());
+    eprintln!("results and trace data: {}", session.out.display());
+    eprintln!("report: {}", index.display());
     if !failures.is_empty() {
         bail!("{}", failures.join("; "));
     }
     Ok(0)
 }
 
-/// Every round of `plan`, each run's rounds pooled and exported as they end; returns the
-/// failed runs and accounting checks.
-fn measure<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Result<Vec<String>> {
-    write_json(exp, setup)?;
-    exp.prime().context("the untimed priming run failed")?;
-    let mut failures = Vec::new();
-    let progress = Progress::new(plan.len() as u64 * u64::from(setup.rounds));
-    for index in 0..setup.rounds {
-        let mut round = Round {
+/// Where the result file goes: the output directory, and `--json`.
+struct ResultFiles {
+    default: PathBuf,
+    json: Option<PathBuf>,
+}
+
+impl ResultFiles {
+    fn write<E: Experiment>(&self, exp: &mut E) -> Result<()> {
+        let bytes = exp.result().to_json()?;
+        for path in std::iter::once(&self.default).chain(self.json.as_ref()) {
+            output::write_atomic(path, &bytes)?;
+        }
+        Ok(())
+    }
+}
+
+/// Every entry of the plan, each run's follow-ups right after it; the result written after
+/// every run. Returns the failed runs and accounting checks.
+fn measure<E: Experiment>(exp: &mut E, files: &ResultFiles) -> Result<Vec<String>> {
+    files.write(exp)?;
+    let plan = exp.plan();
+    let rounds = exp.common().rounds.max(1);
+    let progress = Progress::new(
+        (plan.first.len() + plan.last.len()) as u64 + plan.rounds.len() as u64 * u64::from(rounds),
+    );
+    let mut m = Measuring {
+        exp,
+        files,
+        progress: &progress,
+        failures: Vec::new(),
+        seq: 0,
+    };
+    let once = |seq| Round {
+        index: 0,
+        of: 1,
+        seq,
+    };
+    for entry in &plan.first {
+        m.entry(entry.clone(), once)?;
+    }
+    for index in 0..rounds {
+        let at = |seq| Round {
             index,
-            of: setup.rounds,
-            seq: u64::from(index) * plan.len() as u64,
+            of: rounds,
+            seq,
         };
-        for step in round.order(plan) {
-            let label = format!("{}{}", exp.label(step), round.label());
-            let what = exp.describe(step);
-            progress.start(if what.is_empty() {
-                label.clone()
-            } else {
-                format!("{label}: {what}")
-            });
-            let measured = exp.run(step, &round);
-            progress.done();
+        for entry in at(0).order(&plan.rounds) {
+            m.entry(entry.clone(), at)?;
+        }
+    }
+    for entry in &plan.last {
+        m.entry(entry.clone(), once)?;
+    }
+    progress.finish();
+    Ok(m.failures)
+}
+
+/// The state of [`measure`].
+struct Measuring<'a, E: Experiment> {
+    exp: &'a mut E,
+    files: &'a ResultFiles,
+    progress: &'a Progress,
+    failures: Vec<String>,
+    /// Runs so far.
+    seq: u64,
+}
+
+impl<E: Experiment> Measuring<'_, E> {
+    /// Runs `entry` and every entry its runs decide come next.
+    fn entry(&mut self, entry: E::Entry, at: impl Fn(u64) -> Round) -> Result<()> {
+        let mut next = Some(entry);
+        let mut first = true;
+        while let Some(entry) = next.take() {
+            if !first {
+                self.progress.extend(1);
+            }
+            first = false;
+            next = self.one(&entry, &at(self.seq))?;
+            self.seq += 1;
+        }
+        Ok(())
+    }
+
+    /// One run of `entry` (retried as the experiment allows), kept or recorded as failed.
+    fn one(&mut self, entry: &E::Entry, round: &Round) -> Result<Option<E::Entry>> {
+        let label = format!("{}{}", self.exp.label(entry), round.label());
+        let what = self.exp.describe(entry);
+        self.progress.start(if what.is_empty() {
+            label.clone()
+        } else {
+            format!("{label}: {what}")
+        });
+        let mut attempt = 0;
+        let measured = loop {
+            let measured = self.exp.run(entry, round);
             if interrupted() {
                 // Ctrl-C reaches the whole process group: a run may even end "successfully"
                 // (cyclictest stops early on SIGINT). Keep nothing measured after it.
@@ -193,58 +355,47 @@ fn measure<E: Experiment>(exp: &mut E, plan: &[E::Step], setup: &Setup) -> Resul
                     .unwrap_or_else(|| WorkloadError::Interrupted.into()));
             }
             match measured {
-                Ok(r) => {
-                    if let Err(e) = r.accounting() {
-                        failures.push(format!("{label}: {e}"));
-                    }
-                    pool::keep(exp.runs(), r)?;
+                Err(e) if attempt < self.exp.retries(entry) => {
+                    self.exp.retried(entry, &e);
+                    attempt += 1;
                 }
-                Err(e) => {
-                    let message = format!("{label}: {e:#}");
-                    exp.failed(step, e)?;
-                    eprintln!("error: {message}");
-                    failures.push(message);
-                }
+                m => break m,
             }
-            write_json(exp, setup)?;
-            round.seq += 1;
-        }
+        };
+        self.progress.done();
+        let next = match measured {
+            Ok(run) => {
+                if let Err(e) = run.accounting() {
+                    self.failures.push(format!("{label}: {e}"));
+                }
+                self.exp.keep(entry, run)?
+            }
+            Err(e) => {
+                let message = format!("{label}: {e:#}");
+                self.exp.failed(entry, e)?;
+                eprintln!("error: {message}");
+                self.failures.push(message);
+                None
+            }
+        };
+        self.files.write(self.exp)?;
+        Ok(next)
     }
-    progress.finish();
-    Ok(failures)
-}
-
-/// Writes the result file into the output directory and to `--json`.
-fn write_json<E: Experiment>(exp: &mut E, setup: &Setup) -> Result<()> {
-    let bytes = exp.json()?;
-    let default = setup.out.join(format!("{}.json", E::NAME));
-    for path in std::iter::once(&default).chain(setup.json.as_ref()) {
-        crate::output::write_atomic(path, &bytes)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Round `round` of step `step`; its `value` sums over rounds.
+    /// A run of step `step` in round `round`.
     #[derive(Debug, Clone, PartialEq)]
     struct Measured {
         step: &'static str,
-        rounds: Vec<u32>,
+        round: u32,
         honest: bool,
     }
 
-    impl Pool for Measured {
-        fn is_same_run(&self, other: &Measured) -> bool {
-            self.step == other.step
-        }
-        fn absorb(&mut self, round: Measured) -> Result<()> {
-            self.rounds.extend(round.rounds);
-            self.honest &= round.honest;
-            Ok(())
-        }
+    impl Accounted for Measured {
         fn accounting(&self) -> Result<(), String> {
             if self.honest {
                 Ok(())
@@ -254,90 +405,120 @@ mod tests {
         }
     }
 
-    /// Steps `a`, `b`, `c`: `b` fails its accounting in round 2, `c` fails to run in round 1.
+    /// Steps `a`, `b`, `c`: `b` fails its accounting in round 2, `c` fails to run in round 1;
+    /// `s` runs first and decides two more steps `s1`, `s2`; `z` runs last; `r` fails once
+    /// and is retried.
     #[derive(Default)]
     struct Mock {
+        common: Option<CommonOptions>,
         order: Vec<String>,
-        runs: Vec<Measured>,
+        kept: Vec<(String, u32)>,
         failed: Vec<String>,
+        retried: Vec<String>,
         exports: usize,
-        primed: usize,
+        plan: Option<Plan<&'static str>>,
+    }
+
+    fn common(rounds: u32) -> CommonOptions {
+        CommonOptions {
+            cpus: Cpus {
+                measured: 1,
+                harness: vec![0],
+                requested: None,
+            },
+            priority: None,
+            rounds,
+            out: PathBuf::from("/nonexistent"),
+            out_given: true,
+            json: None,
+            workload_dir: PathBuf::from("/nonexistent"),
+            keep_traces: Default::default(),
+            tracer: Default::default(),
+        }
     }
 
     impl Experiment for Mock {
         const NAME: &'static str = "mock";
-        type Step = &'static str;
+        type Entry = &'static str;
         type Run = Measured;
+        fn common(&mut self) -> &mut CommonOptions {
+            self.common.as_mut().unwrap()
+        }
+        fn begin(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn plan(&self) -> Plan<&'static str> {
+            self.plan.clone().unwrap()
+        }
         fn label(&self, step: &&'static str) -> String {
             format!("step {step}")
         }
-        fn prime(&mut self) -> Result<()> {
-            assert!(
-                self.order.is_empty(),
-                "priming comes before the first round"
-            );
-            self.primed += 1;
-            Ok(())
-        }
         fn run(&mut self, &step: &&'static str, round: &Round) -> Result<Measured> {
-            assert_eq!(round.seq, self.order.len() as u64, "runs count up");
+            // Runs count up; a retry is the same run again.
+            let retries = self.retried.len() as u64;
+            assert_eq!(
+                round.seq + retries,
+                self.order.len() as u64,
+                "runs count up"
+            );
             self.order.push(format!("{step}{}", round.index + 1));
             if step == "c" && round.index == 0 {
                 bail!("workload crashed");
             }
+            if step == "r" && self.retried.is_empty() {
+                bail!("flaky");
+            }
             Ok(Measured {
                 step,
-                rounds: vec![round.index + 1],
+                round: round.index + 1,
                 honest: !(step == "b" && round.index == 1),
             })
         }
-        fn runs(&mut self) -> &mut Vec<Measured> {
-            &mut self.runs
+        fn keep(&mut self, _: &&'static str, run: Measured) -> Result<Option<&'static str>> {
+            self.kept.push((run.step.to_owned(), run.round));
+            Ok(match run.step {
+                "s" => Some("s1"),
+                "s1" => Some("s2"),
+                _ => None,
+            })
         }
         fn failed(&mut self, &step: &&'static str, error: anyhow::Error) -> Result<()> {
             self.failed.push(format!("{step}: {error}"));
             Ok(())
         }
-        fn json(&mut self) -> Result<Vec<u8>> {
+        fn retries(&self, &step: &&'static str) -> u32 {
+            u32::from(step == "r")
+        }
+        fn retried(&mut self, &step: &&'static str, error: &anyhow::Error) {
+            self.retried.push(format!("{step}: {error}"));
+        }
+        fn result(&mut self) -> AnyResult {
             self.exports += 1;
-            Ok(format!("{} runs\n", self.runs.len()).into_bytes())
+            AnyResult::Usdt(rtrace_report::fixtures::usdt())
         }
-        fn result(&self) -> AnyResult {
-            unreachable!("measure() does not report")
-        }
-        fn terminal(&self) -> String {
-            String::new()
+    }
+
+    fn files(dir: &Path) -> ResultFiles {
+        ResultFiles {
+            default: dir.join("mock.json"),
+            json: Some(dir.join("copy.json")),
         }
     }
 
     #[test]
-    fn rounds_alternate_pool_check_and_export_after_every_run() {
+    fn rounds_alternate_check_and_export_after_every_run() {
         let dir = tempfile::tempdir().unwrap();
-        let setup = Setup {
-            out: dir.path().to_owned(),
-            json: Some(dir.path().join("copy.json")),
-            harness: vec![0],
-            rounds: 3,
+        let mut mock = Mock {
+            common: Some(common(3)),
+            plan: Some(Plan::rounds(vec!["a", "b", "c"])),
+            ..Mock::default()
         };
-        let mut mock = Mock::default();
-        let failures = measure(&mut mock, &["a", "b", "c"], &setup).unwrap();
+        let failures = measure(&mut mock, &files(dir.path())).unwrap();
         assert_eq!(
             mock.order,
             ["a1", "b1", "c1", "c2", "b2", "a2", "a3", "b3", "c3"]
         );
-        let pooled: Vec<(&str, Vec<u32>)> = mock
-            .runs
-            .iter()
-            .map(|r| (r.step, r.rounds.clone()))
-            .collect();
-        assert_eq!(
-            pooled,
-            [
-                ("a", vec![1, 2, 3]),
-                ("b", vec![1, 2, 3]),
-                ("c", vec![2, 3])
-            ]
-        );
+        assert_eq!(mock.kept.len(), 8, "every run that ran is kept");
         assert_eq!(
             failures,
             [
@@ -349,12 +530,34 @@ mod tests {
         assert_eq!(
             mock.exports,
             1 + 9,
-            "once at the start, then after every round"
+            "once at the start, then after every run"
         );
         for f in ["mock.json", "copy.json"] {
             let text = std::fs::read_to_string(dir.path().join(f)).unwrap();
-            assert_eq!(text, "3 runs\n");
+            assert!(text.contains("\"experiment\": \"usdt\""), "{text}");
         }
+    }
+
+    #[test]
+    fn first_and_last_run_once_and_a_run_decides_what_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut mock = Mock {
+            common: Some(common(2)),
+            plan: Some(Plan {
+                first: vec!["s"],
+                rounds: vec!["a", "r"],
+                last: vec!["z"],
+            }),
+            ..Mock::default()
+        };
+        let failures = measure(&mut mock, &files(dir.path())).unwrap();
+        assert_eq!(
+            mock.order,
+            ["s1", "s11", "s21", "a1", "r1", "r1", "r2", "a2", "z1"],
+            "s's follow-ups right after it; r retried once; odd rounds backwards"
+        );
+        assert_eq!(mock.retried, ["r: flaky"]);
+        assert!(failures.is_empty(), "{failures:?}");
     }
 
     #[test]
@@ -362,39 +565,40 @@ mod tests {
         struct Strict(Mock);
         impl Experiment for Strict {
             const NAME: &'static str = "strict";
-            type Step = &'static str;
+            type Entry = &'static str;
             type Run = Measured;
+            fn common(&mut self) -> &mut CommonOptions {
+                self.0.common()
+            }
+            fn begin(&mut self) -> Result<()> {
+                Ok(())
+            }
+            fn plan(&self) -> Plan<&'static str> {
+                self.0.plan()
+            }
             fn label(&self, step: &&'static str) -> String {
                 self.0.label(step)
             }
             fn run(&mut self, step: &&'static str, round: &Round) -> Result<Measured> {
                 self.0.run(step, round)
             }
-            fn runs(&mut self) -> &mut Vec<Measured> {
-                self.0.runs()
+            fn keep(&mut self, e: &&'static str, run: Measured) -> Result<Option<&'static str>> {
+                self.0.keep(e, run)
             }
-            fn json(&mut self) -> Result<Vec<u8>> {
-                self.0.json()
-            }
-            fn result(&self) -> AnyResult {
-                unreachable!()
-            }
-            fn terminal(&self) -> String {
-                String::new()
+            fn result(&mut self) -> AnyResult {
+                self.0.result()
             }
         }
         let dir = tempfile::tempdir().unwrap();
-        let setup = Setup {
-            out: dir.path().to_owned(),
-            json: None,
-            harness: vec![0],
-            rounds: 1,
-        };
-        let mut strict = Strict(Mock::default());
-        let e = measure(&mut strict, &["a", "c", "b"], &setup).unwrap_err();
+        let mut strict = Strict(Mock {
+            common: Some(common(1)),
+            plan: Some(Plan::rounds(vec!["a", "c", "b"])),
+            ..Mock::default()
+        });
+        let e = measure(&mut strict, &files(dir.path())).unwrap_err();
         assert_eq!(e.to_string(), "workload crashed");
         assert_eq!(strict.0.order, ["a1", "c1"]);
-        assert_eq!(strict.0.runs.len(), 1, "what ran before is kept");
+        assert_eq!(strict.0.kept.len(), 1, "what ran before is kept");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use crate::options::{BpfMode, TracerOptions};
 use anyhow::Result;
-use rtrace_tracer::{Tracer, TracerKind};
+use rtrace_tracer::{Hook, Tracer, TracerKind};
 
 /// A backend and the mode that tells it apart from other columns of the same tracer.
 pub struct Variant {
@@ -85,6 +85,18 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
                 .collect()
         }
     })
+}
+
+/// Every configured variant of `kind` (see [`variants`]) that passed its check on every hook of
+/// `hooks`; changes nothing.
+pub fn checked(kind: TracerKind, opts: &TracerOptions, hooks: &[&Hook]) -> Result<Vec<Variant>> {
+    let variants = variants(kind, opts)?;
+    for v in &variants {
+        for hook in hooks {
+            v.tracer.check(hook)?;
+        }
+    }
+    Ok(variants)
 }
 
 /// The column name of an LTTng event kind: the report always says which kind a row measured.
@@ -235,7 +247,7 @@ mod tests {
     #[test]
     fn every_tracer_gets_the_same_per_cpu_buffer_by_default() {
         let o = TracerOptions {
-            buffer_size_kb: Some(crate::cli::DEFAULT_BUFFER_KB),
+            buffer_size_kb: Some(crate::options::DEFAULT_BUFFER_KB),
             ..opts(vec![BpfMode::Record])
         };
         let b = buffers(&TracerKind::ALL, &o).unwrap();

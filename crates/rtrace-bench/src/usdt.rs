@@ -2,17 +2,44 @@
 //! static USDT probe and, with `--hook`, on dynamic uprobe/uretprobe hooks of a marker function
 //! (each hook kind its own set of rows).
 
-use crate::options::{TracerChoice, TracerOptions, UsdtOptions};
-use crate::runner::{self, Round, Setup};
-use crate::{output, tracers};
-use anyhow::{bail, Context, Result};
+use crate::options::{CommonOptions, TracerChoice};
+use crate::runner::{self, Plan, Round};
+use crate::{tracers, workload};
+use anyhow::{Context, Result};
 use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
 use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
-use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer, TracerKind};
-use std::path::{Path, PathBuf};
+use rtrace_tracer::{Attachment, Hook, Instrumentation, Tracer, TracerKind};
+use std::path::PathBuf;
 use std::time::Instant;
+
+/// `usdt`'s options, checked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub common: CommonOptions,
+    pub tracers: TracerChoice,
+    pub cases: Vec<Case>,
+    /// Hook kinds, each its own set of rows, in `HookKind::ALL` order; never empty.
+    pub hooks: Vec<HookKind>,
+    pub iterations: u64,
+    pub warmup: u64,
+    /// `--allow-loss`: lossy case-1 runs stay in ratios.
+    pub allow_loss: bool,
+    /// `--decompose`: every tracer in the modes of its staircase (`crate::decompose`), case 3
+    /// for LTTng only.
+    pub decompose: bool,
+    /// `--threads`: loop threads, each on its own CPU (the measured CPU first, then harness
+    /// CPUs from the last); at least 1.
+    pub threads: usize,
+}
+
+impl Options {
+    /// CPUs of every loop thread (see [`crate::cpus::Cpus::loop_cpus`]).
+    pub fn thread_cpus(&self) -> Vec<usize> {
+        self.common.cpus.loop_cpus(self.threads)
+    }
+}
 
 /// Timer-overhead samples taken before every case.
 const TIMER_SAMPLES: u64 = 100_000;
@@ -35,66 +62,9 @@ struct Column {
     idle: Hook,
 }
 
-/// The workload binary carrying `instrumentation`.
-pub fn workload_bin(dir: &Path, instrumentation: Instrumentation) -> PathBuf {
-    dir.join(match instrumentation {
-        Instrumentation::Usdt => "workload",
-        Instrumentation::LttngUst => "workload-lttng",
-    })
-}
-
-fn require_bin(bin: &Path) -> Result<()> {
-    if !bin.is_file() {
-        bail!(
-            "workload binary {} not found: build it with `cargo build --release` or pass --workload-dir DIR",
-            bin.display()
-        );
-    }
-    Ok(())
-}
-
-/// The `rtrace:event` / `rtrace:idle` hooks of a workload binary (`rtrace:event_nop5` /
-/// `rtrace:idle_nop5` for the usdt-nop5 kind), or for uprobe kinds the entry or return of its
-/// marker functions `rtrace_marker_hit` / `rtrace_marker_idle`.
-pub(crate) fn hooks(
-    bin: &Path,
-    instrumentation: Instrumentation,
-    kind: HookKind,
-) -> Result<(Hook, Hook)> {
-    if kind.is_dynamic() {
-        let ret = kind == HookKind::Uretprobe;
-        return Ok((
-            Hook::uprobe(bin, rtrace_protocol::MARKER_HIT, ret)?,
-            Hook::uprobe(bin, rtrace_protocol::MARKER_IDLE, ret)?,
-        ));
-    }
-    let suffix = if kind == HookKind::UsdtNop5 {
-        "_nop5"
-    } else {
-        ""
-    };
-    let hook = |name: &str| -> Result<Hook> {
-        let name = format!("{name}{suffix}");
-        Ok(match instrumentation {
-            Instrumentation::Usdt => Hook::Usdt {
-                binary: bin.to_owned(),
-                sites: rtrace_sdt::find(bin, "rtrace", &name)?,
-            },
-            Instrumentation::LttngUst => Hook::LttngUst {
-                provider: "rtrace".into(),
-                event: name,
-            },
-        })
-    };
-    Ok((hook("event")?, hook("idle")?))
-}
-
 /// Builds and checks every requested tracer before anything on the machine changes.
-fn columns(o: &UsdtOptions) -> Result<(Vec<Column>, Vec<String>)> {
-    let (kinds, skip_unavailable) = match &o.tracers {
-        TracerChoice::These(k) => (k.clone(), false),
-        TracerChoice::AllAvailable => (TracerKind::ALL.to_vec(), true),
-    };
+fn columns(o: &Options) -> Result<(Vec<Column>, Vec<String>)> {
+    let (kinds, skip_unavailable) = o.tracers.kinds();
     let mut cols = Vec::new();
     let mut notes = Vec::new();
     for &hook_kind in &o.hooks {
@@ -113,24 +83,20 @@ fn columns(o: &UsdtOptions) -> Result<(Vec<Column>, Vec<String>)> {
                 kind.instrumentation()
             };
             let made = (|| -> Result<Vec<Column>> {
-                let mut made = Vec::new();
-                for v in tracers::variants(kind, &o.tracer)? {
-                    let workload = workload_bin(&o.workload_dir, instrumentation);
-                    require_bin(&workload)?;
-                    let (event, idle) = hooks(&workload, instrumentation, hook_kind)?;
-                    v.tracer.check(&event)?;
-                    v.tracer.check(&idle)?;
-                    made.push(Column {
+                let workload = workload::bin(&o.common, instrumentation)?;
+                let (event, idle) = workload::hooks(&workload, instrumentation, hook_kind)?;
+                Ok(tracers::checked(kind, &o.common.tracer, &[&event, &idle])?
+                    .into_iter()
+                    .map(|v| Column {
                         kind,
                         hook_kind,
                         variant: hook_kind.variant(v.name),
                         tracer: v.tracer,
-                        workload,
-                        event,
-                        idle,
-                    });
-                }
-                Ok(made)
+                        workload: workload.clone(),
+                        event: event.clone(),
+                        idle: idle.clone(),
+                    })
+                    .collect())
             })();
             match made {
                 Ok(c) => cols.extend(c),
@@ -149,89 +115,48 @@ fn columns(o: &UsdtOptions) -> Result<(Vec<Column>, Vec<String>)> {
     Ok((cols, notes))
 }
 
-pub fn run(mut o: UsdtOptions) -> Result<i32> {
-    let baseline_bin = workload_bin(&o.workload_dir, Instrumentation::Usdt);
-    require_bin(&baseline_bin)?;
+pub fn run(o: Options) -> Result<i32> {
+    let baseline_bin = workload::bin(&o.common, Instrumentation::Usdt)?;
     let (cols, notes) = columns(&o)?;
-    // Every check passed; take the CPUs and the output directory (the first changes).
-    if let Some(j) = &o.json {
-        output::check_file("--json", j)?;
-    }
-    let (cpus, _cpu) = o.cpus.claim()?;
-    o.cpus = cpus;
-    let run_dir = output::claim_dir("--out", &o.out, o.out_given)?;
-    o.out = run_dir.path.clone();
     let result = UsdtResult {
         experiment: "usdt".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        environment: Environment::collect(o.cpus.measured),
+        started_unix: crate::options::now_unix(),
+        environment: Environment::default(),
         config: UsdtConfig {
-            tracers: {
-                let mut t: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
-                t.dedup();
-                t
-            },
+            tracers: Vec::new(),
             cases: o.cases.clone(),
             iterations: o.iterations,
             warmup: o.warmup,
+            run: Default::default(),
             hooks: o.hooks.clone(),
-            pacing: rtrace_measure::pacing::for_this_machine(o.priority),
+            pacing: rtrace_measure::pacing::for_this_machine(o.common.priority),
             allow_loss: o.allow_loss,
-            thread_cpus: if o.threads > 1 {
-                o.thread_cpus()
-            } else {
-                Vec::new()
-            },
-            run: rtrace_measure::RunSettings {
-                cpu: o.cpus.measured,
-                harness_cpus: o.cpus.harness.clone(),
-                priority: o.priority,
-                buffer_size_kb: o.tracer.buffer_size_kb,
-                tracer_options: tracer_options_json(&o.tracer),
-                buffers: {
-                    let mut kinds: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
-                    kinds.dedup();
-                    crate::tracers::buffers(&kinds, &o.tracer)?
-                },
-                unequal: {
-                    let mut kinds: Vec<TracerKind> = cols.iter().map(|c| c.kind).collect();
-                    kinds.dedup();
-                    crate::tracers::unequal(&kinds, o.cpus.measured)
-                },
-                rounds: o.rounds,
-                keep_traces: Some(o.keep_traces),
-                ..Default::default()
-            },
+            thread_cpus: Vec::new(),
         },
         runs: Vec::new(),
         warnings: Vec::new(),
     };
-    let plan = plan(
-        &o,
-        &cols.iter().map(|c| c.hook_kind).collect::<Vec<_>>(),
-        |i| !o.decompose || cols[i].kind == TracerKind::Lttng,
-    );
-    let setup = Setup {
-        out: o.out.clone(),
-        json: o.json.clone(),
-        harness: o.cpus.harness.clone(),
-        rounds: o.rounds,
-    };
-    let mut usdt = Usdt {
+    runner::run(&mut Usdt {
         o,
         cols,
         notes,
         baseline_bin,
         result,
-    };
-    runner::run(&mut usdt, &plan, &setup)
+    })
 }
 
-/// One entry of the plan: a column (`None`: no tracer), a case, the hook kind of its rows.
+/// A run of a column (`None`: no tracer), a case, the hook kind of its rows.
 type Step = (Option<usize>, Case, HookKind);
+
+/// One entry of the plan: the untimed priming run, or a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// A short baseline run, discarded: the first timed run is not the first process after the
+    /// measured CPU sat idle (caches, page cache, the host's vCPU).
+    Prime,
+    Step(Step),
+}
 
 /// Per hook kind, the quiet runs (cases 2 and 3 of every column, their case 0 in the middle)
 /// then the traced runs (case 1 of every column). This VM's speed switches between states
@@ -240,7 +165,7 @@ type Step = (Option<usize>, Case, HookKind);
 /// (the marker call).
 /// `quiet(i)`: whether column `i` runs its quiet cases (`--decompose` keeps them for LTTng only,
 /// whose case 3 is a step of its staircase).
-fn plan(o: &UsdtOptions, cols: &[HookKind], quiet_for: impl Fn(usize) -> bool) -> Vec<Step> {
+fn plan(o: &Options, cols: &[HookKind], quiet_for: impl Fn(usize) -> bool) -> Vec<Step> {
     let mut plan = Vec::new();
     // Without a USDT kind the barrier baseline still runs: it shows the plain call's cost.
     if o.cases.contains(&Case::Baseline) && o.hooks.iter().all(|k| k.is_dynamic()) {
@@ -297,7 +222,7 @@ fn display_order(hooks: &[HookKind], cols: &[Column], c: &CaseResult) -> (usize,
 
 /// The microbenchmark as the runner sees it.
 struct Usdt {
-    o: UsdtOptions,
+    o: Options,
     cols: Vec<Column>,
     notes: Vec<String>,
     baseline_bin: PathBuf,
@@ -315,55 +240,73 @@ impl Usdt {
 
 impl runner::Experiment for Usdt {
     const NAME: &'static str = "usdt";
-    type Step = Step;
+    type Entry = Entry;
     type Run = CaseResult;
 
-    fn label(&self, step: &Step) -> String {
-        let (col, case, _) = *step;
+    fn common(&mut self) -> &mut CommonOptions {
+        &mut self.o.common
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        let kinds: Vec<TracerKind> = self.cols.iter().map(|c| c.kind).collect();
+        let c = &mut self.result.config;
+        c.run = self.o.common.settings(&kinds)?;
+        c.tracers = kinds;
+        c.tracers.dedup();
+        if self.o.threads > 1 {
+            c.thread_cpus = self.o.thread_cpus();
+        }
+        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        Ok(())
+    }
+
+    fn plan(&self) -> Plan<Entry> {
+        let steps = plan(
+            &self.o,
+            &self.cols.iter().map(|c| c.hook_kind).collect::<Vec<_>>(),
+            |i| crate::decompose::quiet_cases(self.o.decompose, self.cols[i].kind),
+        );
+        Plan {
+            first: vec![Entry::Prime],
+            rounds: steps.into_iter().map(Entry::Step).collect(),
+            last: Vec::new(),
+        }
+    }
+
+    fn label(&self, entry: &Entry) -> String {
+        let Entry::Step(step @ (col, case, _)) = *entry else {
+            return "priming run".into();
+        };
         format!(
             "{}{} case {}",
             col.map_or(TracerKind::None, |c| self.cols[c].kind),
-            self.variant(step)
+            self.variant(&step)
                 .as_deref()
                 .map_or(String::new(), |v| format!(" ({v})")),
             case.number(),
         )
     }
 
-    fn describe(&self, &(_, case, _): &Step) -> String {
-        case.describe().into()
+    fn describe(&self, entry: &Entry) -> String {
+        match entry {
+            Entry::Prime => "untimed, discarded".into(),
+            Entry::Step((_, case, _)) => case.describe().into(),
+        }
     }
 
-    /// A short baseline run, discarded.
-    fn prime(&mut self) -> Result<()> {
-        let o = UsdtOptions {
-            iterations: PRIMING_ITERATIONS.min(self.o.iterations),
-            ..self.o.clone()
+    fn run(&mut self, entry: &Entry, round: &Round) -> Result<CaseResult> {
+        let (step, iterations) = match *entry {
+            Entry::Prime => (
+                (None, Case::Baseline, HookKind::Usdt),
+                PRIMING_ITERATIONS.min(self.o.iterations),
+            ),
+            Entry::Step(step) => (step, round.share(self.o.iterations)),
         };
-        let once = Round {
-            index: 0,
-            of: 1,
-            seq: 0,
-        };
-        run_case(
-            &o,
-            None,
-            Case::Baseline,
-            HookKind::Usdt,
-            &self.baseline_bin,
-            &once,
-            self.result.config.pacing,
-        )?;
-        Ok(())
-    }
-
-    fn run(&mut self, step: &Step, round: &Round) -> Result<CaseResult> {
-        let (col, case, hook_kind) = *step;
+        let (col, case, hook_kind) = step;
         let r = run_case(
             &self.o,
             col.map(|c| &self.cols[c]),
-            case,
-            hook_kind,
+            (case, hook_kind, iterations),
             &self.baseline_bin,
             round,
             self.result.config.pacing,
@@ -375,41 +318,25 @@ impl runner::Experiment for Usdt {
         Ok(r)
     }
 
-    fn runs(&mut self) -> &mut Vec<CaseResult> {
-        &mut self.result.runs
+    fn keep(&mut self, entry: &Entry, run: CaseResult) -> Result<Option<Entry>> {
+        if *entry != Entry::Prime {
+            rtrace_measure::pool::keep(&mut self.result.runs, run)?;
+        }
+        Ok(None)
     }
 
-    fn json(&mut self) -> Result<Vec<u8>> {
+    fn result(&mut self) -> rtrace_report::AnyResult {
         let (hooks, cols) = (&self.o.hooks, &self.cols);
         self.result
             .runs
             .sort_by_key(|c| display_order(hooks, cols, c));
         self.result.warnings = rtrace_measure::warnings::usdt(&self.result);
-        rtrace_report::json::usdt(&self.result)
-    }
-
-    fn result(&self) -> rtrace_report::AnyResult {
         rtrace_report::AnyResult::Usdt(self.result.clone())
-    }
-
-    fn terminal(&self) -> String {
-        rtrace_report::terminal::usdt(&self.result, &[], crate::report::paint())
     }
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
     }
-}
-
-pub(crate) fn tracer_options_json(t: &TracerOptions) -> serde_json::Value {
-    serde_json::json!({
-        "record": t.record,
-        "lttng_subbuf_size": t.lttng_subbuf_size,
-        "lttng_num_subbuf": t.lttng_num_subbuf,
-        "lttng_event": t.lttng_events.iter().map(|&k| crate::tracers::lttng_event_name(k)).collect::<Vec<_>>(),
-        "bpf_modes": t.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
-        "ftrace_modes": t.ftrace_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
-    })
 }
 
 /// Each loop thread's statistics of one round (empty with one thread).
@@ -437,12 +364,12 @@ fn per_thread(
         .collect()
 }
 
+/// One run of `case` on `hook_kind`'s body for `iterations` timed iterations.
 fn run_case(
-    o: &UsdtOptions,
+    o: &Options,
     col: Option<&Column>,
-    case: Case,
-    hook_kind: HookKind,
-    baseline_bin: &Path,
+    (case, hook_kind, iterations): (Case, HookKind, u64),
+    baseline_bin: &std::path::Path,
     round: &Round,
     pacing: Option<Pacing>,
 ) -> Result<CaseResult> {
@@ -455,10 +382,10 @@ fn run_case(
     };
     let config = WorkloadConfig::Micro(MicroConfig {
         body: hook_kind.body(case),
-        iterations: round.share(o.iterations),
+        iterations,
         warmup: o.warmup,
-        cpu: o.cpus.measured,
-        priority: o.priority,
+        cpu: o.common.cpus.measured,
+        priority: o.common.priority,
         timer_samples: TIMER_SAMPLES,
         pacing,
         more_threads: o.thread_cpus().into_iter().skip(1).collect(),
@@ -468,7 +395,7 @@ fn run_case(
         Some(c) => c.variant.clone(),
         None => hook_kind.variant(None),
     };
-    let out_dir = o.out.join(format!(
+    let out_dir = o.common.out.join(format!(
         "{}{}-case{}{}",
         tracer_kind,
         variant
@@ -494,20 +421,11 @@ fn run_case(
         let (Some(col), Some(hook)) = (col, hook) else {
             return Ok((None::<Box<dyn Attachment>>, counters()));
         };
-        let target = Target {
-            hook: hook.clone(),
-            pid: Some(ready.pid),
-            follow_children: false,
-            skip_tid: None,
-            out_dir: out_dir.clone(),
-            consumer_cpus: o.cpus.harness.clone(),
-            buffer_size_kb: o.tracer.buffer_size_kb,
-            record: o.tracer.record,
-        };
+        let target = o.common.target(hook.clone(), Some(ready.pid), &out_dir);
         let attached = col.tracer.attach(&target)?;
         Ok((Some(attached), counters()))
     })?;
-    let counters = counters.map(|c| c.read(round.share(o.iterations) + o.warmup));
+    let counters = counters.map(|c| c.read(iterations + o.warmup));
     // Case 2's hook (`rtrace:idle`, `rtrace_marker_idle`) never runs: its ground truth is 0
     // even when the loop body calls the other marker.
     let hits = if case == Case::Dormant {
@@ -552,11 +470,12 @@ fn run_case(
         per_thread: per_thread(&outcome.done.per_thread, &o.thread_cpus(), round.seq)?,
     };
     if hook.is_some() {
-        let verified = rtrace_measure::pool::Pool::accounting(&r).is_ok();
+        let verified = rtrace_measure::pool::Accounted::accounting(&r).is_ok();
         r.trace_data = Some(
-            TraceData::settle(&out_dir, o.keep_traces, verified, r.lost() > 0).with_context(
-                || format!("cannot settle the trace data in {}", out_dir.display()),
-            )?,
+            TraceData::settle(&out_dir, o.common.keep_traces, verified, r.lost() > 0)
+                .with_context(|| {
+                    format!("cannot settle the trace data in {}", out_dir.display())
+                })?,
         );
     }
     Ok(r)
@@ -565,16 +484,9 @@ fn run_case(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Cli;
-    use clap::Parser;
 
-    fn options(args: &[&str]) -> UsdtOptions {
-        let mut all = vec!["rtrace-bench", "usdt"];
-        all.extend(args);
-        match Cli::parse_from(all).command {
-            crate::cli::Command::Usdt(a) => UsdtOptions::try_from(a).unwrap(),
-            _ => unreachable!(),
-        }
+    fn options(args: &[&str]) -> Options {
+        crate::flags::tests::usdt(args).unwrap()
     }
 
     fn names(plan: &[Step]) -> Vec<String> {

@@ -25,7 +25,7 @@ pub mod warnings;
 
 pub use env::Environment;
 pub use model::{AccountingError, Events};
-pub use pool::Pool;
+pub use pool::{Accounted, Pool};
 pub use settings::RunSettings;
 pub use spawn::{run_workload, run_workload_message, Outcome, WorkloadError};
 pub use summary::Summary;

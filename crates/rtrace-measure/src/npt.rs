@@ -4,7 +4,7 @@
 
 use crate::{Environment, Events, Summary};
 use hdrhistogram::Histogram;
-use rtrace_protocol::{decode_histogram, HistogramError, NptDone};
+use rtrace_protocol::{decode_histogram, encode_histogram, HistogramError, NptDone};
 use serde::{Deserialize, Serialize};
 
 /// Gaps at or above this many ns count as interruptions in the report (a gap of the loop is
@@ -62,6 +62,53 @@ impl NptRun {
 
     pub fn quiet_histogram(&self) -> Result<Histogram<u64>, HistogramError> {
         decode_histogram(&self.done.quiet)
+    }
+}
+
+impl crate::pool::Accounted for NptRun {
+    /// Every hit recorded or reported lost.
+    fn accounting(&self) -> Result<(), String> {
+        match &self.events {
+            Some(e) => e.check_exact().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl crate::Pool for NptRun {
+    fn is_same_run(&self, other: &NptRun) -> bool {
+        (self.tracer, &self.variant) == (other.tracer, &other.variant)
+    }
+
+    /// Adds the later round's loop: iterations, time, hits and both gap histograms; the
+    /// summaries and interruptions are made again over every round.
+    fn absorb(&mut self, round: NptRun) -> anyhow::Result<()> {
+        let add = |a: &str, b: &str| -> anyhow::Result<String> {
+            let mut h = decode_histogram(a)?;
+            h.add(decode_histogram(b)?)
+                .map_err(|e| anyhow::anyhow!("cannot pool gap histograms: {e:?}"))?;
+            Ok(encode_histogram(&h)?)
+        };
+        let d = &mut self.done;
+        d.hits += round.done.hits;
+        d.iterations += round.done.iterations;
+        d.elapsed_ns += round.done.elapsed_ns;
+        d.quiet = add(&d.quiet, &round.done.quiet)?;
+        d.fired = add(&d.fired, &round.done.fired)?;
+        self.events = match (self.events, round.events) {
+            (Some(a), Some(b)) => Some(Events {
+                hits: a.hits + b.hits,
+                recorded: a.recorded + b.recorded,
+                lost: a.lost + b.lost,
+                overwritten: a.overwritten + b.overwritten,
+            }),
+            (a, b) => a.or(b),
+        };
+        let quiet = decode_histogram(&self.done.quiet)?;
+        self.quiet = Summary::of(&quiet);
+        self.fired = Summary::of(&decode_histogram(&self.done.fired)?);
+        self.interruptions = above(&quiet, INTERRUPTION_NS);
+        Ok(())
     }
 }
 
@@ -140,5 +187,10 @@ mod tests {
         assert_eq!(run.quiet.unwrap().count, 7);
         assert_eq!(run.fired.unwrap().count, 1);
         assert_eq!(run.label(), "none");
+        let mut pooled = run.clone();
+        crate::Pool::absorb(&mut pooled, run).unwrap();
+        assert_eq!(pooled.interruptions, 6);
+        assert_eq!(pooled.quiet.unwrap().count, 14);
+        assert_eq!(pooled.done.iterations, 16);
     }
 }

@@ -3,17 +3,20 @@
 //! whether a round's event accounting holds. Each experiment implements it on its own run
 //! type, so results pool differently per experiment (histograms add up for `usdt`, ...).
 
+/// A run's event accounting against the workload's ground truth, which the runner checks after
+/// every run.
+pub trait Accounted {
+    /// `Err` says what broke. Runs without a tracer are `Ok`.
+    fn accounting(&self) -> Result<(), String>;
+}
+
 /// One round's result of a plan entry, and the pooled result of all its rounds.
-pub trait Pool: Sized {
+pub trait Pool: Accounted + Sized {
     /// `other` is another round of the same plan entry.
     fn is_same_run(&self, other: &Self) -> bool;
 
     /// Pools a later round of the same run into this one.
     fn absorb(&mut self, round: Self) -> anyhow::Result<()>;
-
-    /// This round's event accounting against the workload's ground truth: `Err` says what
-    /// broke. Runs without a tracer are `Ok`.
-    fn accounting(&self) -> Result<(), String>;
 }
 
 /// Adds `round` to the run of `runs` it belongs to, or appends it as a new run.
@@ -43,6 +46,9 @@ mod tests {
             self.1 += round.1;
             Ok(())
         }
+    }
+
+    impl Accounted for Sum {
         fn accounting(&self) -> Result<(), String> {
             Ok(())
         }

@@ -42,6 +42,13 @@ impl Point {
     }
 }
 
+impl crate::pool::Accounted for Point {
+    /// Every hit recorded or reported lost.
+    fn accounting(&self) -> Result<(), String> {
+        self.events.check_exact().map_err(|e| e.to_string())
+    }
+}
+
 /// How the search proceeds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SearchPlan {
@@ -91,6 +98,9 @@ pub struct Search {
     pub confirmed: bool,
     /// One of the runs at `over` × the rate found (up to [`OVER_RUNS`]) lost events.
     pub over_lossy: Option<bool>,
+    /// The round of this search (0-based) when `--rounds` repeated every search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
 }
 
 /// Times a failed confirmation lowers the rate and confirms again.
@@ -114,6 +124,43 @@ pub struct Found {
 /// Times a search whose run at `over` × the rate found lost nothing starts again above it: a
 /// loss during the climb or the bisection was chance, the limit is higher.
 pub const RESUMES: u32 = 2;
+
+/// What a search does after the points it measured so far: measure at a rate in a phase, or
+/// end with what it found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    Measure(f64, Phase),
+    Done(Found),
+}
+
+/// The point a replayed search asks for beyond those it was given.
+#[derive(Debug, thiserror::Error)]
+#[error("the search needs a run at {0} events/s ({1:?})")]
+struct Needs(f64, Phase);
+
+/// The step after `points` (every point of this search so far, in order): [`search`] replayed
+/// over them, so that each of its runs can be a separate entry of the harness's plan.
+pub fn next(plan: &SearchPlan, points: &[Point]) -> anyhow::Result<Next> {
+    let mut given = points.iter();
+    let replayed = search(plan, |rate, phase| {
+        match given.next() {
+        Some(p) if p.rate_hz == rate && p.phase == phase => Ok(p.clone()),
+        Some(p) => anyhow::bail!(
+            "the search replays differently: it asks for {rate} events/s ({phase:?}) where {} ({:?}) was measured",
+            p.rate_hz,
+            p.phase
+        ),
+        None => Err(Needs(rate, phase).into()),
+    }
+    });
+    match replayed {
+        Ok(found) => Ok(Next::Done(found)),
+        Err(e) => match e.downcast_ref::<Needs>() {
+            Some(&Needs(rate, phase)) => Ok(Next::Measure(rate, phase)),
+            None => Err(e),
+        },
+    }
+}
 
 /// The search itself, over `measure(rate, phase)`.
 pub fn search(
@@ -304,6 +351,27 @@ mod tests {
                 },
             })
         }
+    }
+
+    #[test]
+    fn a_search_replayed_step_by_step_ends_where_the_whole_search_does() {
+        let plan = SearchPlan::default();
+        let whole = search(&plan, fake(300_000.0, 1e9)).unwrap();
+        let mut measure = fake(300_000.0, 1e9);
+        let mut points = Vec::new();
+        let stepped = loop {
+            match next(&plan, &points).unwrap() {
+                Next::Measure(rate, phase) => points.push(measure(rate, phase).unwrap()),
+                Next::Done(found) => break found,
+            }
+        };
+        assert_eq!(stepped, whole);
+        let mut wrong = points.clone();
+        wrong[0].rate_hz *= 2.0;
+        assert!(
+            next(&plan, &wrong).is_err(),
+            "a point the search did not ask for"
+        );
     }
 
     #[test]

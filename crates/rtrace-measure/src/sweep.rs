@@ -463,7 +463,9 @@ impl crate::Pool for SweepRun {
         };
         Ok(())
     }
+}
 
+impl crate::pool::Accounted for SweepRun {
     fn accounting(&self) -> Result<(), String> {
         match &self.accounting {
             Some(a) if !a.ok => Err(a

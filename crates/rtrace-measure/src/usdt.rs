@@ -561,7 +561,9 @@ impl crate::Pool for CaseResult {
         };
         Ok(())
     }
+}
 
+impl crate::pool::Accounted for CaseResult {
     /// Case 1: every hit recorded or reported lost; other cases: nothing recorded.
     fn accounting(&self) -> Result<(), String> {
         let Some(ev) = &self.events else {
@@ -578,7 +580,7 @@ impl crate::Pool for CaseResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Pool;
+    use crate::{Accounted, Pool};
 
     #[test]
     fn variants_carry_the_mode_and_the_dynamic_hook() {

@@ -4,7 +4,7 @@
 
 use crate::sweep::{Source, SweepResult};
 use crate::usdt::{CaseResult, RoundSummary, UsdtResult};
-use crate::Pool;
+use crate::Accounted;
 use crate::{Environment, Events, Summary};
 use serde::{Deserialize, Serialize};
 

@@ -236,6 +236,7 @@ mod tests {
                 ceiling: f.ceiling,
                 confirmed: f.confirmed,
                 over_lossy: f.over_lossy,
+                round: None,
             }],
             failed: Vec::new(),
         }

@@ -47,6 +47,19 @@ impl AnyResult {
         }
     }
 
+    /// The result file's bytes: the model as is, pretty-printed.
+    pub fn to_json(&self) -> Result<Vec<u8>> {
+        let mut v = match self {
+            AnyResult::Usdt(r) => serde_json::to_vec_pretty(r)?,
+            AnyResult::Sweep(r) => serde_json::to_vec_pretty(r)?,
+            AnyResult::Rate(r) => serde_json::to_vec_pretty(r)?,
+            AnyResult::Npt(r) => serde_json::to_vec_pretty(r)?,
+            AnyResult::Events(r) => serde_json::to_vec_pretty(r)?,
+        };
+        v.push(b'\n');
+        Ok(v)
+    }
+
     pub fn experiment(&self) -> &'static str {
         match self {
             AnyResult::Usdt(_) => USDT,

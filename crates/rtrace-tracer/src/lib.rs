@@ -175,6 +175,21 @@ pub struct Target {
     pub record: RecordMode,
 }
 
+impl Target {
+    /// Threads and children that `pid` creates after the attach count too (see
+    /// [`Target::follow_children`]).
+    pub fn following_children(mut self) -> Target {
+        self.follow_children = true;
+        self
+    }
+
+    /// Events of thread `tid` do not count (see [`Target::skip_tid`]).
+    pub fn skipping(mut self, tid: u32) -> Target {
+        self.skip_tid = Some(tid);
+        self
+    }
+}
+
 /// Event accounting reported by a backend. `recorded + lost` must equal the ground-truth number
 /// of hits; the harness checks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

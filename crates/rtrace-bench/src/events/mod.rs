@@ -10,35 +10,32 @@
 
 mod dd;
 
-use crate::options::{default_out, default_workload_dir};
-use crate::output;
-use crate::usdt::workload_bin;
+use crate::options::CommonOptions;
+use crate::runner::{self, Plan, Round};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::events::{
     Cell, EventsResult, EventsSettings, FeatureRun, HookCheck, Outcome, Workload,
 };
+use rtrace_measure::pool::Accounted;
 use rtrace_measure::{run_workload_message, Environment};
 use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
 use rtrace_tracer::features::{Evidence, Feature, ReadHook};
-use rtrace_tracer::{Hook, Instrumentation, RecordMode, Target, Tracer, TracerKind};
+use rtrace_tracer::{Hook, Instrumentation, Target, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 
 /// Reads of an accounting run (enough to see any miscount; not timed).
 const ACCOUNT_READS: u64 = 100_000;
 
+/// `events`' options, checked.
 #[derive(Debug, Clone)]
-pub struct EventsOptions {
+pub struct Options {
+    /// CPUs, priority, rounds, output, buffer size (every backend's), trace data.
+    pub common: CommonOptions,
+    /// Never `none` (the untraced runs are always made).
     pub tracers: Vec<TracerKind>,
     pub features: Vec<Feature>,
     pub workloads: Vec<Workload>,
     pub reads: u64,
-    pub rounds: u32,
-    pub cpus: crate::cpus::Cpus,
-    pub priority: Option<i32>,
-    pub json: Option<PathBuf>,
-    pub out: PathBuf,
-    pub out_given: bool,
-    pub workload_dir: PathBuf,
 }
 
 /// `1,4-7,15` → experiments 1, 4, 5, 6, 7, 15 in order, each once.
@@ -68,56 +65,6 @@ pub fn parse_features(items: &[String]) -> Result<Vec<Feature>> {
     }
     out.sort();
     Ok(out)
-}
-
-impl TryFrom<crate::cli::EventsArgs> for EventsOptions {
-    type Error = anyhow::Error;
-
-    fn try_from(a: crate::cli::EventsArgs) -> Result<EventsOptions> {
-        if a.reads == 0 {
-            bail!("--reads must be at least 1, e.g. --reads 1000000");
-        }
-        if a.rounds == 0 {
-            bail!("--rounds must be at least 1 (2 or more give intervals)");
-        }
-        if let Some(p) = a.priority {
-            if !(1..=99).contains(&p) {
-                bail!("--priority {p} is not a SCHED_FIFO priority: use 1..99");
-            }
-        }
-        let tracers: Vec<TracerKind> = crate::options::tracer_kinds(&a.tracer)
-            .into_iter()
-            .filter(|k| *k != TracerKind::None)
-            .collect();
-        if tracers.is_empty() {
-            bail!("--tracer none measures nothing here: name a tracer, e.g. --tracer bpftrace,ebpf (the untraced runs are always made)");
-        }
-        Ok(EventsOptions {
-            tracers,
-            features: parse_features(&a.experiments)?,
-            workloads: {
-                let mut w: Vec<Workload> = Vec::new();
-                for x in &a.workload {
-                    let x = match x {
-                        crate::cli::WorkloadArg::Loop => Workload::Loop,
-                        crate::cli::WorkloadArg::Dd => Workload::Dd,
-                    };
-                    if !w.contains(&x) {
-                        w.push(x);
-                    }
-                }
-                w
-            },
-            reads: a.reads,
-            rounds: a.rounds,
-            cpus: crate::cpus::Cpus::from_request(a.cpu)?,
-            priority: a.priority,
-            json: a.json,
-            out_given: a.out.is_some(),
-            out: a.out.unwrap_or_else(|| default_out("events")),
-            workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
-        })
-    }
 }
 
 /// How a cell runs.
@@ -153,16 +100,10 @@ struct Setup {
     bpftrace: PathBuf,
 }
 
-fn setup(o: &EventsOptions) -> Result<Setup> {
+fn setup(o: &Options) -> Result<Setup> {
     rtrace_tracer::require_root("the events suite")?;
     rtrace_ftrace::Tracefs::available()?;
-    let workload = workload_bin(&o.workload_dir, Instrumentation::Usdt);
-    if !workload.is_file() {
-        bail!(
-            "workload binary {} not found: build it with `cargo build --release` or pass --workload-dir DIR",
-            workload.display()
-        );
-    }
+    let workload = crate::workload::bin(&o.common, Instrumentation::Usdt)?;
     let libc = crate::sweep::cyclictest::libc()?;
     let libc_read = rtrace_sdt::function(&libc, "read")
         .with_context(|| format!("no `read` in {}", libc.display()))?
@@ -179,7 +120,7 @@ fn setup(o: &EventsOptions) -> Result<Setup> {
 }
 
 /// Every cell of the table: the ones to measure, and the others with why not.
-fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
+fn plan(o: &Options, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
     let mut run = Vec::new();
     let mut not = Vec::new();
     let fs = rtrace_ftrace::Tracefs::mount_if_needed()?;
@@ -333,44 +274,17 @@ fn syscall_hook(hook: ReadHook) -> Hook {
     }
 }
 
-pub fn run(mut o: EventsOptions) -> Result<i32> {
+pub fn run(o: Options) -> Result<i32> {
     let s = setup(&o)?;
     let (subjects, not_run) = plan(&o, &s)?;
     if subjects.is_empty() {
         bail!("no experiment can run here with these tracers: try --tracer bpftrace,ebpf");
     }
-    let started = crate::start::start(&o.cpus, &o.out, o.out_given, o.json.as_deref())?;
-    o.cpus = started.cpus.clone();
-    o.out = started.out.clone();
-    let mut result = EventsResult {
-        experiment: "events".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: crate::start::now_unix(),
-        environment: Environment::collect(o.cpus.measured),
-        config: EventsSettings {
-            reads: o.reads,
-            kprobes: s.kprobes,
-            libc: s.libc.display().to_string(),
-            workloads: o.workloads.clone(),
-            run: rtrace_measure::RunSettings {
-                rounds: o.rounds,
-                cpu: o.cpus.measured,
-                priority: o.priority,
-                ..Default::default()
-            },
-        },
-        baseline: Vec::new(),
-        cells: Vec::new(),
-        hook_checks: Vec::new(),
-        failed: Vec::new(),
-        retried: Vec::new(),
-    };
+    let mut cells = Vec::new();
     for &w in &o.workloads {
-        result
-            .cells
-            .extend(not_run.iter().cloned().map(|c| Cell { workload: w, ..c }));
+        cells.extend(not_run.iter().cloned().map(|c| Cell { workload: w, ..c }));
         for sub in &subjects {
-            result.cells.push(Cell {
+            cells.push(Cell {
                 workload: w,
                 feature: sub.feature,
                 tracer: sub.tracer,
@@ -380,143 +294,185 @@ pub fn run(mut o: EventsOptions) -> Result<i32> {
             });
         }
     }
-    let checks = hook_checks(&subjects);
-    let workloads = o.workloads.len() as u64;
-    let progress = crate::progress::Progress::new(
-        workloads * (checks.len() as u64 + u64::from(o.rounds) * (subjects.len() as u64 + 2)),
-    );
-    for &w in &o.workloads {
-        for (tracer, hook) in &checks {
-            progress.start(format!(
-                "{}: {tracer}: accounting on {}",
-                w.name(),
-                hook.label()
-            ));
-            let r = account(&o, &s, w, *tracer, *hook);
-            progress.done();
-            interrupted()?;
-            match r {
-                Ok(c) => {
-                    if !c.exact() {
-                        result.failed.push(format!(
-                            "{}: {tracer} on {}: {} events (+{} lost) of the workload's {} reads (+{} at start-up)",
-                            w.name(),
-                            c.hook,
-                            c.recorded,
-                            c.lost,
-                            c.reads,
-                            c.startup
-                        ));
-                    }
-                    result.hook_checks.push(c);
-                }
-                Err(e) => result.failed.push(format!(
-                    "{}: {tracer}: accounting on {}: {e:#}",
-                    w.name(),
-                    hook.label()
-                )),
+    let result = EventsResult {
+        experiment: "events".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: crate::options::now_unix(),
+        environment: Environment::default(),
+        config: EventsSettings {
+            reads: o.reads,
+            run: Default::default(),
+            kprobes: s.kprobes,
+            libc: s.libc.display().to_string(),
+            workloads: o.workloads.clone(),
+        },
+        baseline: Vec::new(),
+        cells,
+        hook_checks: Vec::new(),
+        failed: Vec::new(),
+        retried: Vec::new(),
+    };
+    runner::run(&mut Events {
+        o,
+        s,
+        subjects,
+        result,
+    })
+}
+
+/// One entry of the plan: an accounting run (once, first), an untraced run of a workload (at
+/// the start and end of each round), or a cell's timed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    Account(Workload, TracerKind, ReadHook),
+    Untraced(Workload),
+    Cell(Workload, usize),
+}
+
+/// What an entry measured.
+enum Measured {
+    Check(HookCheck),
+    Timed(FeatureRun),
+}
+
+impl Accounted for Measured {
+    fn accounting(&self) -> Result<(), String> {
+        match self {
+            Measured::Check(c) if !c.exact() => Err(format!(
+                "{} events (+{} lost) of the workload's {} reads (+{} at start-up)",
+                c.recorded, c.lost, c.reads, c.startup
+            )),
+            // A timed run's output was checked against its reads when it ran.
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The events suite as the runner sees it.
+struct Events {
+    o: Options,
+    s: Setup,
+    subjects: Vec<Subject>,
+    result: EventsResult,
+}
+
+impl runner::Experiment for Events {
+    const NAME: &'static str = "events";
+    type Entry = Entry;
+    type Run = Measured;
+
+    fn common(&mut self) -> &mut CommonOptions {
+        &mut self.o.common
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        let kinds: Vec<TracerKind> = self.subjects.iter().map(|s| s.tracer).collect();
+        self.result.config.run = self.o.common.settings(&kinds)?;
+        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        Ok(())
+    }
+
+    fn plan(&self) -> Plan<Entry> {
+        let checks = hook_checks(&self.subjects);
+        let mut plan = Plan::rounds(Vec::new());
+        for &w in &self.o.workloads {
+            plan.first
+                .extend(checks.iter().map(|&(t, h)| Entry::Account(w, t, h)));
+            plan.rounds.push(Entry::Untraced(w));
+            plan.rounds
+                .extend((0..self.subjects.len()).map(|i| Entry::Cell(w, i)));
+            plan.rounds.push(Entry::Untraced(w));
+        }
+        plan
+    }
+
+    fn label(&self, e: &Entry) -> String {
+        match *e {
+            Entry::Account(w, t, h) => format!("{}: {t}: accounting on {}", w.name(), h.label()),
+            Entry::Untraced(w) => format!("{}, untraced", w.name()),
+            Entry::Cell(w, i) => {
+                let sub = &self.subjects[i];
+                format!("{}, {} {}", w.name(), sub.tracer, sub.feature)
             }
         }
     }
-    write_json(&o, &result)?;
-    for round in 0..o.rounds {
-        for &w in &o.workloads {
-            one_round(&o, &s, w, round, &subjects, &mut result, &progress)?;
+
+    fn run(&mut self, e: &Entry, round: &Round) -> Result<Measured> {
+        let (o, s) = (&self.o, &self.s);
+        Ok(match *e {
+            Entry::Account(w, t, h) => Measured::Check(account(o, s, w, t, h)?),
+            Entry::Untraced(w) => Measured::Timed(timed(o, s, w, None, round.index, &[])?),
+            Entry::Cell(w, i) => Measured::Timed(timed(
+                o,
+                s,
+                w,
+                Some(&self.subjects[i]),
+                round.index,
+                &self.result.hook_checks,
+            )?),
+        })
+    }
+
+    fn keep(&mut self, e: &Entry, run: Measured) -> Result<Option<Entry>> {
+        match (run, *e) {
+            (Measured::Check(c), _) => {
+                if let Err(why) = Measured::Check(c.clone()).accounting() {
+                    self.result.failed.push(format!(
+                        "{}: {} on {}: {why}",
+                        c.workload.name(),
+                        c.tracer,
+                        c.hook
+                    ));
+                }
+                self.result.hook_checks.push(c);
+            }
+            (Measured::Timed(run), Entry::Cell(w, i)) => {
+                if let Outcome::Measured(runs) = &mut self.cell(w, i).outcome {
+                    runs.push(run);
+                } // failed in an earlier round: stays failed
+            }
+            (Measured::Timed(run), _) => self.result.baseline.push(run),
         }
-        write_json(&o, &result)?;
+        Ok(None)
     }
-    progress.finish();
-    write_json(&o, &result)?;
-    let report = crate::report::write_dir(
-        &o.out,
-        &rtrace_report::Report::one(rtrace_report::AnyResult::Events(result.clone())),
-    )?;
-    print!("{}", rtrace_report::events::text(&result));
-    eprintln!("results: {}", o.out.display());
-    eprintln!("report: {}", report.display());
-    if !result.failed.is_empty() {
-        bail!("{} run(s) failed (see above)", result.failed.len());
+
+    fn failed(&mut self, e: &Entry, error: anyhow::Error) -> Result<()> {
+        let message = format!("{}: {error:#}", self.label(e));
+        match *e {
+            Entry::Untraced(_) => return Err(error),
+            Entry::Cell(w, i) => self.cell(w, i).outcome = Outcome::Failed(format!("{error:#}")),
+            Entry::Account(..) => {}
+        }
+        self.result.failed.push(message);
+        Ok(())
     }
-    Ok(0)
+
+    /// One retry of a cell: a tracer that fails once (bpftrace 0.17 now and then does not exit
+    /// on SIGINT) does not cost the cell every later round; the failure stays on record.
+    fn retries(&self, e: &Entry) -> u32 {
+        u32::from(matches!(e, Entry::Cell(..)))
+    }
+
+    fn retried(&mut self, e: &Entry, error: &anyhow::Error) {
+        let message = format!("{}: {error:#}", self.label(e));
+        self.result.retried.push(message);
+    }
+
+    fn result(&mut self) -> rtrace_report::AnyResult {
+        rtrace_report::AnyResult::Events(self.result.clone())
+    }
 }
 
-/// One round of workload `w`: an untraced run, every subject (in alternating order), an
-/// untraced run.
-fn one_round(
-    o: &EventsOptions,
-    s: &Setup,
-    w: Workload,
-    round: u32,
-    subjects: &[Subject],
-    result: &mut EventsResult,
-    progress: &crate::progress::Progress,
-) -> Result<()> {
-    let order: Vec<&Subject> = if round.is_multiple_of(2) {
-        subjects.iter().collect()
-    } else {
-        subjects.iter().rev().collect()
-    };
-    let untraced = |result: &mut EventsResult| -> Result<()> {
-        progress.start(format!("round {}: {}, untraced", round + 1, w.name()));
-        let base = timed(o, s, w, None, round, &[])?;
-        result.baseline.push(base);
-        progress.done();
-        Ok(())
-    };
-    untraced(result)?;
-    for sub in order {
-        progress.start(format!(
-            "round {}: {}, {} {}",
-            round + 1,
-            w.name(),
-            sub.tracer,
-            sub.feature
-        ));
-        let mut r = timed(o, s, w, Some(sub), round, &result.hook_checks);
-        interrupted()?;
-        if let Err(e) = &r {
-            // One retry: a tracer that fails once (bpftrace 0.17 now and then does not exit on
-            // SIGINT) does not cost the cell every later round; the failure stays on record.
-            result.retried.push(format!(
-                "{}, {} {}, round {}: {e:#}",
-                w.name(),
-                sub.tracer,
-                sub.feature,
-                round + 1
-            ));
-            r = timed(o, s, w, Some(sub), round, &result.hook_checks);
-            interrupted()?;
-        }
-        progress.done();
-        let cell = result
+impl Events {
+    /// The result's cell of subject `i` on workload `w`.
+    fn cell(&mut self, w: Workload, i: usize) -> &mut Cell {
+        let sub = &self.subjects[i];
+        self.result
             .cells
             .iter_mut()
             .find(|c| c.workload == w && c.feature == sub.feature && c.tracer == sub.tracer)
-            .expect("planned");
-        match (r, &mut cell.outcome) {
-            (Ok(run), Outcome::Measured(runs)) => runs.push(run),
-            (Err(e), _) => {
-                let msg = format!("{e:#}");
-                eprintln!("error: {}, {} {}: {msg}", w.name(), sub.tracer, sub.feature);
-                result.failed.push(format!(
-                    "{}, {} {}: {msg}",
-                    w.name(),
-                    sub.tracer,
-                    sub.feature
-                ));
-                cell.outcome = Outcome::Failed(msg);
-            }
-            (Ok(_), _) => {} // failed in an earlier round: stays failed
-        }
+            .expect("planned")
     }
-    untraced(result)
-}
-
-fn interrupted() -> Result<()> {
-    if rtrace_measure::spawn::interrupted() {
-        return Err(rtrace_measure::WorkloadError::Interrupted.into());
-    }
-    Ok(())
 }
 
 /// (tracer, hook) pairs the measured cells use: each gets one accounting run.
@@ -532,11 +488,11 @@ fn hook_checks(subjects: &[Subject]) -> Vec<(TracerKind, ReadHook)> {
     out
 }
 
-fn reads_config(o: &EventsOptions, reads: u64) -> WorkloadConfig {
+fn reads_config(o: &Options, reads: u64) -> WorkloadConfig {
     WorkloadConfig::Reads(ReadsConfig {
         reads,
-        cpu: o.cpus.measured,
-        priority: o.priority,
+        cpu: o.common.cpus.measured,
+        priority: o.common.priority,
     })
 }
 
@@ -590,8 +546,8 @@ fn libc_hook(s: &Setup, ret: bool) -> Hook {
     }
 }
 
-fn run_dir(o: &EventsOptions, name: &str) -> Result<PathBuf> {
-    let d = o.out.join(name);
+fn run_dir(o: &Options, name: &str) -> Result<PathBuf> {
+    let d = o.common.out.join(name);
     std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
     Ok(d)
 }
@@ -617,7 +573,7 @@ fn comm(w: Workload) -> &'static str {
 
 /// Runs workload `w` making `reads` reads, with `attach(pid)` run before it starts.
 fn run_traced<A>(
-    o: &EventsOptions,
+    o: &Options,
     s: &Setup,
     w: Workload,
     reads: u64,
@@ -640,14 +596,14 @@ fn run_traced<A>(
                 a,
             ))
         }
-        Workload::Dd => dd::run(o.cpus.measured, o.priority, reads, attach),
+        Workload::Dd => dd::run(o.common.cpus.measured, o.common.priority, reads, attach),
     }
 }
 
 /// One timed run of workload `w`, untraced (`None`) or under `sub`. `startup`: the events of
 /// the process outside its copy loop on each hook, by tracer (dd's loader reads).
 fn timed(
-    o: &EventsOptions,
+    o: &Options,
     s: &Setup,
     w: Workload,
     sub: Option<&Subject>,
@@ -664,7 +620,7 @@ fn timed(
                 sub.feature.number()
             ),
         )?,
-        None => o.out.clone(),
+        None => o.common.out.clone(),
     };
     let (ran, running) = run_traced(o, s, w, o.reads, |pid| {
         let Some(sub) = sub else {
@@ -711,7 +667,7 @@ fn timed(
 }
 
 fn start(
-    o: &EventsOptions,
+    o: &Options,
     s: &Setup,
     w: Workload,
     sub: &Subject,
@@ -728,7 +684,7 @@ fn start(
                 workload_comm: comm(w).into(),
                 kprobes: s.kprobes,
                 out_dir: dir.to_owned(),
-                consumer_cpus: o.cpus.harness.clone(),
+                consumer_cpus: o.common.cpus.harness.clone(),
             },
         )?),
         How::Bpftrace(program) => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
@@ -736,7 +692,7 @@ fn start(
             sub.feature,
             program,
             dir,
-            &o.cpus.harness,
+            &o.common.cpus.harness,
         )?),
         How::FtraceEvent(event, filter, trigger) => Running::FtraceEvent(
             rtrace_ftrace::features::FeatureEvent::start(event, *filter, *trigger)?,
@@ -756,17 +712,8 @@ fn start(
     })
 }
 
-fn target(o: &EventsOptions, hook: Hook, pid: Option<u32>, dir: &Path) -> Target {
-    Target {
-        hook,
-        pid,
-        follow_children: false,
-        skip_tid: None,
-        out_dir: dir.to_owned(),
-        consumer_cpus: o.cpus.harness.clone(),
-        buffer_size_kb: None,
-        record: RecordMode::Overwrite,
-    }
+fn target(o: &Options, hook: Hook, pid: Option<u32>, dir: &Path) -> Target {
+    o.common.target(hook, pid, dir)
 }
 
 /// The accounting run of `tracer` on `hook` for workload `w`: the workload's events, the
@@ -774,7 +721,7 @@ fn target(o: &EventsOptions, hook: Hook, pid: Option<u32>, dir: &Path) -> Target
 /// loader reads its libraries): a run copying nothing measures that first, with the same
 /// tracer, and the copying run must then see exactly blocks + that.
 fn account(
-    o: &EventsOptions,
+    o: &Options,
     s: &Setup,
     w: Workload,
     tracer: TracerKind,
@@ -801,7 +748,7 @@ fn account(
 
 /// One accounting run: (reads made, events recorded, events lost).
 fn account_run(
-    o: &EventsOptions,
+    o: &Options,
     s: &Setup,
     w: Workload,
     tracer: TracerKind,
@@ -823,7 +770,7 @@ fn account_run(
                     workload_comm: comm(w).into(),
                     kprobes: s.kprobes,
                     out_dir: dir.clone(),
-                    consumer_cpus: o.cpus.harness.clone(),
+                    consumer_cpus: o.common.cpus.harness.clone(),
                 },
             )?),
             TracerKind::Bpftrace => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
@@ -831,7 +778,7 @@ fn account_run(
                 Feature::SingleKey,
                 &rtrace_bpftrace::events::account_script(hook, &s.libc),
                 &dir,
-                &o.cpus.harness,
+                &o.common.cpus.harness,
             )?),
             TracerKind::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
                 o,
@@ -866,15 +813,6 @@ fn account_run(
     };
     let _ = std::fs::remove_dir_all(&dir);
     Ok((ran.reads, recorded, lost))
-}
-
-fn write_json(o: &EventsOptions, r: &EventsResult) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(r)?;
-    let default = o.out.join("events.json");
-    for path in std::iter::once(&default).chain(o.json.as_ref()) {
-        output::write_atomic(path, &bytes)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Running rt-tests' `cyclictest` as the cross-check, with the sweep's parameters. It starts held
 //! (`__hold-exec`) so the tracer can filter on its pid before its first wake-up.
 
-use super::options::{CyclictestChoice, SweepOptions, MAX_BUCKETS};
+use super::{CyclictestChoice, Options};
 use crate::hold::held_command;
 use anyhow::{bail, Context, Result};
 use rtrace_measure::cyclictest::{parse, CyclictestReport};
@@ -19,6 +19,9 @@ pub struct Cyclictest {
     /// First line of `--help`, e.g. `cyclictest V 2.40`.
     pub version: String,
 }
+
+/// cyclictest's HIST_MAX: it silently caps `--histogram` at this many buckets.
+pub const MAX_BUCKETS: u64 = 1_000_000;
 
 /// The LTTng cross-check's preload library, next to the workload binaries
 /// (crate `rtrace-preload`).
@@ -93,15 +96,15 @@ fn histogram_args(limit_us: u64) -> Vec<String> {
 
 /// The thesis' command line with the sweep's parameters for `loops` wake-ups, writing its
 /// result to `json`.
-pub fn args(o: &SweepOptions, loops: u64, json: &Path) -> Vec<String> {
+pub fn args(o: &Options, loops: u64, json: &Path) -> Vec<String> {
     let mut args = vec![
         "--mlockall".into(),
-        format!("--priority={}", o.priority),
+        format!("--priority={}", o.priority()),
         format!("--interval={}", o.interval_us),
         format!("--loops={loops}"),
         "--distance=0".into(),
         "--threads=1".into(),
-        format!("--affinity={}", o.cpus.measured),
+        format!("--affinity={}", o.common.cpus.measured),
         format!("--mainaffinity={}", o.main_cpu),
         "--quiet".into(),
     ];

@@ -7,13 +7,12 @@
 //! run, so an interruption loses nothing already measured.
 
 pub(crate) mod cyclictest;
-pub mod options;
 
-use crate::runner::{self, Round, Setup};
+use crate::cpus::Cpus;
+use crate::options::{CommonOptions, OptionsError};
+use crate::runner::{self, Plan, Round};
 use crate::tracers;
-use crate::usdt::{tracer_options_json, workload_bin};
 use anyhow::{bail, Context, Result};
-use options::SweepOptions;
 use rtrace_measure::sweep::{
     Accounting, AccountingRule, Configuration, RoundLatency, Skipped, Source, Space, SweepConfig,
     SweepResult, SweepRun, Untraced, NANOSLEEP_EXIT,
@@ -22,14 +21,100 @@ use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::usdt::HookKind;
 use rtrace_measure::{run_workload_message, Environment, Events, Summary};
 use rtrace_protocol::{
-    decode_histogram, encode_histogram, CyclicConfig, Fire, Message, WorkloadConfig,
+    decode_histogram, encode_histogram, CyclicConfig, Fire, Message, ProbeAt, WorkloadConfig,
 };
-use rtrace_tracer::{Attachment, Hook, Instrumentation, Target, Tracer};
+use rtrace_tracer::{Attachment, Hook, Instrumentation, Tracer};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// `cyclictest-sweep`'s options, checked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// CPUs, priority (of the measuring thread: always set), rounds, output, tracers.
+    pub common: CommonOptions,
+    /// In run order (shuffled with `shuffle_seed` if set).
+    pub configs: Vec<Configuration>,
+    pub shuffle_seed: Option<u64>,
+    pub interval_us: u64,
+    /// Wake-ups per configuration, split across the rounds.
+    pub loops: u64,
+    pub main_cpu: usize,
+    /// `--main-cpu`, if given.
+    pub main_cpu_requested: Option<usize>,
+    pub histogram_us: u64,
+    /// Where the built-in loop's user-space tracepoint fires.
+    pub probe_at: ProbeAt,
+    pub cyclictest: CyclictestChoice,
+}
+
+impl Options {
+    /// SCHED_FIFO priority of the measuring thread (cyclictest's `--priority`).
+    pub fn priority(&self) -> i32 {
+        self.common.priority.unwrap_or(99)
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SweepOptionsError {
+    #[error(transparent)]
+    Common(#[from] OptionsError),
+    #[error("--interval-us {0} is out of range: use 1..=1000000")]
+    Interval(u64),
+    #[error("--histogram-us {0} is out of range: use 1..=1000000 (cyclictest keeps at most 1,000,000 buckets)")]
+    Histogram(u64),
+    #[error("--main-cpu {cpu} is not usable here: this process may use CPUs {usable}")]
+    MainCpuNotUsable { cpu: usize, usable: String },
+    #[error("--main-cpu {0} is the measured CPU: give the main thread another CPU")]
+    SameCpu(usize),
+}
+
+/// Whether and which cyclictest runs as cross-check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CyclictestChoice {
+    Off,
+    /// `cyclictest` on PATH.
+    OnPath,
+    At(PathBuf),
+}
+
+/// The CPU of cyclictest's main thread: `requested`, else the first harness CPU; never the
+/// measured one.
+pub fn main_cpu(
+    requested: Option<usize>,
+    cpus: &Cpus,
+    usable: &[usize],
+) -> Result<usize, SweepOptionsError> {
+    let main = requested.unwrap_or(cpus.harness[0]);
+    if !usable.contains(&main) {
+        return Err(SweepOptionsError::MainCpuNotUsable {
+            cpu: main,
+            usable: crate::cpus::list(usable),
+        });
+    }
+    if main == cpus.measured {
+        return Err(SweepOptionsError::SameCpu(main));
+    }
+    Ok(main)
+}
+
+/// Fisher–Yates with SplitMix64: the same seed always gives the same order.
+pub fn shuffle<T>(items: &mut [T], seed: u64) {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for i in (1..items.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
 /// A configuration that passed preflight.
-struct Plan {
+struct Prepared {
     config: Configuration,
     /// `None` for `none`.
     tracer: Option<Box<dyn Tracer>>,
@@ -48,16 +133,12 @@ struct CrossCheck {
 }
 
 /// Builds and checks one configuration; changes nothing.
-fn prepare(o: &SweepOptions, config: Configuration) -> Result<Plan> {
-    let bin = workload_bin(&o.workload_dir, config.instrumentation());
-    let workload = std::fs::canonicalize(&bin).with_context(|| {
-        format!(
-            "workload binary {} not found: build it with `cargo build --release` or pass --workload-dir DIR",
-            bin.display()
-        )
-    })?;
-    let Some(tracer) = tracers::build(config.tracer(), &o.tracer)? else {
-        return Ok(Plan {
+fn prepare(o: &Options, config: Configuration) -> Result<Prepared> {
+    let bin = crate::workload::bin(&o.common, config.instrumentation())?;
+    let workload =
+        std::fs::canonicalize(&bin).with_context(|| format!("cannot resolve {}", bin.display()))?;
+    let Some(tracer) = tracers::build(config.tracer(), &o.common.tracer)? else {
+        return Ok(Prepared {
             config,
             tracer: None,
             hook: None,
@@ -85,7 +166,7 @@ fn prepare(o: &SweepOptions, config: Configuration) -> Result<Plan> {
         },
     };
     tracer.check(&hook)?;
-    Ok(Plan {
+    Ok(Prepared {
         config,
         tracer: Some(tracer),
         hook: Some(hook),
@@ -95,7 +176,7 @@ fn prepare(o: &SweepOptions, config: Configuration) -> Result<Plan> {
 }
 
 /// How the real cyclictest is traced in `p`'s configuration (see [`cross_hook`]), checked.
-fn prepare_cross(o: &SweepOptions, p: &Plan) -> Result<CrossCheck> {
+fn prepare_cross(o: &Options, p: &Prepared) -> Result<CrossCheck> {
     let Some(tracer) = &p.tracer else {
         return Ok(CrossCheck {
             hook: None,
@@ -116,7 +197,7 @@ fn prepare_cross(o: &SweepOptions, p: &Plan) -> Result<CrossCheck> {
 /// wake-up and cyclictest's clock reading; LTTng fires `rtrace:event` there from a preloaded
 /// wrapper of `clock_nanosleep` (`librtrace_preload.so`).
 fn cross_hook(
-    o: &SweepOptions,
+    o: &Options,
     config: Configuration,
     hook: Option<&Hook>,
 ) -> Result<(Hook, Vec<(String, String)>)> {
@@ -129,7 +210,7 @@ fn cross_hook(
             Ok((Hook::uprobe(&libc, "clock_nanosleep", true)?, Vec::new()))
         }
         (Some(_), Instrumentation::LttngUst) => {
-            let lib = o.workload_dir.join(cyclictest::PRELOAD);
+            let lib = o.common.workload_dir.join(cyclictest::PRELOAD);
             let lib = std::fs::canonicalize(&lib).with_context(|| {
                 format!(
                     "{} not found: build it with `cargo build --release` or pass --workload-dir DIR",
@@ -154,8 +235,8 @@ fn cross_hook(
 
 /// The sweep as the runner's experiment.
 struct Sweep {
-    o: SweepOptions,
-    plans: Vec<Plan>,
+    o: Options,
+    plans: Vec<Prepared>,
     cyclictest: Option<cyclictest::Cyclictest>,
     result: SweepResult,
 }
@@ -165,8 +246,29 @@ type Step = (usize, Source);
 
 impl runner::Experiment for Sweep {
     const NAME: &'static str = "cyclictest-sweep";
-    type Step = Step;
+    type Entry = Step;
     type Run = SweepRun;
+
+    fn common(&mut self) -> &mut CommonOptions {
+        &mut self.o.common
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        self.o.main_cpu = main_cpu(
+            self.o.main_cpu_requested,
+            &self.o.common.cpus,
+            &crate::cpus::usable(),
+        )?;
+        let kinds: Vec<_> = self.plans.iter().map(|p| p.config.tracer()).collect();
+        self.result.config.run = self.o.common.settings(&kinds)?;
+        self.result.config.main_cpu = self.o.main_cpu;
+        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        Ok(())
+    }
+
+    fn plan(&self) -> Plan<Step> {
+        Plan::rounds(interleaved(&self.plans))
+    }
 
     fn label(&self, &(i, source): &Step) -> String {
         format!("{} {source}", self.plans[i].config)
@@ -194,8 +296,9 @@ impl runner::Experiment for Sweep {
         }
     }
 
-    fn runs(&mut self) -> &mut Vec<SweepRun> {
-        &mut self.result.runs
+    fn keep(&mut self, _: &Step, run: SweepRun) -> Result<Option<Step>> {
+        rtrace_measure::pool::keep(&mut self.result.runs, run)?;
+        Ok(None)
     }
 
     fn failed(&mut self, &(i, source): &Step, error: anyhow::Error) -> Result<()> {
@@ -207,18 +310,9 @@ impl runner::Experiment for Sweep {
         Ok(())
     }
 
-    fn json(&mut self) -> Result<Vec<u8>> {
+    fn result(&mut self) -> rtrace_report::AnyResult {
         self.result.warnings = rtrace_measure::warnings::sweep(&self.result);
-        rtrace_report::json::sweep(&self.result)
-    }
-
-    fn result(&self) -> rtrace_report::AnyResult {
         rtrace_report::AnyResult::Sweep(self.result.clone())
-    }
-
-    fn terminal(&self) -> String {
-        rtrace_report::sweep_terminal::sweep(&self.result, None)
-            + &rtrace_report::terminal::warnings(&self.result.warnings, crate::report::paint())
     }
 
     fn notes(&self) -> Vec<String> {
@@ -233,7 +327,7 @@ impl runner::Experiment for Sweep {
     }
 }
 
-pub fn run(mut o: SweepOptions) -> Result<i32> {
+pub fn run(o: Options) -> Result<i32> {
     let mut unavailable = Vec::new();
     let mut plans = Vec::new();
     for &config in &o.configs {
@@ -278,69 +372,39 @@ pub fn run(mut o: SweepOptions) -> Result<i32> {
             }
         }
     }
-
-    // Every check passed; take the CPUs and the output directory (the first changes).
-    if let Some(j) = &o.json {
-        crate::output::check_file("--json", j)?;
-    }
-    let (cpus, _cpu) = o.cpus.claim()?;
-    o.cpus = cpus;
-    o.main_cpu = options::main_cpu(o.main_cpu_requested, &o.cpus, &crate::cpus::usable())?;
-    let run_dir = crate::output::claim_dir("--out", &o.out, o.out_given)?;
-    o.out = run_dir.path.clone();
-
     let result = SweepResult {
         experiment: "cyclictest-sweep".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        environment: Environment::collect(o.cpus.measured),
+        started_unix: crate::options::now_unix(),
+        environment: Environment::default(),
         config: SweepConfig {
             configs: o.configs.clone(),
             shuffle_seed: o.shuffle_seed,
             interval_us: o.interval_us,
             loops: o.loops,
+            run: Default::default(),
             main_cpu: o.main_cpu,
             histogram_limit_us: o.histogram_us,
             probe_at: Some(o.probe_at),
             cyclictest: cyclictest.as_ref().map(|c| c.path.display().to_string()),
             cyclictest_version: cyclictest.as_ref().map(|c| c.version.clone()),
-            run: rtrace_measure::RunSettings {
-                rounds: o.rounds,
-                cpu: o.cpus.measured,
-                harness_cpus: o.cpus.harness.clone(),
-                priority: Some(o.priority),
-                buffer_size_kb: o.tracer.buffer_size_kb,
-                keep_traces: Some(o.keep_traces),
-                tracer_options: tracer_options_json(&o.tracer),
-                ..Default::default()
-            },
         },
         runs: Vec::new(),
         unavailable,
         failed: Vec::new(),
         warnings: Vec::new(),
     };
-    let plan = interleaved(&plans);
-    let setup = Setup {
-        out: o.out.clone(),
-        json: o.json.clone(),
-        harness: o.cpus.harness.clone(),
-        rounds: o.rounds,
-    };
-    let mut sweep = Sweep {
+    runner::run(&mut Sweep {
         o,
         plans,
         cyclictest,
         result,
-    };
-    runner::run(&mut sweep, &plan, &setup)
+    })
 }
 
 /// Suffix of a run's files: its round, and for `none`, which runs several times a round, its
 /// position too.
-fn run_suffix(p: &Plan, round: &Round) -> String {
+fn run_suffix(p: &Prepared, round: &Round) -> String {
     if p.config == Configuration::None {
         format!("{}-run{}", round.dir_suffix(), round.seq + 1)
     } else {
@@ -352,7 +416,7 @@ fn run_suffix(p: &Plan, round: &Round) -> String {
 /// each and after the last, so that every configuration's latency is compared with untraced
 /// runs right beside it (`rtrace_measure::sweep::shift`): in a VM the machine's state can change
 /// within a round. Without `none` in `plans`, each configuration once per source.
-fn interleaved(plans: &[Plan]) -> Vec<Step> {
+fn interleaved(plans: &[Prepared]) -> Vec<Step> {
     let none = plans.iter().position(|p| p.config == Configuration::None);
     let sources = |i: usize| {
         std::iter::once((i, Source::Builtin))
@@ -378,7 +442,7 @@ fn interleaved(plans: &[Plan]) -> Vec<Step> {
 /// `held`: the program is held before its exec and creates its measuring thread after the
 /// attach (cyclictest), whose main thread (the leader) is left out.
 fn attach(
-    o: &SweepOptions,
+    o: &Options,
     tracer: Option<&dyn Tracer>,
     hook: Option<&Hook>,
     pid: u32,
@@ -390,15 +454,11 @@ fn attach(
     };
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let target = Target {
-        hook: hook.clone(),
-        pid: Some(pid),
-        follow_children: held,
-        skip_tid: held.then_some(pid),
-        out_dir: out_dir.to_owned(),
-        consumer_cpus: o.cpus.harness.clone(),
-        buffer_size_kb: o.tracer.buffer_size_kb,
-        record: o.tracer.record,
+    let target = o.common.target(hook.clone(), Some(pid), out_dir);
+    let target = if held {
+        target.following_children().skipping(pid)
+    } else {
+        target
     };
     tracer.attach(&target).map(Some)
 }
@@ -419,28 +479,24 @@ fn finish(
 
 /// Measures a traced run's data and removes it unless `--keep-traces` keeps it; `None` for a
 /// run without tracer.
-fn settle(
-    o: &SweepOptions,
-    dir: &Path,
-    accounting: Option<&Accounting>,
-) -> Result<Option<TraceData>> {
+fn settle(o: &Options, dir: &Path, accounting: Option<&Accounting>) -> Result<Option<TraceData>> {
     let Some(a) = accounting else {
         return Ok(None);
     };
-    TraceData::settle(dir, o.keep_traces, a.ok, a.events.lost > 0)
+    TraceData::settle(dir, o.common.keep_traces, a.ok, a.events.lost > 0)
         .map(Some)
         .with_context(|| format!("cannot settle the trace data in {}", dir.display()))
 }
 
 /// The workload's cyclic loop under the plan's tracer: one round.
-fn run_builtin(o: &SweepOptions, p: &Plan, round: &Round) -> Result<SweepRun> {
+fn run_builtin(o: &Options, p: &Prepared, round: &Round) -> Result<SweepRun> {
     let started = Instant::now();
     let config = WorkloadConfig::Cyclic(CyclicConfig {
         interval_ns: o.interval_us * 1000,
         loops: round.share(o.loops),
-        cpu: o.cpus.measured,
+        cpu: o.common.cpus.measured,
         main_cpu: Some(o.main_cpu),
-        priority: o.priority,
+        priority: o.priority(),
         fire_event: p.config.space() == Space::User,
         probe_at: o.probe_at,
         fire: match p.config.hook_kind() {
@@ -450,6 +506,7 @@ fn run_builtin(o: &SweepOptions, p: &Plan, round: &Round) -> Result<SweepRun> {
         histogram_limit_ns: o.histogram_us * 1000,
     });
     let out_dir = o
+        .common
         .out
         .join(format!("{}-builtin{}", p.config, run_suffix(p, round)));
     let env = p
@@ -518,18 +575,18 @@ fn run_builtin(o: &SweepOptions, p: &Plan, round: &Round) -> Result<SweepRun> {
 /// rt-tests' cyclictest under the plan's cross-check hook, filtered to its measuring thread:
 /// one round.
 fn run_cyclictest(
-    o: &SweepOptions,
-    p: &Plan,
+    o: &Options,
+    p: &Prepared,
     ct: &cyclictest::Cyclictest,
     round: &Round,
 ) -> Result<SweepRun> {
     let started = Instant::now();
     let cross = p.cross.as_ref().context("no cross-check planned")?;
     let name = format!("{}-cyclictest{}", p.config, run_suffix(p, round));
-    let json = o.out.join(format!("{name}.json"));
-    let stderr = o.out.join(format!("{name}.stderr"));
+    let json = o.common.out.join(format!("{name}.json"));
+    let stderr = o.common.out.join(format!("{name}.stderr"));
     let args = cyclictest::args(o, round.share(o.loops), &json);
-    let out_dir = o.out.join(&name);
+    let out_dir = o.common.out.join(&name);
     let (report, attachment) = cyclictest::run(ct, &args, &cross.env, &json, &stderr, |pid| {
         attach(
             o,
@@ -574,8 +631,8 @@ fn run_cyclictest(
 mod tests {
     use super::*;
 
-    fn plan(config: Configuration, cross: bool) -> Plan {
-        Plan {
+    fn plan(config: Configuration, cross: bool) -> Prepared {
+        Prepared {
             config,
             tracer: None,
             hook: None,

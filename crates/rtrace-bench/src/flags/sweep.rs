@@ -1,15 +1,25 @@
-//! `cyclictest-sweep` command line (mirroring the thesis' cyclictest command) and its typed,
-//! validated options. Every rejection is one line naming the fix; nothing on the machine has been
-//! touched when it happens.
+//! `cyclictest-sweep`'s flags (mirroring the thesis' cyclictest command) and their lowering into
+//! [`crate::sweep::Options`].
 
-use crate::cli::{KeepTracesArg, TracerArgs};
-use crate::cpus::Cpus;
-use crate::options::{default_out, default_workload_dir, OptionsError, TracerOptions};
+use super::common::{CommonArgs, TracerArgs};
+use crate::options::{check_rounds, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
+use crate::sweep::cyclictest::MAX_BUCKETS;
+use crate::sweep::{main_cpu, shuffle, CyclictestChoice, Options, SweepOptionsError};
 use clap::{Args, ValueEnum};
 use rtrace_measure::sweep::{Configuration, Space};
 use rtrace_measure::usdt::HookKind;
 use rtrace_protocol::ProbeAt;
+use rtrace_tracer::RecordMode;
 use std::path::PathBuf;
+
+pub const SPEC: Spec = Spec {
+    experiment: "cyclictest-sweep",
+    rounds: Take::Default(3),
+    // cyclictest's --priority, as the thesis ran it.
+    priority: Some(99),
+    record: Take::Default(RecordMode::Stream),
+    buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigArg {
@@ -63,15 +73,9 @@ pub struct SweepArgs {
     /// Wake-ups per configuration (cyclictest --loops; the thesis used 10,000,000).
     #[arg(long, short = 'l', default_value_t = 100_000)]
     pub loops: u64,
-    /// CPU of the measuring thread (cyclictest --affinity; default: the last CPU).
-    #[arg(long)]
-    pub cpu: Option<usize>,
     /// CPU of the main thread (cyclictest --mainaffinity; default: the first other CPU).
     #[arg(long)]
     pub main_cpu: Option<usize>,
-    /// SCHED_FIFO priority of the measuring thread (cyclictest --priority).
-    #[arg(long, default_value_t = 99)]
-    pub priority: i32,
     /// Configurations to run, comma separated (none, usdt-ftrace, usdt-ebpf, usdt-bpftrace,
     /// usdt-lttng, uprobe-ftrace, uprobe-ebpf, uprobe-bpftrace, uretprobe-ftrace,
     /// uretprobe-ebpf, uretprobe-bpftrace, kernel-ftrace, kernel-ebpf, kernel-lttng; groups:
@@ -86,12 +90,6 @@ pub struct SweepArgs {
     /// second moves both halves alike).
     #[arg(long, value_enum, default_value = "window")]
     pub probe_at: ProbeAtArg,
-    /// Repeat every configuration this often, each round separate processes, alternating the
-    /// order (A B C, C B A, ...) so that a drift of the machine weighs on every configuration
-    /// alike; the loops are split across rounds, each configuration pools its rounds, and the
-    /// latency shifts against `none` get 95% intervals over the rounds (one round: none).
-    #[arg(long, default_value_t = 3)]
-    pub rounds: u32,
     /// Run the configurations in a random order (cancels drift); the seed is saved.
     #[arg(long)]
     pub shuffle: bool,
@@ -110,81 +108,9 @@ pub struct SweepArgs {
     #[arg(long)]
     pub no_cyclictest: bool,
     #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
     pub tracer_args: TracerArgs,
-    /// Which runs keep their trace data once its events are counted (its size is always in
-    /// the result and the report).
-    #[arg(long, value_enum, default_value = "none")]
-    pub keep_traces: KeepTracesArg,
-    /// Write the JSON result here too.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Directory for results, raw cyclictest files and trace data
-    /// (default: results/cyclictest-sweep-<timestamp>).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Directory holding the workload binaries (default: next to rtrace-bench).
-    #[arg(long, value_name = "DIR")]
-    pub workload_dir: Option<PathBuf>,
-}
-
-/// cyclictest's HIST_MAX: it silently caps `--histogram` at this many buckets.
-pub const MAX_BUCKETS: u64 = 1_000_000;
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SweepOptionsError {
-    #[error(transparent)]
-    Cpus(#[from] OptionsError),
-    #[error("--interval-us {0} is out of range: use 1..=1000000")]
-    Interval(u64),
-    #[error("--loops must be at least 1")]
-    Loops,
-    #[error("--rounds {rounds} is out of range: use 1..={loops} (at least one loop per round)")]
-    Rounds { rounds: u32, loops: u64 },
-    #[error("--priority {0} is not a SCHED_FIFO priority: use 1..99")]
-    Priority(i32),
-    #[error("--histogram-us {0} is out of range: use 1..=1000000 (cyclictest keeps at most 1,000,000 buckets)")]
-    Histogram(u64),
-    #[error("--main-cpu {cpu} is not usable here: this process may use CPUs {usable}")]
-    MainCpuNotUsable { cpu: usize, usable: String },
-    #[error("--main-cpu {0} is the measured CPU: give the main thread another CPU")]
-    SameCpu(usize),
-}
-
-/// Whether and which cyclictest runs as cross-check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CyclictestChoice {
-    Off,
-    /// `cyclictest` on PATH.
-    OnPath,
-    At(PathBuf),
-}
-
-#[derive(Debug, Clone)]
-pub struct SweepOptions {
-    /// In run order (shuffled with `shuffle_seed` if set).
-    pub configs: Vec<Configuration>,
-    pub shuffle_seed: Option<u64>,
-    pub interval_us: u64,
-    /// Wake-ups per configuration, split across `rounds`.
-    pub loops: u64,
-    pub rounds: u32,
-    pub cpus: Cpus,
-    pub main_cpu: usize,
-    /// `--main-cpu`, if given.
-    pub main_cpu_requested: Option<usize>,
-    pub priority: i32,
-    pub histogram_us: u64,
-    /// Where the built-in loop's user-space tracepoint fires.
-    pub probe_at: ProbeAt,
-    /// `--keep-traces`.
-    pub keep_traces: rtrace_measure::trace_data::KeepTraces,
-    pub cyclictest: CyclictestChoice,
-    pub tracer: TracerOptions,
-    pub json: Option<PathBuf>,
-    pub out: PathBuf,
-    /// Whether `--out` gave `out` (else it is the default, created exclusively).
-    pub out_given: bool,
-    pub workload_dir: PathBuf,
 }
 
 /// The configurations asked for, deduplicated, in the canonical order.
@@ -227,47 +153,24 @@ fn single(a: ConfigArg) -> Option<Configuration> {
     })
 }
 
-/// Fisher–Yates with SplitMix64: the same seed always gives the same order.
-pub fn shuffle<T>(items: &mut [T], seed: u64) {
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    for i in (1..items.len()).rev() {
-        let j = (next() % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
-}
-
-impl SweepOptions {
-    pub fn from_args(a: SweepArgs, usable: &[usize]) -> Result<SweepOptions, SweepOptionsError> {
-        if !(1..=1_000_000).contains(&a.interval_us) {
-            return Err(SweepOptionsError::Interval(a.interval_us));
+impl SweepArgs {
+    /// Checks and types the options; `usable`: the CPUs this process may use.
+    pub fn lower(self, usable: &[usize]) -> Result<Options, SweepOptionsError> {
+        if !(1..=1_000_000).contains(&self.interval_us) {
+            return Err(SweepOptionsError::Interval(self.interval_us));
         }
-        if a.loops == 0 {
-            return Err(SweepOptionsError::Loops);
+        if self.loops == 0 {
+            return Err(OptionsError::Zero { what: "loops" }.into());
         }
-        if a.rounds == 0 || u64::from(a.rounds) > a.loops {
-            return Err(SweepOptionsError::Rounds {
-                rounds: a.rounds,
-                loops: a.loops,
-            });
+        if !(1..=MAX_BUCKETS).contains(&self.histogram_us) {
+            return Err(SweepOptionsError::Histogram(self.histogram_us));
         }
-        if !(1..=99).contains(&a.priority) {
-            return Err(SweepOptionsError::Priority(a.priority));
-        }
-        if !(1..=MAX_BUCKETS).contains(&a.histogram_us) {
-            return Err(SweepOptionsError::Histogram(a.histogram_us));
-        }
-        let cpus = Cpus::choose(a.cpu, usable, &[], crate::cpus::smt_siblings)?;
-        let main_cpu = main_cpu(a.main_cpu, &cpus, usable)?;
-        let mut configs = configurations(&a.configs);
-        let shuffle_seed = a.shuffle.then(|| {
-            a.seed.unwrap_or_else(|| {
+        let common = self.common.lower_on(&SPEC, self.tracer_args, usable)?;
+        check_rounds(common.rounds, "loops", self.loops)?;
+        let main_cpu = main_cpu(self.main_cpu, &common.cpus, usable)?;
+        let mut configs = configurations(&self.configs);
+        let shuffle_seed = self.shuffle.then(|| {
+            self.seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64)
@@ -276,75 +179,34 @@ impl SweepOptions {
         if let Some(seed) = shuffle_seed {
             shuffle(&mut configs, seed);
         }
-        let cyclictest = match (a.no_cyclictest, a.cyclictest) {
+        let cyclictest = match (self.no_cyclictest, self.cyclictest) {
             (true, _) => CyclictestChoice::Off,
             (false, Some(p)) => CyclictestChoice::At(p),
             (false, None) => CyclictestChoice::OnPath,
         };
-        Ok(SweepOptions {
+        Ok(Options {
+            common,
             configs,
             shuffle_seed,
-            interval_us: a.interval_us,
-            loops: a.loops,
-            rounds: a.rounds,
-            cpus,
+            interval_us: self.interval_us,
+            loops: self.loops,
             main_cpu,
-            main_cpu_requested: a.main_cpu,
-            priority: a.priority,
-            histogram_us: a.histogram_us,
-            probe_at: a.probe_at.into(),
-            keep_traces: a.keep_traces.into(),
+            main_cpu_requested: self.main_cpu,
+            histogram_us: self.histogram_us,
+            probe_at: self.probe_at.into(),
             cyclictest,
-            tracer: a.tracer_args.into(),
-            json: a.json,
-            out_given: a.out.is_some(),
-            out: a.out.unwrap_or_else(|| default_out("cyclictest-sweep")),
-            workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
         })
     }
-}
-
-impl TryFrom<SweepArgs> for SweepOptions {
-    type Error = SweepOptionsError;
-
-    fn try_from(a: SweepArgs) -> Result<Self, SweepOptionsError> {
-        SweepOptions::from_args(a, &crate::cpus::usable())
-    }
-}
-
-/// The CPU of cyclictest's main thread: `requested`, else the first harness CPU; never the
-/// measured one.
-pub fn main_cpu(
-    requested: Option<usize>,
-    cpus: &Cpus,
-    usable: &[usize],
-) -> Result<usize, SweepOptionsError> {
-    let main = requested.unwrap_or(cpus.harness[0]);
-    if !usable.contains(&main) {
-        return Err(SweepOptionsError::MainCpuNotUsable {
-            cpu: main,
-            usable: crate::cpus::list(usable),
-        });
-    }
-    if main == cpus.measured {
-        return Err(SweepOptionsError::SameCpu(main));
-    }
-    Ok(main)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
+    use crate::flags::Command;
 
-    fn parse(args: &[&str], online: usize) -> Result<SweepOptions, SweepOptionsError> {
-        let mut v = vec!["rtrace-bench", "cyclictest-sweep"];
-        v.extend_from_slice(args);
-        match Cli::try_parse_from(v).unwrap().command {
-            Command::CyclictestSweep(a) => {
-                SweepOptions::from_args(a, &(0..online).collect::<Vec<_>>())
-            }
+    fn parse(args: &[&str], online: usize) -> Result<Options, SweepOptionsError> {
+        match crate::flags::tests::parse(&[&["cyclictest-sweep"], args].concat()).unwrap() {
+            Command::CyclictestSweep(a) => a.lower(&(0..online).collect::<Vec<_>>()),
             _ => unreachable!(),
         }
     }
@@ -354,9 +216,10 @@ mod tests {
         let o = parse(&[], 2).unwrap();
         assert_eq!(o.interval_us, 30);
         assert_eq!(o.loops, 100_000);
-        assert_eq!(o.priority, 99);
+        assert_eq!(o.common.priority, Some(99));
         assert_eq!(o.histogram_us, 1000);
-        assert_eq!((o.cpus.measured, o.main_cpu), (1, 0));
+        assert_eq!((o.common.cpus.measured, o.main_cpu), (1, 0));
+        assert_eq!(o.common.rounds, 3);
         assert_eq!(o.configs, Configuration::ALL.to_vec());
         assert_eq!(o.shuffle_seed, None);
         assert_eq!(o.cyclictest, CyclictestChoice::OnPath);
@@ -379,21 +242,20 @@ mod tests {
             o.configs,
             vec![Configuration::None, Configuration::UsdtLttng]
         );
-        let bad = vec![
-            "rtrace-bench",
-            "cyclictest-sweep",
-            "--configs",
-            "usdt-dtrace",
-        ];
-        assert!(Cli::try_parse_from(bad).is_err());
     }
 
     #[test]
     fn bad_values_name_the_fix() {
         let e = |args: &[&str]| parse(args, 4).unwrap_err();
         assert_eq!(e(&["--interval-us", "0"]), SweepOptionsError::Interval(0));
-        assert_eq!(e(&["--loops", "0"]), SweepOptionsError::Loops);
-        assert_eq!(e(&["--priority", "0"]), SweepOptionsError::Priority(0));
+        assert_eq!(
+            e(&["--loops", "0"]),
+            OptionsError::Zero { what: "loops" }.into()
+        );
+        assert_eq!(e(&["--priority", "0"]), OptionsError::Priority(0).into());
+        assert!(e(&["--rounds", "5", "--loops", "4"])
+            .to_string()
+            .contains("pass --rounds 1..4"));
         assert_eq!(
             e(&["--histogram-us", "2000000"]),
             SweepOptionsError::Histogram(2_000_000)
@@ -412,14 +274,12 @@ mod tests {
         assert!(e(&["--cpu", "7"]).to_string().contains("--cpu 3"));
         assert!(matches!(
             parse(&[], 1).unwrap_err(),
-            SweepOptionsError::Cpus(OptionsError::NoHarnessCpu { cpu: 0, .. })
+            SweepOptionsError::Common(OptionsError::NoHarnessCpu { cpu: 0, .. })
         ));
     }
 
     #[test]
     fn seed_needs_shuffle_and_cyclictest_can_be_chosen_or_skipped() {
-        let v = ["rtrace-bench", "cyclictest-sweep", "--seed", "3"];
-        assert!(Cli::try_parse_from(v).is_err(), "--seed without --shuffle");
         assert_eq!(
             parse(&["--no-cyclictest"], 2).unwrap().cyclictest,
             CyclictestChoice::Off

@@ -1,0 +1,62 @@
+//! `npt`'s flags and their lowering into [`crate::npt::Options`].
+
+use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
+use crate::npt::Options;
+use crate::options::{OptionsError, Spec, Take, TracerChoice, DEFAULT_BUFFER_KB};
+use clap::Args;
+use rtrace_tracer::{RecordMode, TracerKind};
+
+pub const SPEC: Spec = Spec {
+    experiment: "npt",
+    rounds: Take::Default(1),
+    priority: None,
+    record: Take::Default(RecordMode::Stream),
+    buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+};
+
+#[derive(Args, Debug)]
+pub struct NptArgs {
+    /// Tracers that consume the loop's events, each in its own run after the run with no tracer
+    /// (comma separated; `all`: every tracer available here).
+    #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
+    pub tracer: Vec<TracerArg>,
+    /// How long each run's loop spins (ms).
+    #[arg(long, default_value_t = 5000)]
+    pub duration_ms: u64,
+    /// Probe firings per second in the loop: the event stream each tracer consumes (0: none).
+    #[arg(long, default_value_t = 10_000.0)]
+    pub event_rate: f64,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub tracer_args: TracerArgs,
+}
+
+impl NptArgs {
+    pub fn lower(self) -> Result<Options, OptionsError> {
+        if self.duration_ms == 0 {
+            return Err(OptionsError::Zero {
+                what: "duration-ms",
+            });
+        }
+        if !(self.event_rate.is_finite() && self.event_rate >= 0.0) {
+            return Err(OptionsError::Other(
+                "--event-rate must be 0 (no events) or a positive rate, e.g. --event-rate 10000"
+                    .into(),
+            ));
+        }
+        let asked = match tracer_choice(&self.tracer) {
+            TracerChoice::These(k) => k,
+            TracerChoice::AllAvailable => TracerKind::ALL.to_vec(),
+        };
+        // The run without a tracer is the baseline of every other: always first.
+        let mut tracers = vec![TracerKind::None];
+        tracers.extend(asked.into_iter().filter(|k| *k != TracerKind::None));
+        Ok(Options {
+            common: self.common.lower(&SPEC, self.tracer_args)?,
+            tracers,
+            duration_ms: self.duration_ms,
+            event_rate_hz: self.event_rate,
+        })
+    }
+}

@@ -1,0 +1,135 @@
+//! `rate`'s flags and their lowering into [`crate::rate::Options`].
+
+use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
+use crate::options::{check_threads, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
+use crate::rate::Options;
+use clap::Args;
+use rtrace_measure::rate::SearchPlan;
+use rtrace_tracer::{RecordMode, TracerKind};
+
+pub const SPEC: Spec = Spec {
+    experiment: "rate",
+    rounds: Take::Default(1),
+    priority: None,
+    record: Take::Default(RecordMode::Stream),
+    buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+};
+
+/// Buffer sizes searched without `--buffer-sizes-kb` or `--buffer-size-kb`.
+const DEFAULT_SIZES_KB: [u64; 2] = [256, 4096];
+
+#[derive(Args, Debug)]
+pub struct RateArgs {
+    /// Tracers to search (comma separated; `all`: every tracer available here).
+    #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
+    pub tracer: Vec<TracerArg>,
+    /// Per-CPU buffer sizes to search at (KiB, comma separated), each its own search; default
+    /// 256,4096, or the one size of --buffer-size-kb.
+    #[arg(long, value_delimiter = ',', conflicts_with = "buffer_size_kb")]
+    pub buffer_sizes_kb: Vec<u64>,
+    /// How long the probe fires at each rate (ms).
+    #[arg(long, default_value_t = 1000)]
+    pub duration_ms: u64,
+    /// First rate of the climb (events/s); it doubles until events are lost.
+    #[arg(long, default_value_t = 10_000.0)]
+    pub start_rate: f64,
+    /// Highest rate tried (events/s).
+    #[arg(long, default_value_t = 50_000_000.0)]
+    pub max_rate: f64,
+    /// Bisection steps between the last lossless and the first lossy rate.
+    #[arg(long, default_value_t = 5)]
+    pub bisections: u32,
+    /// Threads firing the probe, each on its own CPU (the measured CPU, then harness CPUs from
+    /// the last), the rate split evenly between them: past one thread's ceiling, and onto the
+    /// consumers' CPU.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub threads: usize,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub tracer_args: TracerArgs,
+}
+
+impl RateArgs {
+    pub fn lower(self) -> Result<Options, OptionsError> {
+        if self.duration_ms == 0 {
+            return Err(OptionsError::Zero {
+                what: "duration-ms",
+            });
+        }
+        if self.buffer_sizes_kb.contains(&0) {
+            return Err(OptionsError::Buffer);
+        }
+        if !(self.start_rate > 0.0 && self.max_rate >= self.start_rate) {
+            return Err(OptionsError::Other(
+                "--start-rate must be positive and at most --max-rate".into(),
+            ));
+        }
+        let one_size = self.common.buffer.buffer_size_kb;
+        let common = self.common.lower(&SPEC, self.tracer_args)?;
+        let tracers: Vec<TracerKind> = match tracer_choice(&self.tracer) {
+            crate::options::TracerChoice::These(k) => k,
+            crate::options::TracerChoice::AllAvailable => TracerKind::ALL.to_vec(),
+        }
+        .into_iter()
+        .filter(|k| *k != TracerKind::None)
+        .collect();
+        if tracers.is_empty() {
+            return Err(OptionsError::Other(
+                "--tracer names no tracer: pick ftrace, ebpf, lttng, bpftrace or all".into(),
+            ));
+        }
+        check_threads(&common.cpus, self.threads)?;
+        Ok(Options {
+            buffer_sizes_kb: match (one_size, self.buffer_sizes_kb.is_empty()) {
+                (Some(kb), _) => vec![kb],
+                (None, true) => DEFAULT_SIZES_KB.to_vec(),
+                (None, false) => crate::options::unique(self.buffer_sizes_kb),
+            },
+            common,
+            tracers,
+            duration_ms: self.duration_ms,
+            plan: SearchPlan {
+                start_hz: self.start_rate,
+                max_hz: self.max_rate,
+                bisections: self.bisections,
+                ..SearchPlan::default()
+            },
+            threads: self.threads,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::flags::{tests::parse, Command};
+    use crate::options::OptionsError;
+
+    fn rate(args: &[&str]) -> Result<crate::rate::Options, OptionsError> {
+        match parse(&[&["rate"], args].concat()).unwrap() {
+            Command::Rate(a) => a.lower(),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn buffer_size_kb_is_the_one_size_searched() {
+        assert_eq!(rate(&[]).unwrap().buffer_sizes_kb, [256, 4096]);
+        let o = rate(&["--buffer-size-kb", "256"]).unwrap();
+        assert_eq!(o.buffer_sizes_kb, [256]);
+        assert_eq!(o.common.tracer.buffer_size_kb, Some(256));
+        assert_eq!(
+            rate(&["--buffer-sizes-kb", "16,32,16"])
+                .unwrap()
+                .buffer_sizes_kb,
+            [16, 32]
+        );
+        assert!(parse(&["rate", "--buffer-sizes-kb", "16", "--buffer-size-kb", "8"]).is_err());
+        assert_eq!(
+            rate(&["--buffer-sizes-kb", "0"]).unwrap_err(),
+            OptionsError::Buffer
+        );
+        assert!(rate(&["-t", "none"]).is_err(), "no tracer to search");
+        assert_eq!(rate(&["--rounds", "2"]).unwrap().common.rounds, 2);
+    }
+}

@@ -1,0 +1,275 @@
+//! `usdt`'s flags and their lowering into [`crate::usdt::Options`].
+
+use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
+use crate::options::{check_rounds, check_threads, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
+use crate::usdt::Options;
+use clap::{Args, ValueEnum};
+use rtrace_measure::usdt::{Case, HookKind};
+use rtrace_tracer::RecordMode;
+
+/// Rounds of `usdt` without `--rounds`: enough for a t interval over rounds whose width means
+/// something (t(9) = 2.26 against 1.96 for infinitely many); at most the iterations.
+pub const DEFAULT_ROUNDS: u32 = 10;
+
+pub const SPEC: Spec = Spec {
+    experiment: "usdt",
+    rounds: Take::Default(DEFAULT_ROUNDS),
+    priority: None,
+    record: Take::Default(RecordMode::Stream),
+    buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaseArg {
+    #[value(name = "0")]
+    C0,
+    #[value(name = "1")]
+    C1,
+    #[value(name = "2")]
+    C2,
+    #[value(name = "3")]
+    C3,
+    All,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookArg {
+    /// The USDT probe `rtrace:event` (LTTng-UST's tracepoint for lttng): static instrumentation.
+    Usdt,
+    /// The USDT probe `rtrace:event_nop5`: its site is `nop; nop5`, which Linux >= 6.18 can
+    /// optimise into a call (no int3 trap) for tracers that attach to the `nop5`, as libbpf does.
+    UsdtNop5,
+    /// A uprobe on the entry of the exported marker function the loop calls.
+    Uprobe,
+    /// A uretprobe on the return of that function.
+    Uretprobe,
+}
+
+#[derive(Args, Debug)]
+pub struct UsdtArgs {
+    /// Tracers to compare (comma separated or repeated).
+    #[arg(
+        long,
+        short,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "ftrace"
+    )]
+    pub tracer: Vec<TracerArg>,
+    /// Cases to run (comma separated): 0 baseline, 1 traced, 2 dormant tracer, 3 instrumented only.
+    #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
+    pub case: Vec<CaseArg>,
+    /// Hooks the tracers attach to (comma separated; each is its own set of rows): static USDT,
+    /// or dynamic uprobe / uretprobe on a function the loop calls (every case's body is then
+    /// that call; the barrier baseline is kept so the plain call cost shows).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "usdt")]
+    pub hook: Vec<HookArg>,
+    /// Timed iterations per case (the thesis used 10,000,000), split across the rounds.
+    #[arg(long, short = 'n', default_value_t = 1_000_000)]
+    pub iterations: u64,
+    /// Untimed warm-up iterations per case and round (the probe still fires and is accounted).
+    #[arg(long, default_value_t = 10_000)]
+    pub warmup: u64,
+    /// Keep case-1 runs that dropped events in the ratios (by default they are marked and left
+    /// out: dropping an event is cheaper than recording it; events a flight recorder
+    /// overwrote were written first and do not count).
+    #[arg(long)]
+    pub allow_loss: bool,
+    /// Decompose each tracer's per-hit cost into steps that add one mechanism at a time, on the
+    /// usdt and usdt-nop5 sites (the report's staircase): every available tracer, eBPF
+    /// floor/count/aggregate/record/record-wakeup, ftrace off/overwrite/stream, LTTng case 3,
+    /// tracepoint and tracef, bpftrace aggregate and record.
+    #[arg(
+        long,
+        conflicts_with_all = ["tracer", "case", "hook", "bpf_mode", "ftrace_mode", "lttng_event"]
+    )]
+    pub decompose: bool,
+    /// Loop threads firing the probe at the same time, each on its own CPU (the measured CPU,
+    /// then harness CPUs from the last): per-hit cost under concurrency, shared buffers against
+    /// per-CPU ones. A thread on a harness CPU shares it with the harness and the consumers.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub threads: usize,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(flatten)]
+    pub tracer_args: TracerArgs,
+}
+
+impl UsdtArgs {
+    pub fn lower(self) -> Result<Options, OptionsError> {
+        if self.iterations == 0 {
+            return Err(OptionsError::Zero { what: "iterations" });
+        }
+        let rounds_given = self.common.rounds.is_some();
+        let mut common = self.common.lower(&SPEC, self.tracer_args)?;
+        if !rounds_given {
+            common.rounds = common
+                .rounds
+                .min(self.iterations.min(u64::from(u32::MAX)) as u32);
+        }
+        check_rounds(common.rounds, "iterations", self.iterations)?;
+        check_threads(&common.cpus, self.threads)?;
+        let mut o = Options {
+            common,
+            tracers: tracer_choice(&self.tracer),
+            cases: cases(&self.case),
+            hooks: hooks(&self.hook),
+            iterations: self.iterations,
+            warmup: self.warmup,
+            allow_loss: self.allow_loss,
+            decompose: false,
+            threads: self.threads,
+        };
+        if self.decompose {
+            crate::decompose::apply(&mut o);
+        }
+        Ok(o)
+    }
+}
+
+fn cases(args: &[CaseArg]) -> Vec<Case> {
+    let mut cases: Vec<Case> = if args.contains(&CaseArg::All) {
+        Case::ALL.to_vec()
+    } else {
+        args.iter()
+            .map(|c| match c {
+                CaseArg::C0 => Case::Baseline,
+                CaseArg::C1 => Case::Traced,
+                CaseArg::C2 => Case::Dormant,
+                CaseArg::C3 | CaseArg::All => Case::Instrumented,
+            })
+            .collect()
+    };
+    cases.sort();
+    cases.dedup();
+    cases
+}
+
+fn hooks(args: &[HookArg]) -> Vec<HookKind> {
+    let mut hooks: Vec<HookKind> = args
+        .iter()
+        .map(|h| match h {
+            HookArg::Usdt => HookKind::Usdt,
+            HookArg::UsdtNop5 => HookKind::UsdtNop5,
+            HookArg::Uprobe => HookKind::Uprobe,
+            HookArg::Uretprobe => HookKind::Uretprobe,
+        })
+        .collect();
+    hooks.sort();
+    hooks.dedup();
+    if hooks.is_empty() {
+        hooks.push(HookKind::Usdt);
+    }
+    hooks
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::flags::tests::usdt;
+    use crate::options::{BpfMode, OptionsError, TracerChoice, DEFAULT_BUFFER_KB};
+    use rtrace_measure::usdt::{Case, HookKind};
+    use rtrace_tracer::TracerKind;
+
+    #[test]
+    fn out_of_range_cpu_message_names_the_fix() {
+        let e = usdt(&["--cpu", "4096"]).unwrap_err().to_string();
+        assert!(
+            e.contains("CPU 4096 is not usable") && e.contains("--cpu "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rounds_must_fit_the_iterations() {
+        assert_eq!(usdt(&[]).unwrap().common.rounds, super::DEFAULT_ROUNDS);
+        assert_eq!(
+            usdt(&["-n", "3"]).unwrap().common.rounds,
+            3,
+            "default capped"
+        );
+        assert!(!usdt(&[]).unwrap().allow_loss);
+        assert!(usdt(&["--allow-loss"]).unwrap().allow_loss);
+        assert_eq!(
+            usdt(&["--rounds", "4", "-n", "8"]).unwrap().common.rounds,
+            4
+        );
+        let e = usdt(&["--rounds", "9", "-n", "8"]).unwrap_err().to_string();
+        assert!(e.contains("pass --rounds 1..8"), "{e}");
+        let e = usdt(&["--rounds", "0", "-n", "8"]).unwrap_err().to_string();
+        assert!(e.contains("--rounds must be at least 1"), "{e}");
+    }
+
+    #[test]
+    fn cases_are_sorted_and_deduplicated() {
+        let o = usdt(&["--case", "3,1,3"]).unwrap();
+        assert_eq!(o.cases, vec![Case::Traced, Case::Instrumented]);
+        assert_eq!(usdt(&[]).unwrap().cases, Case::ALL.to_vec());
+    }
+
+    #[test]
+    fn tracers_and_defaults() {
+        let o = usdt(&["-t", "ftrace,ebpf", "-t", "ftrace"]).unwrap();
+        assert_eq!(
+            o.tracers,
+            TracerChoice::These(vec![TracerKind::Ftrace, TracerKind::Ebpf])
+        );
+        assert_eq!(o.iterations, 1_000_000);
+        assert_eq!(
+            usdt(&["-t", "all"]).unwrap().tracers,
+            TracerChoice::AllAvailable
+        );
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        assert_eq!(
+            usdt(&["--priority", "100"]).unwrap_err(),
+            OptionsError::Priority(100)
+        );
+        assert_eq!(
+            usdt(&["-n", "0"]).unwrap_err(),
+            OptionsError::Zero { what: "iterations" }
+        );
+    }
+
+    #[test]
+    fn modes_keep_their_order_without_repeats_and_buffers_are_equal() {
+        let o = usdt(&[]).unwrap();
+        assert_eq!(o.common.tracer.bpf_modes, [BpfMode::Record]);
+        assert_eq!(
+            o.common.tracer.buffer_size_kb,
+            Some(DEFAULT_BUFFER_KB),
+            "one buffer size for every tracer by default"
+        );
+        let o = usdt(&["--bpf-mode", "record-wakeup,record,record-wakeup,aggregate"]).unwrap();
+        assert_eq!(
+            o.common.tracer.bpf_modes,
+            [BpfMode::RecordWakeup, BpfMode::Record, BpfMode::Aggregate]
+        );
+        let o = usdt(&["--bpf-mode", "aggregate", "--bpf-mode", "record,aggregate"]).unwrap();
+        assert_eq!(
+            o.common.tracer.bpf_modes,
+            vec![BpfMode::Aggregate, BpfMode::Record]
+        );
+        let o = usdt(&["--buffer-size-kb", "256"]).unwrap();
+        assert_eq!(o.common.tracer.buffer_size_kb, Some(256));
+    }
+
+    #[test]
+    fn hooks_are_ordered_and_default_to_usdt() {
+        assert_eq!(usdt(&[]).unwrap().hooks, vec![HookKind::Usdt]);
+        let o = usdt(&["--hook", "uretprobe,usdt,uprobe,usdt-nop5,uretprobe"]).unwrap();
+        assert_eq!(o.hooks, HookKind::ALL.to_vec());
+    }
+
+    #[test]
+    fn decompose_is_a_plan_of_every_tracer_in_its_steps_modes() {
+        let o = usdt(&["--decompose", "--buffer-size-kb", "256"]).unwrap();
+        assert!(o.decompose);
+        assert_eq!(o.tracers, TracerChoice::AllAvailable);
+        assert_eq!(o.hooks, [HookKind::Usdt, HookKind::UsdtNop5]);
+        assert_eq!(o.common.tracer.bpf_modes.len(), 5);
+        assert_eq!(o.common.tracer.buffer_size_kb, Some(256), "honoured");
+        assert!(crate::flags::tests::parse(&["usdt", "--decompose", "-t", "ebpf"]).is_err());
+    }
+}
