@@ -76,6 +76,9 @@ impl Probe {
                     )
                 }
             }
+            Hook::Read { .. } => {
+                bail!("the eBPF backend does not run the events suite's programs yet")
+            }
             Hook::LttngUst { provider, event } => bail!(
                 "{provider}:{event} is an LTTng-UST tracepoint, invisible to eBPF: use the lttng tracer, or a USDT build of the workload"
             ),

@@ -110,6 +110,9 @@ impl Tracer for FtraceTracer {
             Hook::LttngUst { .. } => {
                 bail!("ftrace cannot trace LTTng-UST tracepoints: use --tracer lttng")
             }
+            Hook::Read { .. } => {
+                bail!("the ftrace backend does not run the events suite's programs yet")
+            }
             Hook::Uprobe {
                 binary,
                 function,
@@ -204,7 +207,7 @@ impl Tracer for FtraceTracer {
                 a.uprobes.push(format!("{}/{}", def.group, def.event));
                 vec![(def.group, def.event)]
             }
-            Hook::LttngUst { .. } => unreachable!("rejected by check"),
+            Hook::LttngUst { .. } | Hook::Read { .. } => unreachable!("rejected by check"),
         };
         let inst = a.instance.as_ref().expect("created above");
         if mode == FtraceMode::Stream {

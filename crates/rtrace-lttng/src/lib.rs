@@ -227,6 +227,9 @@ impl Tracer for LttngTracer {
             Hook::Uprobe { .. } => bail!(
                 "LTTng has no uprobe/uretprobe hook: use --tracer ftrace|ebpf|bpftrace for dynamic instrumentation"
             ),
+            Hook::Read { .. } => {
+                bail!("the LTTng backend does not run the events suite's programs yet")
+            }
         }
     }
 
