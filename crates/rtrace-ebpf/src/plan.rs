@@ -77,7 +77,7 @@ impl Probe {
                 }
             }
             Hook::Read { .. } => {
-                bail!("the eBPF backend does not run the events suite's programs yet")
+                bail!("the events suite's programs are not a probe of rtrace.bpf.c (a bug: please report it)")
             }
             Hook::LttngUst { provider, event } => bail!(
                 "{provider}:{event} is an LTTng-UST tracepoint, invisible to eBPF: use the lttng tracer, or a USDT build of the workload"

@@ -19,7 +19,7 @@ use rtrace_measure::events::{
 };
 use rtrace_measure::{run_workload_message, Environment};
 use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
-use rtrace_tracer::features::{Evidence, Feature, ReadHook};
+use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram};
 use rtrace_tracer::{Hook, Instrumentation, RecordMode, Target, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 
@@ -231,13 +231,14 @@ fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
                         None => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
                     }
                 }
-                TracerKind::Ebpf => match rtrace_ebpf::events::check_feature(feature, s.kprobes) {
-                    Ok(()) => run.push(subject(
-                        How::Ebpf,
-                        format!("bpf/events.bpf.c, experiment {:02}", feature.number()),
-                    )),
-                    Err(_) => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
-                },
+                TracerKind::Ebpf => {
+                    let hook = read_hook(s, ReadProgram::Feature(feature), s.kprobes);
+                    let t = ebpf();
+                    match t.check(&hook) {
+                        Ok(()) => run.push(subject(How::Ebpf, t.program(&hook))),
+                        Err(_) => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
+                    }
+                }
                 TracerKind::Ftrace => {
                     use rtrace_ftrace::features::FtracePlan;
                     match rtrace_ftrace::features::plan(feature, &fs) {
@@ -310,6 +311,19 @@ fn not_lttng(feature: Feature, lttng: &Result<rtrace_lttng::LttngTracer>) -> Opt
         _ => Some(Outcome::Inexpressible(
             "LTTng records events; it has no in-kernel maps, stacks or histograms".into(),
         )),
+    }
+}
+
+fn ebpf() -> rtrace_ebpf::EbpfTracer {
+    rtrace_ebpf::EbpfTracer::new(rtrace_ebpf::EbpfMode::Record)
+}
+
+fn read_hook(s: &Setup, program: ReadProgram, kprobes: bool) -> Hook {
+    Hook::Read {
+        program,
+        libc: s.libc.clone(),
+        read_offset: s.libc_read,
+        kprobes,
     }
 }
 
@@ -549,7 +563,6 @@ fn reads_done(s: &Setup, last: Message) -> Result<ReadsDone> {
 
 /// A tracer attached to the workload for one run.
 enum Running {
-    Ebpf(rtrace_ebpf::events::FeatureSession),
     Bpftrace(rtrace_bpftrace::events::FeatureRun),
     FtraceEvent(rtrace_ftrace::features::FeatureEvent),
     Backend(Box<dyn rtrace_tracer::Attachment>),
@@ -558,22 +571,9 @@ enum Running {
 impl Running {
     fn finish(self, pid: u32, comm: &str) -> Result<Evidence> {
         match self {
-            Running::Ebpf(e) => e.finish(),
             Running::Bpftrace(b) => b.finish(pid, comm),
             Running::FtraceEvent(f) => f.finish(pid),
-            Running::Backend(a) => {
-                let st = a.finish()?;
-                Ok(Evidence {
-                    all: Some(st.recorded + st.lost),
-                    source: format!(
-                        "{} events written ({} kept, {} lost or overwritten; every process)",
-                        st.recorded + st.lost,
-                        st.recorded,
-                        st.lost
-                    ),
-                    ..Evidence::default()
-                })
-            }
+            Running::Backend(a) => a.evidence(pid, comm),
         }
     }
 }
@@ -690,12 +690,7 @@ fn timed(
     };
     if sub.is_some() {
         // Keep the outputs small: bpftrace's and our per-event lines are counted, not kept.
-        for f in [
-            rtrace_bpftrace::events::OUTPUT_FILE,
-            rtrace_ebpf::events::LINES_FILE,
-        ] {
-            let _ = std::fs::remove_file(dir.join(f));
-        }
+        let _ = std::fs::remove_file(dir.join(rtrace_bpftrace::events::OUTPUT_FILE));
         let _ = std::fs::remove_dir(&dir);
     }
     Ok(FeatureRun {
@@ -710,24 +705,18 @@ fn timed(
 fn start(
     o: &EventsOptions,
     s: &Setup,
-    w: Workload,
+    _w: Workload,
     sub: &Subject,
-    pid: u32,
+    _pid: u32,
     dir: &Path,
 ) -> Result<Running> {
     Ok(match &sub.how {
-        How::Ebpf => Running::Ebpf(rtrace_ebpf::events::FeatureSession::start(
-            rtrace_ebpf::events::FeaturePlan {
-                feature: sub.feature,
-                account: None,
-                libc_read: Some((s.libc.clone(), s.libc_read)),
-                workload_pid: pid,
-                workload_comm: comm(w).into(),
-                kprobes: s.kprobes,
-                out_dir: dir.to_owned(),
-                consumer_cpus: o.cpus.harness.clone(),
-            },
-        )?),
+        How::Ebpf => Running::Backend(ebpf().attach(&target(
+            o,
+            read_hook(s, ReadProgram::Feature(sub.feature), s.kprobes),
+            None,
+            dir,
+        ))?),
         How::Bpftrace(program) => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
             &s.bpftrace,
             sub.feature,
@@ -811,18 +800,12 @@ fn account_run(
     )?;
     let (ran, running) = run_traced(o, s, w, reads, |pid| -> Result<Running> {
         Ok(match tracer {
-            TracerKind::Ebpf => Running::Ebpf(rtrace_ebpf::events::FeatureSession::start(
-                rtrace_ebpf::events::FeaturePlan {
-                    feature: Feature::SingleKey,
-                    account: Some(hook),
-                    libc_read: Some((s.libc.clone(), s.libc_read)),
-                    workload_pid: pid,
-                    workload_comm: comm(w).into(),
-                    kprobes: s.kprobes,
-                    out_dir: dir.clone(),
-                    consumer_cpus: o.cpus.harness.clone(),
-                },
-            )?),
+            TracerKind::Ebpf => Running::Backend(ebpf().attach(&target(
+                o,
+                read_hook(s, ReadProgram::Account(hook), s.kprobes),
+                Some(pid),
+                &dir,
+            ))?),
             TracerKind::Bpftrace => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
                 &s.bpftrace,
                 Feature::SingleKey,
