@@ -19,7 +19,7 @@ use rtrace_measure::events::{
 };
 use rtrace_measure::{run_workload_message, Environment};
 use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
-use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram};
+use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram, Unsupported};
 use rtrace_tracer::{Hook, Instrumentation, RecordMode, Target, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 
@@ -124,7 +124,7 @@ impl TryFrom<crate::cli::EventsArgs> for EventsOptions {
 #[derive(Debug, Clone)]
 enum How {
     Ebpf,
-    Bpftrace(String),
+    Bpftrace,
     /// `syscalls:EVENT` in an ftrace instance: filter, hist trigger.
     FtraceEvent(&'static str, Option<&'static str>, Option<&'static str>),
     FtraceUprobe(bool),
@@ -150,7 +150,6 @@ struct Setup {
     libc: PathBuf,
     libc_read: u64,
     kprobes: bool,
-    bpftrace: PathBuf,
 }
 
 fn setup(o: &EventsOptions) -> Result<Setup> {
@@ -174,7 +173,6 @@ fn setup(o: &EventsOptions) -> Result<Setup> {
         libc,
         libc_read,
         kprobes,
-        bpftrace: PathBuf::from(rtrace_bpftrace::BPFTRACE),
     })
 }
 
@@ -216,19 +214,13 @@ fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
                 program,
                 how,
             };
-            let kprobes_absent =
-                "kprobes are unavailable on this kernel (no kprobe_events in tracefs): the QEMU guests run it as a functional check";
             match tracer {
                 TracerKind::Bpftrace => {
-                    if !s.bpftrace.is_file() {
-                        not.push(cell(Outcome::Unavailable(
-                            "bpftrace not found: apt-get install bpftrace".into(),
-                        )));
-                        continue;
-                    }
-                    match rtrace_bpftrace::events::script(feature, s.kprobes, &s.libc) {
-                        Some(p) => run.push(subject(How::Bpftrace(p.clone()), p)),
-                        None => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
+                    let hook = read_hook(s, ReadProgram::Feature(feature), s.kprobes);
+                    let t = bpftrace();
+                    match t.check(&hook) {
+                        Ok(()) => run.push(subject(How::Bpftrace, t.program(&hook))),
+                        Err(e) => not.push(cell(not_run(e))),
                     }
                 }
                 TracerKind::Ebpf => {
@@ -236,7 +228,7 @@ fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
                     let t = ebpf();
                     match t.check(&hook) {
                         Ok(()) => run.push(subject(How::Ebpf, t.program(&hook))),
-                        Err(_) => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
+                        Err(e) => not.push(cell(not_run(e))),
                     }
                 }
                 TracerKind::Ftrace => {
@@ -312,6 +304,19 @@ fn not_lttng(feature: Feature, lttng: &Result<rtrace_lttng::LttngTracer>) -> Opt
             "LTTng records events; it has no in-kernel maps, stacks or histograms".into(),
         )),
     }
+}
+
+/// A check's refusal as the cell shows it.
+fn not_run(e: anyhow::Error) -> Outcome {
+    match e.downcast_ref::<Unsupported>() {
+        Some(Unsupported::Inexpressible(why)) => Outcome::Inexpressible(why.clone()),
+        Some(Unsupported::Unavailable(why)) => Outcome::Unavailable(why.clone()),
+        None => Outcome::Unavailable(format!("{e:#}")),
+    }
+}
+
+fn bpftrace() -> rtrace_bpftrace::BpftraceTracer {
+    rtrace_bpftrace::BpftraceTracer::new(rtrace_bpftrace::BpftraceMode::Aggregate)
 }
 
 fn ebpf() -> rtrace_ebpf::EbpfTracer {
@@ -563,7 +568,6 @@ fn reads_done(s: &Setup, last: Message) -> Result<ReadsDone> {
 
 /// A tracer attached to the workload for one run.
 enum Running {
-    Bpftrace(rtrace_bpftrace::events::FeatureRun),
     FtraceEvent(rtrace_ftrace::features::FeatureEvent),
     Backend(Box<dyn rtrace_tracer::Attachment>),
 }
@@ -571,7 +575,6 @@ enum Running {
 impl Running {
     fn finish(self, pid: u32, comm: &str) -> Result<Evidence> {
         match self {
-            Running::Bpftrace(b) => b.finish(pid, comm),
             Running::FtraceEvent(f) => f.finish(pid),
             Running::Backend(a) => a.evidence(pid, comm),
         }
@@ -690,7 +693,6 @@ fn timed(
     };
     if sub.is_some() {
         // Keep the outputs small: bpftrace's and our per-event lines are counted, not kept.
-        let _ = std::fs::remove_file(dir.join(rtrace_bpftrace::events::OUTPUT_FILE));
         let _ = std::fs::remove_dir(&dir);
     }
     Ok(FeatureRun {
@@ -717,13 +719,12 @@ fn start(
             None,
             dir,
         ))?),
-        How::Bpftrace(program) => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
-            &s.bpftrace,
-            sub.feature,
-            program,
+        How::Bpftrace => Running::Backend(bpftrace().attach(&target(
+            o,
+            read_hook(s, ReadProgram::Feature(sub.feature), s.kprobes),
+            None,
             dir,
-            &o.cpus.harness,
-        )?),
+        ))?),
         How::FtraceEvent(event, filter, trigger) => Running::FtraceEvent(
             rtrace_ftrace::features::FeatureEvent::start(event, *filter, *trigger)?,
         ),
@@ -806,13 +807,12 @@ fn account_run(
                 Some(pid),
                 &dir,
             ))?),
-            TracerKind::Bpftrace => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
-                &s.bpftrace,
-                Feature::SingleKey,
-                &rtrace_bpftrace::events::account_script(hook, &s.libc),
+            TracerKind::Bpftrace => Running::Backend(bpftrace().attach(&target(
+                o,
+                read_hook(s, ReadProgram::Account(hook), s.kprobes),
+                Some(pid),
                 &dir,
-                &o.cpus.harness,
-            )?),
+            ))?),
             TracerKind::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
                 o,
                 syscall_hook(hook),
