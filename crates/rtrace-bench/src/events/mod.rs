@@ -125,9 +125,7 @@ impl TryFrom<crate::cli::EventsArgs> for EventsOptions {
 enum How {
     Ebpf,
     Bpftrace,
-    /// `syscalls:EVENT` in an ftrace instance: filter, hist trigger.
-    FtraceEvent(&'static str, Option<&'static str>, Option<&'static str>),
-    FtraceUprobe(bool),
+    Ftrace,
     /// LTTng's kernel tracer on the read syscall (`exit`: its exit, else its entry).
     Lttng(bool),
 }
@@ -154,7 +152,7 @@ struct Setup {
 
 fn setup(o: &EventsOptions) -> Result<Setup> {
     rtrace_tracer::require_root("the events suite")?;
-    rtrace_ftrace::Tracefs::available()?;
+    let fs = rtrace_ftrace::Tracefs::mount_if_needed()?;
     let workload = workload_bin(&o.workload_dir, Instrumentation::Usdt);
     if !workload.is_file() {
         bail!(
@@ -166,8 +164,7 @@ fn setup(o: &EventsOptions) -> Result<Setup> {
     let libc_read = rtrace_sdt::function(&libc, "read")
         .with_context(|| format!("no `read` in {}", libc.display()))?
         .offset;
-    let kprobes =
-        rtrace_ftrace::Tracefs::find().is_some_and(|fs| fs.path("kprobe_events").exists());
+    let kprobes = fs.path("kprobe_events").exists();
     Ok(Setup {
         workload,
         libc,
@@ -180,7 +177,6 @@ fn setup(o: &EventsOptions) -> Result<Setup> {
 fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
     let mut run = Vec::new();
     let mut not = Vec::new();
-    let fs = rtrace_ftrace::Tracefs::mount_if_needed()?;
     let lttng = lttng_tracer().and_then(|t| {
         t.check(&syscall_hook(ReadHook::Enter))?;
         Ok(t)
@@ -232,31 +228,15 @@ fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
                     }
                 }
                 TracerKind::Ftrace => {
-                    use rtrace_ftrace::features::FtracePlan;
-                    match rtrace_ftrace::features::plan(feature, &fs) {
-                        FtracePlan::Event {
-                            event,
-                            filter,
-                            trigger,
-                        } => {
-                            let program = match (event, filter, trigger) {
-                                ("", _, _) => "an instance with nothing enabled".to_owned(),
-                                (e, _, Some(t)) => format!("syscalls:{e} trigger '{t}'"),
-                                (e, Some(f), None) => {
-                                    format!("syscalls:{e} with filter '{f}'")
-                                }
-                                (e, None, None) => format!("syscalls:{e} enabled in an instance"),
-                            };
-                            run.push(subject(How::FtraceEvent(event, filter, trigger), program));
-                        }
-                        FtracePlan::Uprobe { ret } => run.push(subject(
-                            How::FtraceUprobe(ret),
-                            format!("{} event on libc read", if ret { "r:" } else { "p:" }),
-                        )),
-                        FtracePlan::Unavailable(why) => not.push(cell(Outcome::Unavailable(why))),
-                        FtracePlan::Inexpressible(why) => {
-                            not.push(cell(Outcome::Inexpressible(why)))
-                        }
+                    let t = ftrace();
+                    let hook = read_hook(
+                        s,
+                        ReadProgram::Feature(feature),
+                        s.kprobes && t.drives_kprobes(),
+                    );
+                    match t.check(&hook) {
+                        Ok(()) => run.push(subject(How::Ftrace, t.program(&hook))),
+                        Err(e) => not.push(cell(not_run(e))),
                     }
                 }
                 TracerKind::Lttng => not_lttng(feature, &lttng).map_or_else(
@@ -313,6 +293,10 @@ fn not_run(e: anyhow::Error) -> Outcome {
         Some(Unsupported::Unavailable(why)) => Outcome::Unavailable(why.clone()),
         None => Outcome::Unavailable(format!("{e:#}")),
     }
+}
+
+fn ftrace() -> rtrace_ftrace::FtraceTracer {
+    rtrace_ftrace::FtraceTracer::new()
 }
 
 fn bpftrace() -> rtrace_bpftrace::BpftraceTracer {
@@ -568,25 +552,14 @@ fn reads_done(s: &Setup, last: Message) -> Result<ReadsDone> {
 
 /// A tracer attached to the workload for one run.
 enum Running {
-    FtraceEvent(rtrace_ftrace::features::FeatureEvent),
     Backend(Box<dyn rtrace_tracer::Attachment>),
 }
 
 impl Running {
     fn finish(self, pid: u32, comm: &str) -> Result<Evidence> {
         match self {
-            Running::FtraceEvent(f) => f.finish(pid),
             Running::Backend(a) => a.evidence(pid, comm),
         }
-    }
-}
-
-fn libc_hook(s: &Setup, ret: bool) -> Hook {
-    Hook::Uprobe {
-        binary: s.libc.clone(),
-        function: "read".into(),
-        offset: s.libc_read,
-        ret,
     }
 }
 
@@ -725,9 +698,12 @@ fn start(
             None,
             dir,
         ))?),
-        How::FtraceEvent(event, filter, trigger) => Running::FtraceEvent(
-            rtrace_ftrace::features::FeatureEvent::start(event, *filter, *trigger)?,
-        ),
+        How::Ftrace => Running::Backend(ftrace().attach(&target(
+            o,
+            read_hook(s, ReadProgram::Feature(sub.feature), false),
+            None,
+            dir,
+        ))?),
         How::Lttng(exit) => {
             let hook = syscall_hook(if *exit {
                 ReadHook::Exit
@@ -735,10 +711,6 @@ fn start(
                 ReadHook::Enter
             });
             Running::Backend(lttng_tracer()?.attach(&target(o, hook, None, dir))?)
-        }
-        How::FtraceUprobe(ret) => {
-            let t = rtrace_ftrace::FtraceTracer::new();
-            Running::Backend(t.attach(&target(o, libc_hook(s, *ret), None, dir))?)
         }
     })
 }
@@ -819,31 +791,17 @@ fn account_run(
                 Some(pid),
                 &dir,
             ))?),
-            _ => {
-                let h = match hook {
-                    ReadHook::Enter | ReadHook::Exit => syscall_hook(hook),
-                    ReadHook::Uprobe => libc_hook(s, false),
-                    ReadHook::Uretprobe => libc_hook(s, true),
-                    ReadHook::Kprobe | ReadHook::Kretprobe => {
-                        bail!("ftrace kprobe events are not driven by this suite")
-                    }
-                };
-                let t = rtrace_ftrace::FtraceTracer::new();
-                Running::Backend(t.attach(&target(o, h, Some(pid), &dir))?)
-            }
+            _ => Running::Backend(ftrace().attach(&target(
+                o,
+                read_hook(s, ReadProgram::Account(hook), false),
+                Some(pid),
+                &dir,
+            ))?),
         })
     })?;
-    let (recorded, lost) = match running {
-        // The ordinary backends keep to the process (ftrace: its threads' events only).
-        Running::Backend(a) => {
-            let st = a.finish()?;
-            (st.recorded, st.lost)
-        }
-        r => {
-            let ev = r.finish(ran.pid, &ran.comm)?;
-            (ev.workload.unwrap_or(0), ev.lost)
-        }
-    };
+    let Running::Backend(a) = running;
+    let st = a.finish()?;
+    let (recorded, lost) = (st.recorded, st.lost);
     let _ = std::fs::remove_dir_all(&dir);
     Ok((ran.reads, recorded, lost))
 }
