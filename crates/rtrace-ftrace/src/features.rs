@@ -163,28 +163,6 @@ pub fn describe(plan: &FtracePlan, program: ReadProgram) -> String {
     }
 }
 
-/// An ordinary attachment running a program of the suite: its evidence is every event it wrote
-/// (06, 07: of every process), or the workload's (an accounting program, kept to its threads).
-pub struct Ordinary {
-    pub inner: Box<dyn Attachment>,
-    /// The accounting program's hook, if it is one.
-    pub account: Option<ReadHook>,
-}
-
-impl Attachment for Ordinary {
-    fn finish(self: Box<Self>) -> Result<EventStats> {
-        self.inner.finish()
-    }
-
-    fn evidence(self: Box<Self>, _pid: u32, _comm: &str) -> Result<Evidence> {
-        let st = self.inner.finish()?;
-        Ok(match self.account {
-            Some(h) => Evidence::of_the_workload(st, h.label()),
-            None => Evidence::of_every_process(st),
-        })
-    }
-}
-
 /// Totals of a hist file: every hit (`Totals: Hits`, the dropped ones included) and those
 /// dropped (`Dropped`: the table was full).
 fn hist_totals(text: &str) -> (u64, u64) {

@@ -34,7 +34,7 @@ pub use uprobe::{definitions, function_definition, UprobeDef};
 use anyhow::{bail, ensure, Context, Result};
 use features::FtracePlan;
 use instance::Instance;
-use rtrace_tracer::features::{ReadProgram, Unsupported};
+use rtrace_tracer::features::{Ordinary, ReadProgram, Unsupported};
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
 use stream::Consumer;
 
@@ -118,7 +118,7 @@ impl FtraceTracer {
                     hook,
                     ..target.clone()
                 })?;
-                Ok(Box::new(features::Ordinary { inner, account }))
+                Ok(Box::new(Ordinary { inner, account }))
             }
             FtracePlan::Unavailable(why) => Err(Unsupported::Unavailable(why).into()),
             FtracePlan::Inexpressible(why) => Err(Unsupported::Inexpressible(why).into()),

@@ -80,7 +80,7 @@ impl LttngSession {
             Hook::Usdt { .. } => bail!("LTTng cannot trace USDT probes"),
             Hook::Uprobe { .. } => bail!("LTTng has no uprobe/uretprobe hook"),
             Hook::Read { .. } => {
-                bail!("the LTTng backend does not run the events suite's programs yet")
+                bail!("the events suite's programs are kernel hooks of their own (a bug: please report it)")
             }
         };
         let name = rtrace_tracer::run_tag()?;

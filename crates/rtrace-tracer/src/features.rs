@@ -232,6 +232,29 @@ impl std::fmt::Display for Feature {
     }
 }
 
+/// A backend's ordinary attachment running a program of the suite on the hook it maps it to:
+/// its evidence is every event it wrote (of every process), or, for an accounting program
+/// (`account`), the workload's: the attachment kept to its process.
+pub struct Ordinary {
+    pub inner: Box<dyn crate::Attachment>,
+    /// The accounting program's hook, if it is one.
+    pub account: Option<ReadHook>,
+}
+
+impl crate::Attachment for Ordinary {
+    fn finish(self: Box<Self>) -> anyhow::Result<crate::EventStats> {
+        self.inner.finish()
+    }
+
+    fn evidence(self: Box<Self>, _pid: u32, _comm: &str) -> anyhow::Result<Evidence> {
+        let st = self.inner.finish()?;
+        Ok(match self.account {
+            Some(h) => Evidence::of_the_workload(st, h.label()),
+            None => Evidence::of_every_process(st),
+        })
+    }
+}
+
 /// What a tracer's run of one experiment shows of its events: checked against the workload's
 /// own count of `read` calls by the harness.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

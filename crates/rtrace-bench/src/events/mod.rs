@@ -126,8 +126,7 @@ enum How {
     Ebpf,
     Bpftrace,
     Ftrace,
-    /// LTTng's kernel tracer on the read syscall (`exit`: its exit, else its entry).
-    Lttng(bool),
+    Lttng,
 }
 
 /// A cell to measure.
@@ -177,10 +176,6 @@ fn setup(o: &EventsOptions) -> Result<Setup> {
 fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
     let mut run = Vec::new();
     let mut not = Vec::new();
-    let lttng = lttng_tracer().and_then(|t| {
-        t.check(&syscall_hook(ReadHook::Enter))?;
-        Ok(t)
-    });
     for &tracer in &o.tracers {
         for &feature in &o.features {
             // ftrace and LTTng always hook the syscall's tracepoints (their kprobe events are
@@ -239,51 +234,18 @@ fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
                         Err(e) => not.push(cell(not_run(e))),
                     }
                 }
-                TracerKind::Lttng => not_lttng(feature, &lttng).map_or_else(
-                    || {
-                        let exit = feature == Feature::TracepointReturn;
-                        run.push(subject(
-                            How::Lttng(exit),
-                            if exit {
-                                "lttng enable-event -k --syscall read, exit only (filter on ret)"
-                            } else {
-                                "lttng enable-event -k --syscall read (entry and exit recorded, entries counted)"
-                            }
-                            .into(),
-                        ))
-                    },
-                    |o| not.push(cell(o)),
-                ),
+                TracerKind::Lttng => {
+                    let hook = read_hook(s, ReadProgram::Feature(feature), false);
+                    match lttng_tracer().and_then(|t| t.check(&hook).map(|()| t)) {
+                        Ok(t) => run.push(subject(How::Lttng, t.program(&hook))),
+                        Err(e) => not.push(cell(not_run(e))),
+                    }
+                }
                 TracerKind::None => {}
             }
         }
     }
     Ok((run, not))
-}
-
-/// Why LTTng's kernel tracer does not run `feature`, or `None` when it does (04, 05).
-fn not_lttng(feature: Feature, lttng: &Result<rtrace_lttng::LttngTracer>) -> Option<Outcome> {
-    if let Err(e) = lttng {
-        return Some(Outcome::Unavailable(format!("{e:#}")));
-    }
-    let not_driven = |what: &str| {
-        Outcome::Unavailable(format!(
-            "LTTng can ({what}), but this suite does not drive it yet"
-        ))
-    };
-    match feature {
-        Feature::TracepointEntry | Feature::TracepointReturn => None,
-        Feature::Control => Some(not_driven("a session with nothing enabled")),
-        Feature::Kprobe | Feature::Kretprobe => Some(not_driven("--probe / --function")),
-        Feature::Uprobe | Feature::Uretprobe => Some(not_driven("--userspace-probe")),
-        Feature::Filter => Some(not_driven("--filter 'count > 0'")),
-        Feature::PerEvent => Some(Outcome::Inexpressible(
-            "LTTng has no printf: its per-event output is the record of 04".into(),
-        )),
-        _ => Some(Outcome::Inexpressible(
-            "LTTng records events; it has no in-kernel maps, stacks or histograms".into(),
-        )),
-    }
 }
 
 /// A check's refusal as the cell shows it.
@@ -322,18 +284,6 @@ fn lttng_tracer() -> Result<rtrace_lttng::LttngTracer> {
         num_subbuf: None,
         event_kind: rtrace_lttng::EventKind::Tracepoint,
     })
-}
-
-fn syscall_hook(hook: ReadHook) -> Hook {
-    Hook::KernelTracepoint {
-        category: "syscalls".into(),
-        name: if hook == ReadHook::Exit {
-            "sys_exit_read"
-        } else {
-            "sys_enter_read"
-        }
-        .into(),
-    }
 }
 
 pub fn run(mut o: EventsOptions) -> Result<i32> {
@@ -704,14 +654,12 @@ fn start(
             None,
             dir,
         ))?),
-        How::Lttng(exit) => {
-            let hook = syscall_hook(if *exit {
-                ReadHook::Exit
-            } else {
-                ReadHook::Enter
-            });
-            Running::Backend(lttng_tracer()?.attach(&target(o, hook, None, dir))?)
-        }
+        How::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
+            o,
+            read_hook(s, ReadProgram::Feature(sub.feature), false),
+            None,
+            dir,
+        ))?),
     })
 }
 
@@ -787,7 +735,7 @@ fn account_run(
             ))?),
             TracerKind::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
                 o,
-                syscall_hook(hook),
+                read_hook(s, ReadProgram::Account(hook), false),
                 Some(pid),
                 &dir,
             ))?),
