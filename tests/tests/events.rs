@@ -1,6 +1,7 @@
 //! `rtrace-bench events` end to end: Gregg's experiments with bpftrace's one-liners, our eBPF
 //! programs and ftrace, every output checked against the workload's own count of reads, the
-//! accounting runs exact, what cannot run here listed with why, nothing left behind.
+//! accounting runs exact, what cannot run here listed with why, the buffer each tracer's
+//! backend made recorded, nothing left behind.
 
 use rtrace_tests::*;
 
@@ -29,6 +30,7 @@ fn experiments_run_with_exact_accounting_and_leave_nothing() {
     assert_eq!(bpf_ids("link"), bpf_before, "BPF links left behind");
     let v = read_json(&dir.path().join("events.json"));
     assert_eq!(v["baseline"].as_array().unwrap().len(), 4, "two per round");
+    assert_buffers(&v, &["bpftrace", "ebpf", "ftrace"]);
     let cell = |n: u64, t: &str| {
         v["cells"]
             .as_array()
@@ -114,6 +116,7 @@ fn dd_as_gregg_ran_it_with_its_start_up_reads_measured() {
     assert_ok(&out);
     assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
     let v = read_json(&dir.path().join("events.json"));
+    assert_buffers(&v, &["bpftrace", "ebpf"]);
     let checks = v["hook_checks"].as_array().unwrap();
     assert_eq!(checks.len(), 2, "enter for 2 tracers: {checks:?}");
     for c in checks {
@@ -144,6 +147,22 @@ fn dd_as_gregg_ran_it_with_its_start_up_reads_measured() {
         }
     }
     assert!(dir.path().join("figures/events-costs-dd.svg").is_file());
+}
+
+/// Every tracer used has its backend's description of the buffer it made (each backend's
+/// default: no size was asked for), and no other.
+fn assert_buffers(v: &serde_json::Value, tracers: &[&str]) {
+    let config = &v["config"];
+    assert!(config["buffer_size_kb"].is_null(), "{config}");
+    let buffers = config["buffers"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{config}"));
+    let mut names: Vec<&str> = buffers.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, tracers, "{config}");
+    for (tracer, text) in buffers {
+        assert!(!text.as_str().unwrap().is_empty(), "{tracer}: {text}");
+    }
 }
 
 fn feature_number(f: &serde_json::Value) -> u64 {

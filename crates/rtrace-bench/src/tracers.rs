@@ -2,7 +2,7 @@
 
 use crate::options::{BpfMode, TracerOptions};
 use anyhow::Result;
-use rtrace_tracer::{Tracer, TracerKind};
+use rtrace_tracer::{RecordMode, Tracer, TracerKind};
 
 /// A backend and the mode that tells it apart from other columns of the same tracer.
 pub struct Variant {
@@ -154,6 +154,21 @@ pub fn unequal(
     out
 }
 
+/// The options of a run that picks no mode or geometry (each backend in its first mode, LTTng's
+/// tracepoint events, ftrace as `record` says), only the per-CPU buffer size: the events
+/// suite's, whose programs (`Hook::Read`) are the same in every mode.
+pub fn default_options(buffer_size_kb: Option<u64>, record: RecordMode) -> TracerOptions {
+    TracerOptions {
+        buffer_size_kb,
+        record,
+        lttng_subbuf_size: None,
+        lttng_num_subbuf: None,
+        lttng_events: vec![rtrace_lttng::EventKind::Tracepoint],
+        bpf_modes: vec![BpfMode::Record],
+        ftrace_modes: Vec::new(),
+    }
+}
+
 /// The backend for `kind` in its first configured mode; `None` for [`TracerKind::None`].
 pub fn build(kind: TracerKind, opts: &TracerOptions) -> Result<Option<Box<dyn Tracer>>> {
     Ok(variants(kind, opts)?.into_iter().next().map(|v| v.tracer))
@@ -180,7 +195,6 @@ pub fn remove_stale() -> Result<()> {
 mod tests {
     use super::*;
     use crate::options::TracerOptions;
-    use rtrace_tracer::RecordMode;
 
     fn opts(bpf_modes: Vec<BpfMode>) -> TracerOptions {
         TracerOptions {
@@ -260,6 +274,34 @@ mod tests {
                 None => 1,
             })
             .sum()
+    }
+
+    #[test]
+    fn the_events_suites_options_carry_its_buffer_size_to_every_backend() {
+        let o = default_options(Some(64), RecordMode::Overwrite);
+        assert_eq!(o.buffer_size_kb, Some(64));
+        for kind in TracerKind::ALL {
+            assert_eq!(
+                variants(kind, &o).unwrap().len(),
+                usize::from(kind != TracerKind::None)
+            );
+        }
+        let b = buffers(&TracerKind::ALL, &o).unwrap();
+        assert_eq!(b.len(), 4, "{b:?}");
+        for (tracer, text) in &b {
+            if tracer != "ebpf" || possible_cpus().is_power_of_two() {
+                assert!(text.contains("64 KiB per CPU"), "{tracer}: {text}");
+            }
+        }
+        let default = buffers(
+            &TracerKind::ALL,
+            &default_options(None, RecordMode::Overwrite),
+        )
+        .unwrap();
+        assert!(
+            default.values().all(|t| !t.contains("64 KiB")),
+            "{default:?}"
+        );
     }
 
     #[test]

@@ -44,6 +44,14 @@ pub struct EventsSettings {
     pub libc: String,
     #[serde(default = "loop_only")]
     pub workloads: Vec<Workload>,
+    /// Per-CPU buffer size asked of every tracer (KiB); `None`: each backend's default. Absent
+    /// in files of older versions (which asked for none).
+    #[serde(default)]
+    pub buffer_size_kb: Option<u64>,
+    /// The trace buffer each tracer used got, by tracer name, as its backend sized it from
+    /// `buffer_size_kb`; empty in files of older versions.
+    #[serde(default)]
+    pub buffers: std::collections::BTreeMap<String, String>,
 }
 
 fn loop_only() -> Vec<Workload> {
@@ -313,6 +321,8 @@ mod tests {
                 kprobes: false,
                 libc: "/lib/libc.so.6".into(),
                 workloads: vec![Workload::Loop],
+                buffer_size_kb: None,
+                buffers: Default::default(),
             },
             baseline: vec![run(0, 300_000), run(1, 310_000), run(2, 290_000)],
             cells,
@@ -338,6 +348,15 @@ mod tests {
                     .collect(),
             ),
         }
+    }
+
+    #[test]
+    fn settings_of_older_files_load_without_buffers() {
+        let old = r#"{"reads": 1000, "rounds": 2, "cpu": 1, "priority": null, "kprobes": false,
+            "libc": "/lib/libc.so.6", "workloads": ["loop"]}"#;
+        let s: EventsSettings = serde_json::from_str(old).unwrap();
+        assert_eq!(s.buffer_size_kb, None);
+        assert!(s.buffers.is_empty());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! `rtrace-bench events`: Gregg's per-event cost benchmark (BPF Performance Tools, ch. 18), as
 //! Piotrowski reran it (seed 004), across tracers. The workload is a pinned loop of 1-byte
 //! `read(2)` calls from /dev/zero (the tight form of Gregg's `dd bs=1`); each experiment's
-//! program (bpftrace's published one-liner, our eBPF program doing the same, the ftrace event)
-//! traces every process while the loop runs, and its cost per event is the loop's extra time
+//! program (bpftrace's published one-liner, our eBPF program doing the same, the ftrace event:
+//! `Hook::Read`, run by each tracer's backend through `Tracer` like every other hook, with the
+//! run's buffer size) traces every process while the loop runs, and its cost per event is the loop's extra time
 //! over an untraced run of the same round, divided by the reads. Every timed run's output is
 //! checked against the workload's reads where it has one; accounting runs check, per tracer and
 //! hook, that the tracer sees exactly the workload's reads (the empty-action experiments print
@@ -10,7 +11,7 @@
 
 mod dd;
 
-use crate::options::{default_out, default_workload_dir};
+use crate::options::{default_out, default_workload_dir, TracerOptions};
 use crate::output;
 use crate::usdt::workload_bin;
 use anyhow::{bail, Context, Result};
@@ -20,7 +21,7 @@ use rtrace_measure::events::{
 use rtrace_measure::{run_workload_message, Environment};
 use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
 use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram, Unsupported};
-use rtrace_tracer::{Hook, Instrumentation, RecordMode, Target, Tracer, TracerKind};
+use rtrace_tracer::{Attachment, Hook, Instrumentation, RecordMode, Target, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 
 /// Reads of an accounting run (enough to see any miscount; not timed).
@@ -39,6 +40,8 @@ pub struct EventsOptions {
     pub out: PathBuf,
     pub out_given: bool,
     pub workload_dir: PathBuf,
+    /// Per-CPU trace buffer asked of every tracer (KiB); `None`: each backend's default.
+    pub buffer_size_kb: Option<u64>,
 }
 
 /// `1,4-7,15` → experiments 1, 4, 5, 6, 7, 15 in order, each once.
@@ -116,17 +119,9 @@ impl TryFrom<crate::cli::EventsArgs> for EventsOptions {
             out_given: a.out.is_some(),
             out: a.out.unwrap_or_else(|| default_out("events")),
             workload_dir: a.workload_dir.unwrap_or_else(default_workload_dir),
+            buffer_size_kb: None,
         })
     }
-}
-
-/// How a cell runs.
-#[derive(Debug, Clone)]
-enum How {
-    Ebpf,
-    Bpftrace,
-    Ftrace,
-    Lttng,
 }
 
 /// A cell to measure.
@@ -138,7 +133,6 @@ struct Subject {
     /// Where its events come from: each (tracer, hook) gets an accounting run.
     hooks: Vec<ReadHook>,
     program: String,
-    how: How,
 }
 
 /// What every run needs.
@@ -146,7 +140,38 @@ struct Setup {
     workload: PathBuf,
     libc: PathBuf,
     libc_read: u64,
+    /// Whether the kernel has kprobes.
     kprobes: bool,
+    /// The options every tracer was built from (the run's buffer size).
+    tracer_options: TracerOptions,
+    /// One backend per requested tracer, in the order asked.
+    tracers: Vec<(TracerKind, Box<dyn Tracer>)>,
+}
+
+impl Setup {
+    fn tracer(&self, kind: TracerKind) -> &dyn Tracer {
+        self.tracers
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, t)| t.as_ref())
+            .expect("every planned tracer is built")
+    }
+
+    /// Whether `tracer`'s programs hook `vfs_read` as Gregg's do: the kernel has kprobes and
+    /// the backend drives them (else they hook the `read` syscall's tracepoints).
+    fn kprobes(&self, tracer: TracerKind) -> bool {
+        self.kprobes && self.tracer(tracer).drives_kprobes()
+    }
+
+    /// `program` as `tracer` runs it here.
+    fn hook(&self, tracer: TracerKind, program: ReadProgram) -> Hook {
+        Hook::Read {
+            program,
+            libc: self.libc.clone(),
+            read_offset: self.libc_read,
+            kprobes: self.kprobes(tracer),
+        }
+    }
 }
 
 fn setup(o: &EventsOptions) -> Result<Setup> {
@@ -163,92 +188,56 @@ fn setup(o: &EventsOptions) -> Result<Setup> {
     let libc_read = rtrace_sdt::function(&libc, "read")
         .with_context(|| format!("no `read` in {}", libc.display()))?
         .offset;
-    let kprobes = fs.path("kprobe_events").exists();
+    let tracer_options = crate::tracers::default_options(o.buffer_size_kb, RecordMode::Overwrite);
+    let mut tracers = Vec::new();
+    for &kind in &o.tracers {
+        if let Some(t) = crate::tracers::build(kind, &tracer_options)? {
+            tracers.push((kind, t));
+        }
+    }
     Ok(Setup {
         workload,
         libc,
         libc_read,
-        kprobes,
+        kprobes: fs.path("kprobe_events").exists(),
+        tracer_options,
+        tracers,
     })
 }
 
-/// Every cell of the table: the ones to measure, and the others with why not.
-fn plan(o: &EventsOptions, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
+/// Every cell of the table: the ones to measure, and the others with why not (each backend's
+/// `check` says why).
+fn plan(o: &EventsOptions, s: &Setup) -> (Vec<Subject>, Vec<Cell>) {
     let mut run = Vec::new();
     let mut not = Vec::new();
-    for &tracer in &o.tracers {
+    for (kind, tracer) in &s.tracers {
         for &feature in &o.features {
-            // ftrace and LTTng always hook the syscall's tracepoints (their kprobe events are
-            // not driven here); the BPF tracers hook where Gregg did when the kernel can.
-            let bpf = matches!(tracer, TracerKind::Ebpf | TracerKind::Bpftrace);
-            let kprobes = s.kprobes && bpf;
-            let hook = if kprobes {
-                feature.published_hook()
-            } else {
-                feature.hook_without_kprobes()
-            }
-            .to_owned();
-            let cell = |outcome: Outcome| Cell {
-                workload: Workload::Loop, // set per workload by `run`
-                feature,
-                tracer,
-                hook: hook.clone(),
-                program: String::new(),
-                outcome,
-            };
-            let hooks = ReadHook::of(feature, kprobes).to_vec();
-            let subject = |how: How, program: String| Subject {
-                feature,
-                tracer,
-                hook: hook.clone(),
-                hooks: hooks.clone(),
-                program,
-                how,
-            };
-            match tracer {
-                TracerKind::Bpftrace => {
-                    let hook = read_hook(s, ReadProgram::Feature(feature), s.kprobes);
-                    let t = bpftrace();
-                    match t.check(&hook) {
-                        Ok(()) => run.push(subject(How::Bpftrace, t.program(&hook))),
-                        Err(e) => not.push(cell(not_run(e))),
-                    }
-                }
-                TracerKind::Ebpf => {
-                    let hook = read_hook(s, ReadProgram::Feature(feature), s.kprobes);
-                    let t = ebpf();
-                    match t.check(&hook) {
-                        Ok(()) => run.push(subject(How::Ebpf, t.program(&hook))),
-                        Err(e) => not.push(cell(not_run(e))),
-                    }
-                }
-                TracerKind::Ftrace => {
-                    let t = ftrace();
-                    let hook = read_hook(
-                        s,
-                        ReadProgram::Feature(feature),
-                        s.kprobes && t.drives_kprobes(),
-                    );
-                    match t.check(&hook) {
-                        Ok(()) => run.push(subject(How::Ftrace, t.program(&hook))),
-                        Err(e) => not.push(cell(not_run(e))),
-                    }
-                }
-                TracerKind::Lttng => {
-                    let hook = read_hook(s, ReadProgram::Feature(feature), false);
-                    match lttng_tracer().and_then(|t| t.check(&hook).map(|()| t)) {
-                        Ok(t) => run.push(subject(How::Lttng, t.program(&hook))),
-                        Err(e) => not.push(cell(not_run(e))),
-                    }
-                }
-                TracerKind::None => {}
+            let program = ReadProgram::Feature(feature);
+            let hook = s.hook(*kind, program);
+            match tracer.check(&hook) {
+                Ok(()) => run.push(Subject {
+                    feature,
+                    tracer: *kind,
+                    hook: hook.label(),
+                    hooks: program.hooks(s.kprobes(*kind)),
+                    program: tracer.program(&hook),
+                }),
+                Err(e) => not.push(Cell {
+                    workload: Workload::Loop, // set per workload by `run`
+                    feature,
+                    tracer: *kind,
+                    hook: hook.label(),
+                    program: String::new(),
+                    outcome: not_run(e),
+                }),
             }
         }
     }
-    Ok((run, not))
+    (run, not)
 }
 
-/// A check's refusal as the cell shows it.
+/// A check's refusal as the cell shows it: unavailable here or inexpressible, as the backend
+/// says; any other refusal (a missing tool) is unavailable.
 fn not_run(e: anyhow::Error) -> Outcome {
     match e.downcast_ref::<Unsupported>() {
         Some(Unsupported::Inexpressible(why)) => Outcome::Inexpressible(why.clone()),
@@ -257,38 +246,20 @@ fn not_run(e: anyhow::Error) -> Outcome {
     }
 }
 
-fn ftrace() -> rtrace_ftrace::FtraceTracer {
-    rtrace_ftrace::FtraceTracer::new()
-}
-
-fn bpftrace() -> rtrace_bpftrace::BpftraceTracer {
-    rtrace_bpftrace::BpftraceTracer::new(rtrace_bpftrace::BpftraceMode::Aggregate)
-}
-
-fn ebpf() -> rtrace_ebpf::EbpfTracer {
-    rtrace_ebpf::EbpfTracer::new(rtrace_ebpf::EbpfMode::Record)
-}
-
-fn read_hook(s: &Setup, program: ReadProgram, kprobes: bool) -> Hook {
-    Hook::Read {
-        program,
-        libc: s.libc.clone(),
-        read_offset: s.libc_read,
-        kprobes,
+/// The tracers with at least one measured cell, in the order asked.
+fn used(subjects: &[Subject]) -> Vec<TracerKind> {
+    let mut kinds = Vec::new();
+    for sub in subjects {
+        if !kinds.contains(&sub.tracer) {
+            kinds.push(sub.tracer);
+        }
     }
-}
-
-fn lttng_tracer() -> Result<rtrace_lttng::LttngTracer> {
-    rtrace_lttng::LttngTracer::new(rtrace_lttng::LttngOptions {
-        subbuf_size: None,
-        num_subbuf: None,
-        event_kind: rtrace_lttng::EventKind::Tracepoint,
-    })
+    kinds
 }
 
 pub fn run(mut o: EventsOptions) -> Result<i32> {
     let s = setup(&o)?;
-    let (subjects, not_run) = plan(&o, &s)?;
+    let (subjects, not_run) = plan(&o, &s);
     if subjects.is_empty() {
         bail!("no experiment can run here with these tracers: try --tracer bpftrace,ebpf");
     }
@@ -308,6 +279,8 @@ pub fn run(mut o: EventsOptions) -> Result<i32> {
             kprobes: s.kprobes,
             libc: s.libc.display().to_string(),
             workloads: o.workloads.clone(),
+            buffer_size_kb: o.buffer_size_kb,
+            buffers: crate::tracers::buffers(&used(&subjects), &s.tracer_options)?,
         },
         baseline: Vec::new(),
         cells: Vec::new(),
@@ -500,26 +473,12 @@ fn reads_done(s: &Setup, last: Message) -> Result<ReadsDone> {
     }
 }
 
-/// A tracer attached to the workload for one run.
-enum Running {
-    Backend(Box<dyn rtrace_tracer::Attachment>),
-}
-
-impl Running {
-    fn finish(self, pid: u32, comm: &str) -> Result<Evidence> {
-        match self {
-            Running::Backend(a) => a.evidence(pid, comm),
-        }
-    }
-}
-
 fn run_dir(o: &EventsOptions, name: &str) -> Result<PathBuf> {
     let d = o.out.join(name);
     std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
     Ok(d)
 }
 
-/// One timed run of the loop, untraced (`None`) or under `sub`.
 /// What one run of a workload did.
 pub struct Ran {
     pub pid: u32,
@@ -589,15 +548,18 @@ fn timed(
         )?,
         None => o.out.clone(),
     };
-    let (ran, running) = run_traced(o, s, w, o.reads, |pid| {
+    // An experiment's program traces every process: it is attached before the workload starts,
+    // but not to its pid.
+    let (ran, attached) = run_traced(o, s, w, o.reads, |_pid| {
         let Some(sub) = sub else {
             return Ok(None);
         };
-        start(o, s, w, sub, pid, &dir).map(Some)
+        let hook = s.hook(sub.tracer, ReadProgram::Feature(sub.feature));
+        attach(o, s, sub.tracer, hook, None, &dir).map(Some)
     })?;
-    let evidence = match (running, sub) {
-        (Some(r), Some(sub)) => {
-            let ev = r.finish(ran.pid, &ran.comm)?;
+    let evidence = match (attached, sub) {
+        (Some(a), Some(sub)) => {
+            let ev = a.evidence(ran.pid, &ran.comm)?;
             // Beyond the copy loop, the process makes the events the accounting run measured
             // on the cell's (first) hook.
             let extra = sub
@@ -615,7 +577,8 @@ fn timed(
         _ => Evidence::default(),
     };
     if sub.is_some() {
-        // Keep the outputs small: bpftrace's and our per-event lines are counted, not kept.
+        // Empty unless the backend keeps a trace there (per-event lines are counted, then
+        // removed by their backends).
         let _ = std::fs::remove_dir(&dir);
     }
     Ok(FeatureRun {
@@ -627,40 +590,17 @@ fn timed(
     })
 }
 
-fn start(
+/// Attaches `tracer` on `hook` (to `pid`'s events only, or every process's) with the run's
+/// buffer size.
+fn attach(
     o: &EventsOptions,
     s: &Setup,
-    _w: Workload,
-    sub: &Subject,
-    _pid: u32,
+    tracer: TracerKind,
+    hook: Hook,
+    pid: Option<u32>,
     dir: &Path,
-) -> Result<Running> {
-    Ok(match &sub.how {
-        How::Ebpf => Running::Backend(ebpf().attach(&target(
-            o,
-            read_hook(s, ReadProgram::Feature(sub.feature), s.kprobes),
-            None,
-            dir,
-        ))?),
-        How::Bpftrace => Running::Backend(bpftrace().attach(&target(
-            o,
-            read_hook(s, ReadProgram::Feature(sub.feature), s.kprobes),
-            None,
-            dir,
-        ))?),
-        How::Ftrace => Running::Backend(ftrace().attach(&target(
-            o,
-            read_hook(s, ReadProgram::Feature(sub.feature), false),
-            None,
-            dir,
-        ))?),
-        How::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
-            o,
-            read_hook(s, ReadProgram::Feature(sub.feature), false),
-            None,
-            dir,
-        ))?),
-    })
+) -> Result<Box<dyn Attachment>> {
+    s.tracer(tracer).attach(&target(o, hook, pid, dir))
 }
 
 fn target(o: &EventsOptions, hook: Hook, pid: Option<u32>, dir: &Path) -> Target {
@@ -671,7 +611,7 @@ fn target(o: &EventsOptions, hook: Hook, pid: Option<u32>, dir: &Path) -> Target
         skip_tid: None,
         out_dir: dir.to_owned(),
         consumer_cpus: o.cpus.harness.clone(),
-        buffer_size_kb: None,
+        buffer_size_kb: o.buffer_size_kb,
         record: RecordMode::Overwrite,
     }
 }
@@ -719,37 +659,18 @@ fn account_run(
         o,
         &format!("account-{}-{tracer}-{hook:?}", comm(w)).to_lowercase(),
     )?;
-    let (ran, running) = run_traced(o, s, w, reads, |pid| -> Result<Running> {
-        Ok(match tracer {
-            TracerKind::Ebpf => Running::Backend(ebpf().attach(&target(
-                o,
-                read_hook(s, ReadProgram::Account(hook), s.kprobes),
-                Some(pid),
-                &dir,
-            ))?),
-            TracerKind::Bpftrace => Running::Backend(bpftrace().attach(&target(
-                o,
-                read_hook(s, ReadProgram::Account(hook), s.kprobes),
-                Some(pid),
-                &dir,
-            ))?),
-            TracerKind::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
-                o,
-                read_hook(s, ReadProgram::Account(hook), false),
-                Some(pid),
-                &dir,
-            ))?),
-            _ => Running::Backend(ftrace().attach(&target(
-                o,
-                read_hook(s, ReadProgram::Account(hook), false),
-                Some(pid),
-                &dir,
-            ))?),
-        })
+    let (ran, attached) = run_traced(o, s, w, reads, |pid| {
+        let hook = s.hook(tracer, ReadProgram::Account(hook));
+        attach(o, s, tracer, hook, Some(pid), &dir)
     })?;
-    let Running::Backend(a) = running;
-    let st = a.finish()?;
-    let (recorded, lost) = (st.recorded, st.lost);
+    let ev = attached.evidence(ran.pid, &ran.comm)?;
+    let recorded = ev.workload.with_context(|| {
+        format!(
+            "{tracer}'s accounting program on {} gave no count of the workload's events (a bug: please report it)",
+            hook.label()
+        )
+    })?;
+    let lost = ev.lost;
     let _ = std::fs::remove_dir_all(&dir);
     Ok((ran.reads, recorded, lost))
 }
