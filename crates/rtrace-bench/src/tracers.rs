@@ -275,6 +275,41 @@ mod tests {
     }
 
     #[test]
+    fn the_events_suites_options_carry_its_buffer_size_to_every_backend() {
+        let o = TracerOptions {
+            buffer_size_kb: Some(64),
+            record: RecordMode::Overwrite,
+            ..TracerOptions::default()
+        };
+        assert_eq!(o.buffer_size_kb, Some(64));
+        for kind in TracerKind::ALL {
+            assert_eq!(
+                variants(kind, &o).unwrap().len(),
+                usize::from(kind != TracerKind::None)
+            );
+        }
+        let b = buffers(&TracerKind::ALL, &o).unwrap();
+        assert_eq!(b.len(), 4, "{b:?}");
+        for (tracer, text) in &b {
+            if tracer != "ebpf" || possible_cpus().is_power_of_two() {
+                assert!(text.contains("64 KiB per CPU"), "{tracer}: {text}");
+            }
+        }
+        let default = buffers(
+            &TracerKind::ALL,
+            &TracerOptions {
+                buffer_size_kb: None,
+                ..o
+            },
+        )
+        .unwrap();
+        assert!(
+            default.values().all(|t| !t.contains("64 KiB")),
+            "{default:?}"
+        );
+    }
+
+    #[test]
     fn record_wakeup_is_an_ebpf_column_and_bpftrace_record() {
         let o = opts(vec![
             BpfMode::Record,

@@ -1,22 +1,25 @@
-//! The `events` suite with the real bpftrace: Gregg's one-liners (BPF Performance Tools,
-//! ch. 18) as published, hooking every process; on a kernel without kprobes, experiments 8-17
-//! hook the `read` syscall's tracepoints instead of `vfs_read` (its `count` is vfs_read's arg2).
-//! The output (`-o` file) is read for what it shows of the workload's events.
+//! The `events` suite with the real bpftrace ([`Hook::Read`](rtrace_tracer::Hook)): Gregg's
+//! one-liners (BPF Performance Tools, ch. 18) as published, hooking every process; on a kernel
+//! without kprobes, experiments 8-17 hook the `read` syscall's tracepoints instead of
+//! `vfs_read` (its `count` is vfs_read's arg2). The accounting programs count one hook's events
+//! per pid. The output (`-o` file) is read for what it shows of the workload's events, then
+//! removed (the suite keeps no per-event output).
 
-use anyhow::{Context, Result};
-use rtrace_tracer::features::{Evidence, Feature, ReadHook};
+use anyhow::{bail, Context, Result};
+use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram, Unsupported, NO_KPROBES};
+use rtrace_tracer::{Attachment, EventStats, Target};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::child::Bpftrace;
 
 /// bpftrace's output below the run's directory.
-pub const OUTPUT_FILE: &str = "bpftrace-output.txt";
+const OUTPUT_FILE: &str = "bpftrace-output.txt";
 
-/// The experiment's program. `kprobes`: whether the kernel has them (Gregg's own hooks);
+/// The experiment's one-liner. `kprobes`: whether the kernel has them (Gregg's own hooks);
 /// `libc`: the library whose `read` experiments 6 and 7 hook. `None`: the experiment needs
 /// kprobes and the kernel has none.
-pub fn script(feature: Feature, kprobes: bool, libc: &Path) -> Option<String> {
+fn script(feature: Feature, kprobes: bool, libc: &Path) -> Option<String> {
     let (entry, ret, arg) = if kprobes {
         ("kprobe:vfs_read", "kretprobe:vfs_read", "arg2")
     } else {
@@ -54,7 +57,7 @@ pub fn script(feature: Feature, kprobes: bool, libc: &Path) -> Option<String> {
 
 /// The accounting run of `hook`: the workload's events on it, per process. Its output reads as
 /// experiment 10's (`@[pid]`).
-pub fn account_script(hook: ReadHook, libc: &Path) -> String {
+fn account_script(hook: ReadHook, libc: &Path) -> String {
     let libc = libc.display();
     let probe = match hook {
         ReadHook::Enter => "tracepoint:syscalls:sys_enter_read".to_owned(),
@@ -67,129 +70,219 @@ pub fn account_script(hook: ReadHook, libc: &Path) -> String {
     format!("{probe} {{ @[pid] = count(); }}")
 }
 
-/// A bpftrace running one experiment.
-pub struct FeatureRun {
+/// The program bpftrace runs for `program`; `Unsupported` where it cannot run here.
+pub fn program(program: ReadProgram, kprobes: bool, libc: &Path) -> Result<String> {
+    let script = match program {
+        ReadProgram::Feature(f) => script(f, kprobes, libc),
+        ReadProgram::Account(_) if program.needs_kprobes() && !kprobes => None,
+        ReadProgram::Account(h) => Some(account_script(h, libc)),
+    };
+    script.ok_or_else(|| Unsupported::Unavailable(NO_KPROBES.into()).into())
+}
+
+/// bpftrace running a program of the suite; killed if dropped without `finish` / `evidence`.
+pub struct ReadAttachment {
     bpftrace: Bpftrace,
-    feature: Feature,
+    program: ReadProgram,
+    /// The process an accounting program counts.
+    pid: Option<u32>,
     output: PathBuf,
 }
 
-impl FeatureRun {
-    /// Starts bpftrace on `program` (from [`script`]); returns once its probes are attached.
+impl ReadAttachment {
+    /// Starts `bpftrace` on `script` (from [`program`]) with `perf_rb_pages` pages of perf
+    /// buffer per CPU, pinned to the target's consumer CPUs; returns once its probes are
+    /// attached.
     pub fn start(
         bpftrace: &Path,
-        feature: Feature,
-        program: &str,
-        out_dir: &Path,
-        cpus: &[usize],
-    ) -> Result<FeatureRun> {
-        let output = out_dir.join(OUTPUT_FILE);
+        program: ReadProgram,
+        script: &str,
+        target: &Target,
+        perf_rb_pages: u64,
+    ) -> Result<ReadAttachment> {
+        let output = target.out_dir.join(OUTPUT_FILE);
         let args: Vec<OsString> = vec![
             "-o".into(),
             output.clone().into(),
             "-e".into(),
-            program.into(),
+            script.into(),
         ];
-        let env = vec![(
-            "BPFTRACE_PERF_RB_PAGES",
-            crate::script::perf_rb_pages(crate::DEFAULT_BUFFER_KB)?.to_string(),
-        )];
-        let bpftrace = Bpftrace::start(bpftrace, &args, &env, cpus)
-            .with_context(|| format!("bpftrace program: {program}"))?;
-        Ok(FeatureRun {
+        let env = vec![("BPFTRACE_PERF_RB_PAGES", perf_rb_pages.to_string())];
+        let bpftrace = Bpftrace::start(bpftrace, &args, &env, &target.consumer_cpus)
+            .with_context(|| format!("bpftrace program: {script}"))?;
+        Ok(ReadAttachment {
             bpftrace,
-            feature,
+            program,
+            pid: target.pid,
             output,
         })
     }
 
-    /// Stops bpftrace (SIGINT: it prints its maps) and reads its output.
-    pub fn finish(self, workload_pid: u32, workload_comm: &str) -> Result<Evidence> {
+    /// Stops bpftrace (SIGINT: it prints its maps), reads its output and removes it.
+    fn stop(self) -> Result<Printed> {
         let exited = self.bpftrace.stop()?;
         anyhow::ensure!(exited.status.success(), "bpftrace failed: {}", exited.why());
         let text = std::fs::read_to_string(&self.output)
             .with_context(|| format!("cannot read {}", self.output.display()))?;
-        Ok(evidence(self.feature, &text, workload_pid, workload_comm))
+        let _ = std::fs::remove_file(&self.output);
+        Ok(Printed::parse(&text))
+    }
+}
+
+impl Attachment for ReadAttachment {
+    /// Every event the printed output counts (of every process; an accounting program's: of
+    /// its process). Fails for the empty-action experiments, which print nothing to count.
+    fn finish(self: Box<Self>) -> Result<EventStats> {
+        let (program, pid) = (self.program, self.pid);
+        let printed = self.stop()?;
+        let Some(recorded) = printed.total(program, pid) else {
+            bail!("bpftrace's program for {program:?} prints nothing to count: read its evidence instead");
+        };
+        Ok(EventStats {
+            recorded,
+            lost: printed.lost,
+            overwritten: 0,
+        })
+    }
+
+    fn evidence(self: Box<Self>, pid: u32, comm: &str) -> Result<Evidence> {
+        let program = self.program;
+        Ok(self.stop()?.evidence(program, pid, comm))
+    }
+}
+
+/// What bpftrace 0.17 printed: its maps, hist buckets, lines and loss reports.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Printed {
+    /// `@[key]: n` on one line, or `@: n` (key "").
+    keyed: Vec<(String, u64)>,
+    /// `]: n` closing a multi-line key (stacks).
+    closed: u64,
+    /// hist bucket lines: `[lo, hi)   n |@@@|`.
+    buckets: u64,
+    /// `N bytes`.
+    lines: u64,
+    lost: u64,
+}
+
+impl Printed {
+    fn parse(text: &str) -> Printed {
+        let mut p = Printed::default();
+        for l in text.lines() {
+            let t = l.trim();
+            if let Some(rest) = t.strip_prefix("Lost ") {
+                p.lost += rest
+                    .split(' ')
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0);
+            } else if t.ends_with(" bytes") && t.starts_with(|c: char| c.is_ascii_digit()) {
+                p.lines += 1;
+            } else if let Some(rest) = t.strip_prefix("]: ") {
+                p.closed += rest.parse::<u64>().unwrap_or(0);
+            } else if t.starts_with('[') && t.contains('|') {
+                let n = t
+                    .split(']')
+                    .nth(1)
+                    .or_else(|| t.split(')').nth(1))
+                    .and_then(|r| r.split('|').next())
+                    .and_then(|n| n.trim().parse::<u64>().ok());
+                p.buckets += n.unwrap_or(0);
+            } else if let Some(rest) = t.strip_prefix('@') {
+                if let Some((key, n)) = rest.rsplit_once(": ") {
+                    if let Ok(n) = n.trim().parse::<u64>() {
+                        let key = key.trim_start_matches('[').trim_end_matches(']');
+                        p.keyed.push((key.to_owned(), n));
+                    }
+                }
+            }
+        }
+        p
+    }
+
+    fn at(&self, want: &str) -> u64 {
+        self.keyed
+            .iter()
+            .filter(|(k, _)| k == want)
+            .map(|r| r.1)
+            .sum()
+    }
+
+    /// Events in the output: every process's, an accounting program's at `pid`; `None` where
+    /// the program prints nothing to count.
+    fn total(&self, program: ReadProgram, pid: Option<u32>) -> Option<u64> {
+        let keyed = || self.keyed.iter().map(|r| r.1).sum();
+        Some(match program {
+            ReadProgram::Account(_) => self.at(&pid?.to_string()),
+            ReadProgram::Feature(f) => match f {
+                Feature::Map | Feature::SingleKey | Feature::StringKey | Feature::TwoKeys => {
+                    keyed()
+                }
+                Feature::KernelStack | Feature::UserStack => self.closed,
+                Feature::Histogram | Feature::Timing | Feature::Multiple => self.buckets,
+                Feature::PerEvent => self.lines,
+                _ => return None,
+            },
+        })
+    }
+
+    /// What the output shows of the workload `pid` / `comm`.
+    fn evidence(&self, program: ReadProgram, pid: u32, comm: &str) -> Evidence {
+        let e = |workload, all, source: String| Evidence {
+            workload,
+            all,
+            lost: self.lost,
+            source,
+        };
+        let feature = match program {
+            // Printed as experiment 10's `@[pid]`.
+            ReadProgram::Account(_) => Feature::SingleKey,
+            ReadProgram::Feature(f) => f,
+        };
+        match feature {
+            Feature::Map => {
+                let n = self.at("");
+                e(None, Some(n), format!("@: {n} (every process)"))
+            }
+            Feature::SingleKey => {
+                let n = self.at(&pid.to_string());
+                e(Some(n), None, format!("@[{pid}]: {n}"))
+            }
+            Feature::StringKey => {
+                let n = self.at(comm);
+                e(Some(n), None, format!("@[{comm}]: {n}"))
+            }
+            Feature::TwoKeys => {
+                let n = self.at(&format!("{pid}, {comm}"));
+                e(Some(n), None, format!("@[{pid}, {comm}]: {n}"))
+            }
+            Feature::KernelStack | Feature::UserStack => e(
+                None,
+                Some(self.closed),
+                format!("{} over the printed stacks (every process)", self.closed),
+            ),
+            Feature::Histogram | Feature::Timing | Feature::Multiple => e(
+                None,
+                Some(self.buckets),
+                format!(
+                    "{} in the printed histogram buckets (every process)",
+                    self.buckets
+                ),
+            ),
+            Feature::PerEvent => e(
+                None,
+                Some(self.lines),
+                format!("{} printed lines (every process)", self.lines),
+            ),
+            _ => e(None, None, "no output (the action is empty)".into()),
+        }
     }
 }
 
 /// What bpftrace 0.17's printed maps (or lines) show of the workload's events.
-pub fn evidence(feature: Feature, text: &str, pid: u32, comm: &str) -> Evidence {
-    let mut keyed = Vec::<(String, u64)>::new(); // `@[key]: n` on one line, or `@: n`
-    let mut closed = 0u64; // `]: n` closing a multi-line key (stacks)
-    let mut buckets = 0u64; // hist bucket lines: `[lo, hi)   n |@@@|`
-    let mut lines = 0u64; // `N bytes`
-    let mut lost = 0u64;
-    for l in text.lines() {
-        let t = l.trim();
-        if let Some(rest) = t.strip_prefix("Lost ") {
-            lost += rest
-                .split(' ')
-                .next()
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(0);
-        } else if t.ends_with(" bytes") && t.starts_with(|c: char| c.is_ascii_digit()) {
-            lines += 1;
-        } else if let Some(rest) = t.strip_prefix("]: ") {
-            closed += rest.parse::<u64>().unwrap_or(0);
-        } else if t.starts_with('[') && t.contains('|') {
-            let n = t
-                .split(']')
-                .nth(1)
-                .or_else(|| t.split(')').nth(1))
-                .and_then(|r| r.split('|').next())
-                .and_then(|n| n.trim().parse::<u64>().ok());
-            buckets += n.unwrap_or(0);
-        } else if let Some(rest) = t.strip_prefix('@') {
-            if let Some((key, n)) = rest.rsplit_once(": ") {
-                if let Ok(n) = n.trim().parse::<u64>() {
-                    let key = key.trim_start_matches('[').trim_end_matches(']');
-                    keyed.push((key.to_owned(), n));
-                }
-            }
-        }
-    }
-    let at = |want: &str| keyed.iter().filter(|(k, _)| k == want).map(|r| r.1).sum();
-    let e = |workload, all, source: String| Evidence {
-        workload,
-        all,
-        lost,
-        source,
-    };
-    match feature {
-        Feature::Map => {
-            let n = at("");
-            e(None, Some(n), format!("@: {n} (every process)"))
-        }
-        Feature::SingleKey => {
-            let n = at(&pid.to_string());
-            e(Some(n), None, format!("@[{pid}]: {n}"))
-        }
-        Feature::StringKey => {
-            let n = at(comm);
-            e(Some(n), None, format!("@[{comm}]: {n}"))
-        }
-        Feature::TwoKeys => {
-            let n = at(&format!("{pid}, {comm}"));
-            e(Some(n), None, format!("@[{pid}, {comm}]: {n}"))
-        }
-        Feature::KernelStack | Feature::UserStack => e(
-            None,
-            Some(closed),
-            format!("{closed} over the printed stacks (every process)"),
-        ),
-        Feature::Histogram | Feature::Timing | Feature::Multiple => e(
-            None,
-            Some(buckets),
-            format!("{buckets} in the printed histogram buckets (every process)"),
-        ),
-        Feature::PerEvent => e(
-            None,
-            Some(lines),
-            format!("{lines} printed lines (every process)"),
-        ),
-        _ => e(None, None, "no output (the action is empty)".into()),
-    }
+#[cfg(test)]
+fn evidence(feature: Feature, text: &str, pid: u32, comm: &str) -> Evidence {
+    Printed::parse(text).evidence(ReadProgram::Feature(feature), pid, comm)
 }
 
 #[cfg(test)]
@@ -214,6 +307,30 @@ mod tests {
         assert!(script(Feature::Timing, false, libc)
             .unwrap()
             .contains("tracepoint:syscalls:sys_exit_read /@s[tid]/"));
+    }
+
+    #[test]
+    fn accounting_reads_the_workloads_pid_and_kprobes_need_a_kernel_with_them() {
+        let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
+        let acct = ReadProgram::Account(ReadHook::Exit);
+        assert_eq!(
+            program(acct, false, libc).unwrap(),
+            "tracepoint:syscalls:sys_exit_read { @[pid] = count(); }"
+        );
+        let e = program(ReadProgram::Account(ReadHook::Kprobe), false, libc).unwrap_err();
+        assert_eq!(
+            e.downcast_ref::<Unsupported>(),
+            Some(&Unsupported::Unavailable(NO_KPROBES.into()))
+        );
+        assert!(program(ReadProgram::Feature(Feature::Kretprobe), false, libc).is_err());
+        let printed = Printed::parse("@[1]: 3\n@[4242]: 1000\n");
+        assert_eq!(printed.evidence(acct, 4242, "w").workload, Some(1000));
+        assert_eq!(printed.total(acct, Some(4242)), Some(1000));
+        // An experiment's program: every process's events; none where it prints nothing.
+        let single = ReadProgram::Feature(Feature::SingleKey);
+        assert_eq!(printed.total(single, None), Some(1003));
+        let control = ReadProgram::Feature(Feature::Control);
+        assert_eq!(Printed::default().total(control, None), None);
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //!   reports (a perf buffer reports a loss only with its next record: `flush` writes one per
 //!   CPU after the run, so that losses at its end are reported too).
 //! - `aggregate`: `@c = count();`; recorded = the `@c` bpftrace prints when stopped.
+//! - The events suite's programs ([`Hook::Read`], whatever the mode): Gregg's one-liners as
+//!   published and per-pid accounting scripts (module `events`), with the same perf buffer;
+//!   their attachments' evidence is what the printed maps or lines show of the workload.
 //!
 //! `attach` returns once bpftrace reports its probes attached (it prints
 //! [`output::NOTIFY_ATTACHED`] when asked; "Attaching N probes..." comes *before* attaching).
@@ -19,12 +22,13 @@
 //! buffers without a "Lost" report (measured: 459 of 100,000 events), see `script::PidFilter`.
 
 mod child;
-pub mod events;
+mod events;
 mod flush;
 mod output;
 mod script;
 
 use anyhow::{bail, ensure, Context, Result};
+use rtrace_tracer::features::Unsupported;
 use rtrace_tracer::{Attachment, EventStats, Hook, Target, Tracer, TracerKind};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -35,7 +39,7 @@ pub use output::NOTIFY_ATTACHED;
 /// The perf buffer a run asking for `buffer_size_kb` per CPU gets (`BPFTRACE_PERF_RB_PAGES`), as
 /// the report shows it.
 pub fn buffer_description(buffer_size_kb: Option<u64>) -> Result<String> {
-    let pages = script::perf_rb_pages(buffer_size_kb.unwrap_or(DEFAULT_BUFFER_KB))?;
+    let pages = perf_rb_pages(buffer_size_kb)?;
     Ok(format!(
         "perf buffer of {pages} pages = {} KiB per CPU",
         pages * 4
@@ -93,12 +97,24 @@ impl Tracer for BpftraceTracer {
     }
 
     fn check(&self, hook: &Hook) -> Result<()> {
-        ensure!(
-            self.program.is_file(),
-            "bpftrace not found: apt-get install bpftrace (looked for {})",
-            self.program.display()
-        );
+        if !self.program.is_file() {
+            let missing = Unsupported::Unavailable(format!(
+                "bpftrace not found: apt-get install bpftrace (looked for {})",
+                self.program.display()
+            ));
+            return Err(missing.into());
+        }
         rtrace_tracer::require_root("bpftrace")?;
+        if let Hook::Read {
+            program,
+            libc,
+            kprobes,
+            ..
+        } = hook
+        {
+            events::program(*program, *kprobes, libc)?;
+            return Ok(());
+        }
         script::program(hook, self.mode, script::PidFilter::None, None, None)?;
         if let Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. } = hook {
             ensure!(
@@ -112,6 +128,22 @@ impl Tracer for BpftraceTracer {
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
+        if let Hook::Read {
+            program,
+            libc,
+            kprobes,
+            ..
+        } = &target.hook
+        {
+            let script = events::program(*program, *kprobes, libc)?;
+            return Ok(Box::new(events::ReadAttachment::start(
+                &self.program,
+                *program,
+                &script,
+                target,
+                perf_rb_pages(target.buffer_size_kb)?,
+            )?));
+        }
         let events = match self.mode {
             BpftraceMode::Record => {
                 let f = target.out_dir.join(EVENTS_FILE);
@@ -133,13 +165,9 @@ impl Tracer for BpftraceTracer {
             events.as_deref(),
             flush.as_ref().map(|f| f.probe.as_str()),
         )?;
-        // bpftrace's own default (64 pages per CPU) overflows within milliseconds at our hit
-        // rates, and bpftrace 0.17 then under-reports its losses; without an explicit size, give
-        // it as much buffer as the eBPF backend's default ring (16 MiB, shared by all CPUs).
-        let kb = target.buffer_size_kb.unwrap_or(DEFAULT_BUFFER_KB);
         let env = vec![(
             "BPFTRACE_PERF_RB_PAGES",
-            script::perf_rb_pages(kb)?.to_string(),
+            perf_rb_pages(target.buffer_size_kb)?.to_string(),
         )];
         let bpftrace = child::Bpftrace::start(&self.program, &args, &env, &target.consumer_cpus)
             .map_err(|e| explain_attach(e, &target.hook, target.pid, &args))?;
@@ -150,6 +178,30 @@ impl Tracer for BpftraceTracer {
             flush: flush.map(|f| f.token),
         }))
     }
+
+    fn program(&self, hook: &Hook) -> String {
+        match hook {
+            Hook::Read {
+                program,
+                libc,
+                kprobes,
+                ..
+            } => events::program(*program, *kprobes, libc).unwrap_or_else(|e| format!("{e:#}")),
+            h => h.label(),
+        }
+    }
+
+    fn drives_kprobes(&self) -> bool {
+        true
+    }
+}
+
+/// `BPFTRACE_PERF_RB_PAGES` for a target asking for `buffer_size_kb` per CPU. bpftrace's own
+/// default (64 pages per CPU) overflows within milliseconds at our hit rates, and bpftrace 0.17
+/// then under-reports its losses; without an explicit size, it gets as much buffer as the eBPF
+/// backend's default ring (16 MiB, shared by all CPUs): [`DEFAULT_BUFFER_KB`].
+fn perf_rb_pages(buffer_size_kb: Option<u64>) -> Result<u64> {
+    script::perf_rb_pages(buffer_size_kb.unwrap_or(DEFAULT_BUFFER_KB))
 }
 
 /// Stops the bpftrace processes of runs that are gone (they carry the run's tag in
@@ -316,6 +368,15 @@ mod tests {
         );
         let m: BpftraceMode = serde_json::from_str("\"aggregate\"").unwrap();
         assert_eq!(m, BpftraceMode::Aggregate);
+    }
+
+    #[test]
+    fn the_perf_buffer_is_the_targets_size() {
+        assert_eq!(perf_rb_pages(Some(64)).unwrap(), 16);
+        assert_eq!(perf_rb_pages(None).unwrap(), DEFAULT_BUFFER_KB / 4);
+        assert!(buffer_description(Some(64))
+            .unwrap()
+            .contains("64 KiB per CPU"));
     }
 
     #[test]

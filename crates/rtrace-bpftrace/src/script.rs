@@ -44,6 +44,9 @@ pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
             };
             Ok((format!("tracepoint:{category}:{name}"), arg))
         }
+        Hook::Read { .. } => {
+            bail!("the events suite's programs have scripts of their own (a bug: please report it)")
+        }
         Hook::LttngUst { provider, event } => bail!(
             "{provider}:{event} is an LTTng-UST tracepoint, invisible to bpftrace: use the lttng tracer, or a USDT build of the workload"
         ),

@@ -16,6 +16,11 @@
 //! - `aggregate`: a per-CPU counter and log2 histogram of the argument, no per-event output;
 //!   recorded = the counters' sum, written with the histogram to `out_dir/ebpf-aggregate.txt`.
 //!
+//! The events suite's programs ([`Hook::Read`], whatever the mode): `bpf/events.bpf.c`, one
+//! program per experiment doing what its bpftrace one-liner does on every process, or a
+//! per-pid accounting program; experiment 18's ring buffer is sized as `record`'s is. Their
+//! attachments' evidence is what the program's map (or its lines) shows of the workload.
+//!
 //! Cleanup: every BPF object is fd-based and owned by the session thread, which closes them and
 //! waits until the kernel has freed them before `finish` or `Drop` returns; a killed process
 //! leaves nothing behind, so this backend has no stale cleanup.
@@ -23,7 +28,7 @@
 //! libbpf's messages never reach the terminal during a run; errors quote the relevant one
 //! (e.g. the verifier's reason). `RTRACE_LIBBPF_LOG=1` prints them all to stderr.
 
-pub mod events;
+mod events;
 mod freed;
 mod libbpf_log;
 mod plan;
@@ -116,6 +121,15 @@ impl Tracer for EbpfTracer {
 
     fn check(&self, hook: &Hook) -> Result<()> {
         rtrace_tracer::require_root("eBPF tracing")?;
+        if let Hook::Read {
+            program,
+            libc,
+            kprobes,
+            ..
+        } = hook
+        {
+            return events::check(*program, *kprobes, libc);
+        }
         let probe = plan::Probe::from_hook(hook)?;
         if let Some(binary) = probe.binary() {
             let meta = std::fs::metadata(binary).with_context(|| {
@@ -136,6 +150,24 @@ impl Tracer for EbpfTracer {
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
         let ncpus = libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")?;
+        if let Hook::Read {
+            program,
+            libc,
+            read_offset,
+            kprobes,
+        } = &target.hook
+        {
+            return Ok(Box::new(events::ReadAttachment::start(events::ReadPlan {
+                program: *program,
+                kprobes: *kprobes,
+                libc: libc.clone(),
+                read_offset: *read_offset,
+                ring_bytes: plan::ring_bytes(target.buffer_size_kb, ncpus)?,
+                pid: target.pid,
+                out_dir: target.out_dir.clone(),
+                consumer_cpus: target.consumer_cpus.clone(),
+            })?));
+        }
         let plan = session::Plan {
             probe: plan::Probe::from_hook(&target.hook)?,
             mode: self.mode,
@@ -148,6 +180,17 @@ impl Tracer for EbpfTracer {
         Ok(Box::new(EbpfAttachment {
             session: session::Session::start(plan)?,
         }))
+    }
+
+    fn program(&self, hook: &Hook) -> String {
+        match hook {
+            Hook::Read { program, .. } => events::describe(*program),
+            h => h.label(),
+        }
+    }
+
+    fn drives_kprobes(&self) -> bool {
+        true
     }
 }
 

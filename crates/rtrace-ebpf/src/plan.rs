@@ -76,6 +76,9 @@ impl Probe {
                     )
                 }
             }
+            Hook::Read { .. } => {
+                bail!("the events suite's programs are not a probe of rtrace.bpf.c (a bug: please report it)")
+            }
             Hook::LttngUst { provider, event } => bail!(
                 "{provider}:{event} is an LTTng-UST tracepoint, invisible to eBPF: use the lttng tracer, or a USDT build of the workload"
             ),

@@ -9,13 +9,17 @@
 //! the same way. Kernel tracepoints (e.g. `syscalls:sys_exit_clock_nanosleep`) are only
 //! enabled in the instance. Accounting comes from the instance's `per_cpu/cpuN/stats`.
 //!
+//! The events suite's programs ([`Hook::Read`]): module `features` (syscall events, filters and
+//! hist triggers in an instance of the target's `buffer_size_kb`; uprobes and accounting
+//! programs through the ordinary path).
+//!
 //! `set_event_pid` takes pids of the initial PID namespace. Inside another PID namespace (a
 //! container) the pids a run sees are not those: there, USDT and uprobe events are not filtered
 //! by process (the uprobe is on the binary, so every process running it counts, and the
 //! accounting check fails if another one does), and kernel tracepoints kept to one process are
 //! refused. Paths written to tracefs are whitelisted (`uprobe::plain_path`).
 
-pub mod features;
+mod features;
 mod instance;
 mod stale;
 mod stats;
@@ -27,8 +31,10 @@ pub use stats::{account, CpuStats};
 pub use tracefs::Tracefs;
 pub use uprobe::{definitions, function_definition, UprobeDef};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
+use features::FtracePlan;
 use instance::Instance;
+use rtrace_tracer::features::{Ordinary, ReadProgram, Unsupported};
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
 use stream::Consumer;
 
@@ -79,6 +85,76 @@ impl FtraceTracer {
             RecordMode::Stream => FtraceMode::Stream,
         })
     }
+
+    /// Attaches a program of the events suite (see module `features`).
+    fn attach_read(&self, target: &Target, fs: &Tracefs) -> Result<Box<dyn Attachment>> {
+        let Hook::Read { program, .. } = &target.hook else {
+            unreachable!("called for Hook::Read only");
+        };
+        match read_plan(&target.hook, fs) {
+            FtracePlan::Event {
+                event,
+                filter,
+                trigger,
+            } => Ok(Box::new(features::FeatureEvent::start(
+                event,
+                filter,
+                trigger,
+                target.buffer_size_kb,
+            )?)),
+            FtracePlan::Ordinary(hook) => {
+                let account = match *program {
+                    ReadProgram::Account(h) => {
+                        ensure!(
+                            target.pid.is_some(),
+                            "the accounting program on {} counts one process: give the target's pid",
+                            h.label()
+                        );
+                        Some(h)
+                    }
+                    ReadProgram::Feature(_) => None,
+                };
+                let inner = self.attach(&Target {
+                    hook,
+                    ..target.clone()
+                })?;
+                Ok(Box::new(Ordinary { inner, account }))
+            }
+            FtracePlan::Unavailable(why) => Err(Unsupported::Unavailable(why).into()),
+            FtracePlan::Inexpressible(why) => Err(Unsupported::Inexpressible(why).into()),
+        }
+    }
+}
+
+/// The plan of a [`Hook::Read`] (any other hook: a bug).
+fn read_plan(hook: &Hook, fs: &Tracefs) -> FtracePlan {
+    match hook {
+        Hook::Read {
+            program,
+            libc,
+            read_offset,
+            kprobes,
+        } => features::plan(*program, *kprobes, libc, *read_offset, fs),
+        h => FtracePlan::Unavailable(format!(
+            "{} is not a program of the events suite",
+            h.label()
+        )),
+    }
+}
+
+/// The control files a new instance gets before anything is enabled in it, in order: its
+/// per-CPU buffer size when the target asks for one (else the kernel's default stays), and
+/// whether a full buffer overwrites its oldest events.
+fn instance_setup(buffer_size_kb: Option<u64>, overwrite: bool) -> Vec<(&'static str, String)> {
+    let mut files: Vec<(&'static str, String)> = buffer_size_kb
+        .map(|kb| ("buffer_size_kb", kb.to_string()))
+        .into_iter()
+        .collect();
+    files.push((
+        "options/overwrite",
+        if overwrite { "1" } else { "0" }.into(),
+    ));
+    files
 }
 
 impl Tracer for FtraceTracer {
@@ -89,6 +165,20 @@ impl Tracer for FtraceTracer {
     fn check(&self, hook: &Hook) -> Result<()> {
         rtrace_tracer::require_root("ftrace")?;
         Tracefs::available()?;
+        if let Hook::Read { .. } = hook {
+            let fs = Tracefs::find().with_context(|| {
+                format!(
+                    "tracefs is not mounted: mount it with `mount -t tracefs nodev {}`",
+                    tracefs::DEFAULT_ROOT
+                )
+            })?;
+            return match read_plan(hook, &fs) {
+                FtracePlan::Event { .. } => Ok(()),
+                FtracePlan::Ordinary(h) => self.check(&h),
+                FtracePlan::Unavailable(why) => Err(Unsupported::Unavailable(why).into()),
+                FtracePlan::Inexpressible(why) => Err(Unsupported::Inexpressible(why).into()),
+            };
+        }
         if self.mode == Some(FtraceMode::Off) && matches!(hook, Hook::KernelTracepoint { .. }) {
             bail!("ftrace mode `off` counts hits from uprobe_profile, which kernel tracepoints are not in: use it with USDT or uprobe hooks");
         }
@@ -110,6 +200,7 @@ impl Tracer for FtraceTracer {
             Hook::LttngUst { .. } => {
                 bail!("ftrace cannot trace LTTng-UST tracepoints: use --tracer lttng")
             }
+            Hook::Read { .. } => unreachable!("checked above"),
             Hook::Uprobe {
                 binary,
                 function,
@@ -139,6 +230,9 @@ impl Tracer for FtraceTracer {
             }
         }
         let fs = Tracefs::mount_if_needed()?;
+        if let Hook::Read { .. } = target.hook {
+            return self.attach_read(target, &fs);
+        }
         let tag = rtrace_tracer::run_tag()?;
         let mut a = FtraceAttachment {
             fs: fs.clone(),
@@ -151,14 +245,10 @@ impl Tracer for FtraceTracer {
         // Every step registers what it created in `a` first, so dropping `a` on error undoes it.
         let inst = Instance::create(&fs, &tag)?;
         let inst = a.instance.insert(inst);
-        if let Some(kb) = target.buffer_size_kb {
-            inst.write("buffer_size_kb", &kb.to_string())?;
-        }
         let mode = self.mode(target.record);
-        inst.write(
-            "options/overwrite",
-            if mode == FtraceMode::Stream { "0" } else { "1" },
-        )?;
+        for (file, value) in instance_setup(target.buffer_size_kb, mode != FtraceMode::Stream) {
+            inst.write(file, &value)?;
+        }
         if mode == FtraceMode::Off {
             inst.write("tracing_on", "0")?;
         }
@@ -204,7 +294,7 @@ impl Tracer for FtraceTracer {
                 a.uprobes.push(format!("{}/{}", def.group, def.event));
                 vec![(def.group, def.event)]
             }
-            Hook::LttngUst { .. } => unreachable!("rejected by check"),
+            Hook::LttngUst { .. } | Hook::Read { .. } => unreachable!("rejected by check"),
         };
         let inst = a.instance.as_ref().expect("created above");
         if mode == FtraceMode::Stream {
@@ -224,6 +314,17 @@ impl Tracer for FtraceTracer {
             a.enabled.push((group, event));
         }
         Ok(Box::new(a))
+    }
+
+    fn program(&self, hook: &Hook) -> String {
+        match hook {
+            Hook::Read { program, .. } => {
+                let fs =
+                    Tracefs::find().unwrap_or_else(|| Tracefs::at(tracefs::DEFAULT_ROOT.as_ref()));
+                features::describe(&read_plan(hook, &fs), *program)
+            }
+            h => h.label(),
+        }
     }
 }
 
@@ -382,6 +483,22 @@ fn thread_ids(pid: u32) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instances_get_the_targets_buffer_size() {
+        assert_eq!(
+            instance_setup(Some(64), true),
+            [
+                ("buffer_size_kb", "64".to_owned()),
+                ("options/overwrite", "1".to_owned())
+            ]
+        );
+        assert_eq!(
+            instance_setup(None, false),
+            [("options/overwrite", "0".to_owned())]
+        );
+        assert!(buffer_description(Some(64)).contains("64 KiB per CPU"));
+    }
 
     #[test]
     fn pid_filter_lists_every_thread() {

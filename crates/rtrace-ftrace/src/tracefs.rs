@@ -15,6 +15,13 @@ pub struct Tracefs {
 }
 
 impl Tracefs {
+    /// tracefs as if mounted at `root` (nothing is checked).
+    pub(crate) fn at(root: &Path) -> Tracefs {
+        Tracefs {
+            root: root.to_owned(),
+        }
+    }
+
     /// The mounted tracefs, if any, without changing anything.
     pub fn find() -> Option<Tracefs> {
         [DEFAULT_ROOT, "/sys/kernel/debug/tracing"]

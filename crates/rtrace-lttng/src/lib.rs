@@ -25,6 +25,9 @@
 //!   LTTng records entry and exit; the hooked direction is counted as recorded, and `lost` is
 //!   derived exactly from LTTng's channel-wide discarded count, assuming each call of the
 //!   traced process produced one entry and one exit during the session.
+//! - [`Hook::Read`] (the events suite's programs): experiments 04 and 05 and the accounting of
+//!   the `read` syscall's tracepoints as the kernel hook above, with the same channel geometry
+//!   (module `events`); the other experiments are refused as [`Unsupported`].
 //!
 //! # Sessions and the session daemon
 //!
@@ -52,14 +55,16 @@
 mod cli;
 mod ctf;
 mod daemon;
+mod events;
 mod mi;
 mod session;
 
 pub use cli::{ToolsMissing, TOOLS};
 pub use daemon::daemons_allowed_on;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, ensure, Result};
 use daemon::Sessiond;
+use rtrace_tracer::features::{Ordinary, ReadProgram, Unsupported};
 use rtrace_tracer::{Attachment, Hook, Target, Tracer, TracerKind};
 use std::sync::{Arc, Mutex};
 
@@ -98,7 +103,7 @@ impl EventKind {
 
 /// Channel geometry and event kind. Unset sizes come from `Target::buffer_size_kb` (split into
 /// `num_subbuf` sub-buffers, default 4, each rounded up to a power of two ≥ 4 KiB), else from
-/// LTTng's defaults (UST: 4 × 512 KiB per CPU).
+/// LTTng's defaults (UST: 4 × 512 KiB per CPU; kernel: 4 × 1 MiB).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LttngOptions {
     /// Sub-buffer size in bytes: a power of two, at least 4096 (`--subbuf-size`).
@@ -130,7 +135,7 @@ impl LttngOptions {
                 size / 1024 * u64::from(n)
             ),
             (size, n) => format!(
-                "{} sub-buffers × {} per CPU (LTTng's default where not given: 4 × 512 KiB)",
+                "{} sub-buffers × {} per CPU (LTTng's default where not given: 4 × 512 KiB in user space, 4 × 1 MiB in the kernel)",
                 n.map_or("default".into(), |n| n.to_string()),
                 size.map_or("default size".into(), |s| format!("{} KiB", s / 1024))
             ),
@@ -201,6 +206,13 @@ impl Tracer for LttngTracer {
         TracerKind::Lttng
     }
 
+    fn program(&self, hook: &Hook) -> String {
+        match hook {
+            Hook::Read { program, .. } => events::describe(*program),
+            h => h.label(),
+        }
+    }
+
     fn workload_env(&self) -> Vec<(String, String)> {
         vec![(
             EventKind::WORKLOAD_ENV.to_owned(),
@@ -227,11 +239,41 @@ impl Tracer for LttngTracer {
             Hook::Uprobe { .. } => bail!(
                 "LTTng has no uprobe/uretprobe hook: use --tracer ftrace|ebpf|bpftrace for dynamic instrumentation"
             ),
+            Hook::Read { program, .. } => {
+                // This machine first (no kernel modules: every program is unavailable), then
+                // the program.
+                let syscall = Hook::KernelTracepoint {
+                    category: "syscalls".into(),
+                    name: "sys_enter_read".into(),
+                };
+                self.check(&syscall)
+                    .map_err(|e| Unsupported::Unavailable(format!("{e:#}")))?;
+                events::plan(*program)?;
+                Ok(())
+            }
         }
     }
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
+        if let Hook::Read { program, .. } = &target.hook {
+            let account = match *program {
+                ReadProgram::Account(h) => {
+                    ensure!(
+                        target.pid.is_some(),
+                        "the accounting program on {} counts one process: give the target's pid",
+                        h.label()
+                    );
+                    Some(h)
+                }
+                ReadProgram::Feature(_) => None,
+            };
+            let inner = self.attach(&Target {
+                hook: events::plan(*program)?,
+                ..target.clone()
+            })?;
+            return Ok(Box::new(Ordinary { inner, account }));
+        }
         let sessiond = self.sessiond(&target.consumer_cpus)?;
         Ok(Box::new(session::LttngSession::start(
             &self.options,
@@ -270,6 +312,24 @@ mod tests {
             ..o
         };
         assert_eq!(explicit.geometry(Some(1024)), (Some(8192), Some(2)));
+    }
+
+    #[test]
+    fn a_read_program_gets_the_targets_channel() {
+        // The events suite's programs are kernel sessions of the same geometry.
+        let o = LttngOptions::default();
+        assert_eq!(o.geometry(Some(64)), (Some(16384), Some(4)));
+        assert!(o
+            .buffer_description(Some(64))
+            .contains("4 sub-buffers × 16 KiB = 64 KiB per CPU"));
+        let t = LttngTracer::new(o).unwrap();
+        let hook = Hook::Read {
+            program: ReadProgram::Feature(rtrace_tracer::features::Feature::Histogram),
+            libc: "/lib/libc.so.6".into(),
+            read_offset: 1,
+            kprobes: false,
+        };
+        assert!(t.program(&hook).contains("no in-kernel maps"));
     }
 
     #[test]

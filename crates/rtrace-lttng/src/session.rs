@@ -79,6 +79,9 @@ impl LttngSession {
             }
             Hook::Usdt { .. } => bail!("LTTng cannot trace USDT probes"),
             Hook::Uprobe { .. } => bail!("LTTng has no uprobe/uretprobe hook"),
+            Hook::Read { .. } => {
+                bail!("the events suite's programs are kernel hooks of their own (a bug: please report it)")
+            }
         };
         let name = rtrace_tracer::run_tag()?;
         let out = target.out_dir.join("lttng").join(&name);

@@ -343,6 +343,16 @@ mod tests {
     }
 
     #[test]
+    fn settings_of_older_files_load_without_buffers() {
+        let old = r#"{"reads": 1000, "rounds": 2, "cpu": 1, "priority": null, "kprobes": false,
+            "libc": "/lib/libc.so.6", "workloads": ["loop"]}"#;
+        let s: EventsSettings = serde_json::from_str(old).unwrap();
+        assert_eq!(s.run.buffer_size_kb, None);
+        assert!(s.run.buffers.is_empty());
+        assert_eq!(s.run.rounds, 2);
+    }
+
+    #[test]
     fn per_event_cost_is_paired_by_round() {
         let r = result(vec![cell(
             TracerKind::Bpftrace,

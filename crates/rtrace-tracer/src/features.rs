@@ -1,8 +1,26 @@
 //! The experiments of Gregg's per-event cost benchmark (BPF Performance Tools, ch. 18; rerun by
-//! Piotrowski 2024, seed 004), in their published numbering, and the evidence a tracer's run of
-//! one returns. Backends map each experiment to their own program.
+//! Piotrowski 2024, seed 004), in their published numbering, the programs a backend runs for
+//! them ([`ReadProgram`], traced as [`crate::Hook::Read`]), why a backend cannot run one
+//! ([`Unsupported`]), and the evidence a tracer's run of one returns. Backends map each
+//! experiment to their own program.
 
 use serde::{Deserialize, Serialize};
+
+/// Why a backend cannot run a program here, returned by [`crate::Tracer::check`] inside
+/// `anyhow` (find it with `downcast_ref::<Unsupported>()`): the report lists the two apart.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    /// The tracer has the mechanism but this machine lacks it (no kprobes, no hist triggers, no
+    /// LTTng kernel modules).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The tracer cannot express the program (ftrace has no printf, LTTng no in-kernel maps).
+    #[error("{0}")]
+    Inexpressible(String),
+}
+
+/// Why the BPF tracers do not run experiments 2 and 3 (or account `vfs_read`) here.
+pub const NO_KPROBES: &str = "kprobes are unavailable on this kernel (no kprobe_events in tracefs): the QEMU guests run it as a functional check";
 
 /// One experiment: the tracer feature whose per-event cost it measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -168,9 +186,72 @@ impl ReadHook {
     }
 }
 
+/// A program of the events suite, as a backend runs it on [`crate::Hook::Read`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadProgram {
+    /// Experiment `f`'s program, tracing every process as Gregg's one-liners do.
+    Feature(Feature),
+    /// The accounting program: the events of one hook counted for the workload's process only
+    /// (`Target::pid`), which must equal its reads.
+    Account(ReadHook),
+}
+
+impl ReadProgram {
+    /// Where the program hooks. `kprobes`: whether it hooks `vfs_read` with kprobes where
+    /// Gregg's one-liner does (else 8-18 hook the `read` syscall's tracepoints).
+    pub fn site(self, kprobes: bool) -> &'static str {
+        match self {
+            ReadProgram::Feature(f) if kprobes => f.published_hook(),
+            ReadProgram::Feature(f) => f.hook_without_kprobes(),
+            ReadProgram::Account(h) => h.label(),
+        }
+    }
+
+    /// The hooks its events come from (see [`ReadProgram::site`] for `kprobes`).
+    pub fn hooks(self, kprobes: bool) -> Vec<ReadHook> {
+        match self {
+            ReadProgram::Feature(f) => ReadHook::of(f, kprobes).to_vec(),
+            ReadProgram::Account(h) => vec![h],
+        }
+    }
+
+    /// Whether it hooks `vfs_read` with kprobes (experiments 2 and 3, or an accounting program
+    /// on `vfs_read`): a kernel without kprobes cannot run it.
+    pub fn needs_kprobes(self) -> bool {
+        match self {
+            ReadProgram::Feature(f) => f.needs_kprobes(),
+            ReadProgram::Account(h) => matches!(h, ReadHook::Kprobe | ReadHook::Kretprobe),
+        }
+    }
+}
+
 impl std::fmt::Display for Feature {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:02} {}", self.number(), self.title())
+    }
+}
+
+/// A backend's ordinary attachment running a program of the suite on the hook it maps it to:
+/// its evidence is every event it wrote (of every process), or, for an accounting program
+/// (`account`), the workload's: the attachment kept to its process.
+pub struct Ordinary {
+    pub inner: Box<dyn crate::Attachment>,
+    /// The accounting program's hook, if it is one.
+    pub account: Option<ReadHook>,
+}
+
+impl crate::Attachment for Ordinary {
+    fn finish(self: Box<Self>) -> anyhow::Result<crate::EventStats> {
+        self.inner.finish()
+    }
+
+    fn evidence(self: Box<Self>, _pid: u32, _comm: &str) -> anyhow::Result<Evidence> {
+        let st = self.inner.finish()?;
+        Ok(match self.account {
+            Some(h) => Evidence::of_the_workload(st, h.label()),
+            None => Evidence::of_every_process(st),
+        })
     }
 }
 
@@ -192,6 +273,34 @@ pub struct Evidence {
 }
 
 impl Evidence {
+    /// Every event a run wrote, of every process (its kept and lost events): at least the
+    /// workload's reads.
+    pub fn of_every_process(st: crate::EventStats) -> Evidence {
+        Evidence {
+            all: Some(st.recorded + st.lost),
+            source: format!(
+                "{} events written ({} kept, {} lost or overwritten; every process)",
+                st.recorded + st.lost,
+                st.recorded,
+                st.lost
+            ),
+            ..Evidence::default()
+        }
+    }
+
+    /// The workload's events counted by an accounting program that kept to its process.
+    pub fn of_the_workload(st: crate::EventStats, what: &str) -> Evidence {
+        Evidence {
+            workload: Some(st.recorded),
+            lost: st.lost,
+            source: format!(
+                "{what}: {} events of the workload ({} lost)",
+                st.recorded, st.lost
+            ),
+            ..Evidence::default()
+        }
+    }
+
     /// Checks the evidence against `reads`, the workload's own count.
     pub fn check(&self, reads: u64) -> Result<(), String> {
         if let Some(w) = self.workload {
@@ -243,6 +352,34 @@ mod tests {
         assert_eq!(
             ReadHook::of(Feature::Timing, true),
             &[ReadHook::Kprobe, ReadHook::Kretprobe]
+        );
+    }
+
+    #[test]
+    fn programs_hook_where_the_kernel_lets_them() {
+        let p = ReadProgram::Feature(Feature::Histogram);
+        assert_eq!(p.site(true), "kprobe:vfs_read");
+        assert_eq!(p.site(false), "tracepoint:syscalls:sys_enter_read");
+        assert_eq!(p.hooks(false), vec![ReadHook::Enter]);
+        let a = ReadProgram::Account(ReadHook::Uretprobe);
+        assert_eq!(a.site(true), "uretprobe:libc:read");
+        assert_eq!(a.hooks(true), vec![ReadHook::Uretprobe]);
+        assert!(ReadProgram::Account(ReadHook::Kprobe).needs_kprobes());
+        assert!(ReadProgram::Feature(Feature::Kretprobe).needs_kprobes());
+        assert!(!ReadProgram::Feature(Feature::Filter).needs_kprobes());
+    }
+
+    #[test]
+    fn unsupported_is_found_inside_anyhow_with_context() {
+        let e = anyhow::Error::new(Unsupported::Inexpressible("no printf".into()))
+            .context("experiment 18");
+        assert_eq!(
+            e.downcast_ref::<Unsupported>(),
+            Some(&Unsupported::Inexpressible("no printf".into()))
+        );
+        assert_eq!(
+            Unsupported::Unavailable("no kprobes".into()).to_string(),
+            "no kprobes"
         );
     }
 

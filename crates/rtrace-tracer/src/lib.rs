@@ -4,6 +4,11 @@
 //! backend's kernel/daemon state and returns an [`Attachment`]) → [`Attachment::finish`] (stops
 //! tracing, drains, counts, removes the state). Dropping an [`Attachment`] without `finish` must
 //! also remove everything it created: that is how error paths and Ctrl-C clean up.
+//!
+//! The events suite's programs are hooks too ([`Hook::Read`]): a backend that can run one
+//! says so in `check` (or why not, as [`features::Unsupported`]), names it with
+//! [`Tracer::program`], and its attachment tells what its output shows of the workload with
+//! [`Attachment::evidence`].
 
 pub mod features;
 mod names;
@@ -16,6 +21,7 @@ pub use process::{
     die_with_parent, in_initial_pid_namespace, is_alive, is_running, require_root, NotRoot,
 };
 
+use features::{Evidence, ReadProgram};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -100,6 +106,20 @@ pub enum Hook {
         offset: u64,
         ret: bool,
     },
+    /// A program of the events suite (Gregg's per-event cost benchmark) on the `read` calls:
+    /// an experiment's program, which traces every process (`Target::pid` is `None`), or the
+    /// accounting program of one hook, which counts the events of `Target::pid` only.
+    Read {
+        program: ReadProgram,
+        /// The libc whose `read` the uprobe experiments (6, 7) and accounting programs hook.
+        libc: PathBuf,
+        /// The file offset of `read` in `libc` (as found by `rtrace_sdt::function`).
+        read_offset: u64,
+        /// Whether the program hooks `vfs_read` with kprobes where Gregg's one-liner does: the
+        /// kernel has kprobes and the backend drives them ([`Tracer::drives_kprobes`]). Else
+        /// experiments 8-18 hook the `read` syscall's tracepoints, and 2 and 3 cannot run.
+        kprobes: bool,
+    },
 }
 
 impl Hook {
@@ -115,6 +135,9 @@ impl Hook {
             Hook::Uprobe { function, ret, .. } => {
                 format!("{}:{function}", if *ret { "uretprobe" } else { "uprobe" })
             }
+            Hook::Read {
+                program, kprobes, ..
+            } => program.site(*kprobes).to_owned(),
         }
     }
 
@@ -210,8 +233,23 @@ pub trait Tracer {
     fn kind(&self) -> TracerKind;
 
     /// Preflight: is this tracer usable here for this hook? Changes nothing. The error's message
-    /// is one line that names the fix.
+    /// is one line that names the fix. Where the backend cannot run a [`Hook::Read`] program,
+    /// the error is a [`features::Unsupported`] saying whether this machine lacks the mechanism
+    /// or the tracer cannot express the program.
     fn check(&self, hook: &Hook) -> anyhow::Result<()>;
+
+    /// What this backend runs for `hook`, as the events report's "program" column shows it
+    /// (the bpftrace one-liner, the ftrace event and filter). The hook's label by default.
+    fn program(&self, hook: &Hook) -> String {
+        hook.label()
+    }
+
+    /// Whether this backend's [`Hook::Read`] programs hook `vfs_read` with kprobes where
+    /// Gregg's one-liners do, on a kernel that has them (ftrace's kprobe events and LTTng's
+    /// `--probe` are not driven: they hook the syscall's tracepoints). False by default.
+    fn drives_kprobes(&self) -> bool {
+        false
+    }
 
     /// Starts tracing `target`. Everything created is owned by the returned attachment.
     fn attach(&self, target: &Target) -> anyhow::Result<Box<dyn Attachment>>;
@@ -227,4 +265,15 @@ pub trait Tracer {
 pub trait Attachment {
     /// Stops tracing, drains what is buffered, counts, and removes everything created.
     fn finish(self: Box<Self>) -> anyhow::Result<EventStats>;
+
+    /// As `finish`, but returns what the run's output shows of the workload `pid` (its command
+    /// name `comm`), to be checked against its reads. By default every event of the output
+    /// counts, of every process: `all` = recorded + lost. The events suite's attachments tell
+    /// the workload's events apart where their output does (maps keyed by pid or comm, lines
+    /// with a pid, the accounting programs).
+    fn evidence(self: Box<Self>, pid: u32, comm: &str) -> anyhow::Result<Evidence> {
+        let _ = (pid, comm);
+        let st = self.finish()?;
+        Ok(Evidence::of_every_process(st))
+    }
 }

@@ -1,8 +1,9 @@
 //! `rtrace-bench events`: Gregg's per-event cost benchmark (BPF Performance Tools, ch. 18), as
 //! Piotrowski reran it (seed 004), across tracers. The workload is a pinned loop of 1-byte
 //! `read(2)` calls from /dev/zero (the tight form of Gregg's `dd bs=1`); each experiment's
-//! program (bpftrace's published one-liner, our eBPF program doing the same, the ftrace event)
-//! traces every process while the loop runs, and its cost per event is the loop's extra time
+//! program (bpftrace's published one-liner, our eBPF program doing the same, the ftrace event:
+//! `Hook::Read`, run by each tracer's backend through `Tracer` like every other hook, with the
+//! run's buffer size) traces every process while the loop runs, and its cost per event is the loop's extra time
 //! over an untraced run of the same round, divided by the reads. Every timed run's output is
 //! checked against the workload's reads where it has one; accounting runs check, per tracer and
 //! hook, that the tracer sees exactly the workload's reads (the empty-action experiments print
@@ -19,8 +20,8 @@ use rtrace_measure::events::{
 use rtrace_measure::pool::Accounted;
 use rtrace_measure::{run_workload_message, Environment};
 use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
-use rtrace_tracer::features::{Evidence, Feature, ReadHook};
-use rtrace_tracer::{Hook, Instrumentation, Target, Tracer, TracerKind};
+use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram, Unsupported};
+use rtrace_tracer::{Attachment, Hook, Instrumentation, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 
 /// Reads of an accounting run (enough to see any miscount; not timed).
@@ -67,18 +68,6 @@ pub fn parse_features(items: &[String]) -> Result<Vec<Feature>> {
     Ok(out)
 }
 
-/// How a cell runs.
-#[derive(Debug, Clone)]
-enum How {
-    Ebpf,
-    Bpftrace(String),
-    /// `syscalls:EVENT` in an ftrace instance: filter, hist trigger.
-    FtraceEvent(&'static str, Option<&'static str>, Option<&'static str>),
-    FtraceUprobe(bool),
-    /// LTTng's kernel tracer on the read syscall (`exit`: its exit, else its entry).
-    Lttng(bool),
-}
-
 /// A cell to measure.
 #[derive(Debug, Clone)]
 struct Subject {
@@ -88,7 +77,6 @@ struct Subject {
     /// Where its events come from: each (tracer, hook) gets an accounting run.
     hooks: Vec<ReadHook>,
     program: String,
-    how: How,
 }
 
 /// What every run needs.
@@ -96,187 +84,105 @@ struct Setup {
     workload: PathBuf,
     libc: PathBuf,
     libc_read: u64,
+    /// Whether the kernel has kprobes.
     kprobes: bool,
-    bpftrace: PathBuf,
+    /// One backend per requested tracer, in the order asked.
+    tracers: Vec<(TracerKind, Box<dyn Tracer>)>,
+}
+
+impl Setup {
+    fn tracer(&self, kind: TracerKind) -> &dyn Tracer {
+        self.tracers
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, t)| t.as_ref())
+            .expect("every planned tracer is built")
+    }
+
+    /// Whether `tracer`'s programs hook `vfs_read` as Gregg's do: the kernel has kprobes and
+    /// the backend drives them (else they hook the `read` syscall's tracepoints).
+    fn kprobes(&self, tracer: TracerKind) -> bool {
+        self.kprobes && self.tracer(tracer).drives_kprobes()
+    }
+
+    /// `program` as `tracer` runs it here.
+    fn hook(&self, tracer: TracerKind, program: ReadProgram) -> Hook {
+        Hook::Read {
+            program,
+            libc: self.libc.clone(),
+            read_offset: self.libc_read,
+            kprobes: self.kprobes(tracer),
+        }
+    }
 }
 
 fn setup(o: &Options) -> Result<Setup> {
     rtrace_tracer::require_root("the events suite")?;
-    rtrace_ftrace::Tracefs::available()?;
+    let fs = rtrace_ftrace::Tracefs::mount_if_needed()?;
     let workload = crate::workload::bin(&o.common, Instrumentation::Usdt)?;
     let libc = crate::sweep::cyclictest::libc()?;
     let libc_read = rtrace_sdt::function(&libc, "read")
         .with_context(|| format!("no `read` in {}", libc.display()))?
         .offset;
-    let kprobes =
-        rtrace_ftrace::Tracefs::find().is_some_and(|fs| fs.path("kprobe_events").exists());
+    let mut tracers = Vec::new();
+    for &kind in &o.tracers {
+        if let Some(t) = crate::tracers::build(kind, &o.common.tracer)? {
+            tracers.push((kind, t));
+        }
+    }
     Ok(Setup {
         workload,
         libc,
         libc_read,
-        kprobes,
-        bpftrace: PathBuf::from(rtrace_bpftrace::BPFTRACE),
+        kprobes: fs.path("kprobe_events").exists(),
+        tracers,
     })
 }
 
-/// Every cell of the table: the ones to measure, and the others with why not.
-fn plan(o: &Options, s: &Setup) -> Result<(Vec<Subject>, Vec<Cell>)> {
+/// Every cell of the table: the ones to measure, and the others with why not (each backend's
+/// `check` says why).
+fn plan(o: &Options, s: &Setup) -> (Vec<Subject>, Vec<Cell>) {
     let mut run = Vec::new();
     let mut not = Vec::new();
-    let fs = rtrace_ftrace::Tracefs::mount_if_needed()?;
-    let lttng = lttng_tracer().and_then(|t| {
-        t.check(&syscall_hook(ReadHook::Enter))?;
-        Ok(t)
-    });
-    for &tracer in &o.tracers {
+    for (kind, tracer) in &s.tracers {
         for &feature in &o.features {
-            // ftrace and LTTng always hook the syscall's tracepoints (their kprobe events are
-            // not driven here); the BPF tracers hook where Gregg did when the kernel can.
-            let bpf = matches!(tracer, TracerKind::Ebpf | TracerKind::Bpftrace);
-            let kprobes = s.kprobes && bpf;
-            let hook = if kprobes {
-                feature.published_hook()
-            } else {
-                feature.hook_without_kprobes()
-            }
-            .to_owned();
-            let cell = |outcome: Outcome| Cell {
-                workload: Workload::Loop, // set per workload by `run`
-                feature,
-                tracer,
-                hook: hook.clone(),
-                program: String::new(),
-                outcome,
-            };
-            let hooks = ReadHook::of(feature, kprobes).to_vec();
-            let subject = |how: How, program: String| Subject {
-                feature,
-                tracer,
-                hook: hook.clone(),
-                hooks: hooks.clone(),
-                program,
-                how,
-            };
-            let kprobes_absent =
-                "kprobes are unavailable on this kernel (no kprobe_events in tracefs): the QEMU guests run it as a functional check";
-            match tracer {
-                TracerKind::Bpftrace => {
-                    if !s.bpftrace.is_file() {
-                        not.push(cell(Outcome::Unavailable(
-                            "bpftrace not found: apt-get install bpftrace".into(),
-                        )));
-                        continue;
-                    }
-                    match rtrace_bpftrace::events::script(feature, s.kprobes, &s.libc) {
-                        Some(p) => run.push(subject(How::Bpftrace(p.clone()), p)),
-                        None => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
-                    }
-                }
-                TracerKind::Ebpf => match rtrace_ebpf::events::check_feature(feature, s.kprobes) {
-                    Ok(()) => run.push(subject(
-                        How::Ebpf,
-                        format!("bpf/events.bpf.c, experiment {:02}", feature.number()),
-                    )),
-                    Err(_) => not.push(cell(Outcome::Unavailable(kprobes_absent.into()))),
-                },
-                TracerKind::Ftrace => {
-                    use rtrace_ftrace::features::FtracePlan;
-                    match rtrace_ftrace::features::plan(feature, &fs) {
-                        FtracePlan::Event {
-                            event,
-                            filter,
-                            trigger,
-                        } => {
-                            let program = match (event, filter, trigger) {
-                                ("", _, _) => "an instance with nothing enabled".to_owned(),
-                                (e, _, Some(t)) => format!("syscalls:{e} trigger '{t}'"),
-                                (e, Some(f), None) => {
-                                    format!("syscalls:{e} with filter '{f}'")
-                                }
-                                (e, None, None) => format!("syscalls:{e} enabled in an instance"),
-                            };
-                            run.push(subject(How::FtraceEvent(event, filter, trigger), program));
-                        }
-                        FtracePlan::Uprobe { ret } => run.push(subject(
-                            How::FtraceUprobe(ret),
-                            format!("{} event on libc read", if ret { "r:" } else { "p:" }),
-                        )),
-                        FtracePlan::Unavailable(why) => not.push(cell(Outcome::Unavailable(why))),
-                        FtracePlan::Inexpressible(why) => {
-                            not.push(cell(Outcome::Inexpressible(why)))
-                        }
-                    }
-                }
-                TracerKind::Lttng => not_lttng(feature, &lttng).map_or_else(
-                    || {
-                        let exit = feature == Feature::TracepointReturn;
-                        run.push(subject(
-                            How::Lttng(exit),
-                            if exit {
-                                "lttng enable-event -k --syscall read, exit only (filter on ret)"
-                            } else {
-                                "lttng enable-event -k --syscall read (entry and exit recorded, entries counted)"
-                            }
-                            .into(),
-                        ))
-                    },
-                    |o| not.push(cell(o)),
-                ),
-                TracerKind::None => {}
+            let program = ReadProgram::Feature(feature);
+            let hook = s.hook(*kind, program);
+            match tracer.check(&hook) {
+                Ok(()) => run.push(Subject {
+                    feature,
+                    tracer: *kind,
+                    hook: hook.label(),
+                    hooks: program.hooks(s.kprobes(*kind)),
+                    program: tracer.program(&hook),
+                }),
+                Err(e) => not.push(Cell {
+                    workload: Workload::Loop, // set per workload by `run`
+                    feature,
+                    tracer: *kind,
+                    hook: hook.label(),
+                    program: String::new(),
+                    outcome: not_run(e),
+                }),
             }
         }
     }
-    Ok((run, not))
+    (run, not)
 }
 
-/// Why LTTng's kernel tracer does not run `feature`, or `None` when it does (04, 05).
-fn not_lttng(feature: Feature, lttng: &Result<rtrace_lttng::LttngTracer>) -> Option<Outcome> {
-    if let Err(e) = lttng {
-        return Some(Outcome::Unavailable(format!("{e:#}")));
-    }
-    let not_driven = |what: &str| {
-        Outcome::Unavailable(format!(
-            "LTTng can ({what}), but this suite does not drive it yet"
-        ))
-    };
-    match feature {
-        Feature::TracepointEntry | Feature::TracepointReturn => None,
-        Feature::Control => Some(not_driven("a session with nothing enabled")),
-        Feature::Kprobe | Feature::Kretprobe => Some(not_driven("--probe / --function")),
-        Feature::Uprobe | Feature::Uretprobe => Some(not_driven("--userspace-probe")),
-        Feature::Filter => Some(not_driven("--filter 'count > 0'")),
-        Feature::PerEvent => Some(Outcome::Inexpressible(
-            "LTTng has no printf: its per-event output is the record of 04".into(),
-        )),
-        _ => Some(Outcome::Inexpressible(
-            "LTTng records events; it has no in-kernel maps, stacks or histograms".into(),
-        )),
-    }
-}
-
-fn lttng_tracer() -> Result<rtrace_lttng::LttngTracer> {
-    rtrace_lttng::LttngTracer::new(rtrace_lttng::LttngOptions {
-        subbuf_size: None,
-        num_subbuf: None,
-        event_kind: rtrace_lttng::EventKind::Tracepoint,
-    })
-}
-
-fn syscall_hook(hook: ReadHook) -> Hook {
-    Hook::KernelTracepoint {
-        category: "syscalls".into(),
-        name: if hook == ReadHook::Exit {
-            "sys_exit_read"
-        } else {
-            "sys_enter_read"
-        }
-        .into(),
+/// A check's refusal as the cell shows it: unavailable here or inexpressible, as the backend
+/// says; any other refusal (a missing tool) is unavailable.
+fn not_run(e: anyhow::Error) -> Outcome {
+    match e.downcast_ref::<Unsupported>() {
+        Some(Unsupported::Inexpressible(why)) => Outcome::Inexpressible(why.clone()),
+        Some(Unsupported::Unavailable(why)) => Outcome::Unavailable(why.clone()),
+        None => Outcome::Unavailable(format!("{e:#}")),
     }
 }
 
 pub fn run(o: Options) -> Result<i32> {
     let s = setup(&o)?;
-    let (subjects, not_run) = plan(&o, &s)?;
+    let (subjects, not_run) = plan(&o, &s);
     if subjects.is_empty() {
         bail!("no experiment can run here with these tracers: try --tracer bpftrace,ebpf");
     }
@@ -506,53 +412,12 @@ fn reads_done(s: &Setup, last: Message) -> Result<ReadsDone> {
     }
 }
 
-/// A tracer attached to the workload for one run.
-enum Running {
-    Ebpf(rtrace_ebpf::events::FeatureSession),
-    Bpftrace(rtrace_bpftrace::events::FeatureRun),
-    FtraceEvent(rtrace_ftrace::features::FeatureEvent),
-    Backend(Box<dyn rtrace_tracer::Attachment>),
-}
-
-impl Running {
-    fn finish(self, pid: u32, comm: &str) -> Result<Evidence> {
-        match self {
-            Running::Ebpf(e) => e.finish(),
-            Running::Bpftrace(b) => b.finish(pid, comm),
-            Running::FtraceEvent(f) => f.finish(pid),
-            Running::Backend(a) => {
-                let st = a.finish()?;
-                Ok(Evidence {
-                    all: Some(st.recorded + st.lost),
-                    source: format!(
-                        "{} events written ({} kept, {} lost or overwritten; every process)",
-                        st.recorded + st.lost,
-                        st.recorded,
-                        st.lost
-                    ),
-                    ..Evidence::default()
-                })
-            }
-        }
-    }
-}
-
-fn libc_hook(s: &Setup, ret: bool) -> Hook {
-    Hook::Uprobe {
-        binary: s.libc.clone(),
-        function: "read".into(),
-        offset: s.libc_read,
-        ret,
-    }
-}
-
 fn run_dir(o: &Options, name: &str) -> Result<PathBuf> {
     let d = o.common.out.join(name);
     std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
     Ok(d)
 }
 
-/// One timed run of the loop, untraced (`None`) or under `sub`.
 /// What one run of a workload did.
 pub struct Ran {
     pub pid: u32,
@@ -622,15 +487,18 @@ fn timed(
         )?,
         None => o.common.out.clone(),
     };
-    let (ran, running) = run_traced(o, s, w, o.reads, |pid| {
+    // An experiment's program traces every process: it is attached before the workload starts,
+    // but not to its pid.
+    let (ran, attached) = run_traced(o, s, w, o.reads, |_pid| {
         let Some(sub) = sub else {
             return Ok(None);
         };
-        start(o, s, w, sub, pid, &dir).map(Some)
+        let hook = s.hook(sub.tracer, ReadProgram::Feature(sub.feature));
+        attach(o, s, sub.tracer, hook, None, &dir).map(Some)
     })?;
-    let evidence = match (running, sub) {
-        (Some(r), Some(sub)) => {
-            let ev = r.finish(ran.pid, &ran.comm)?;
+    let evidence = match (attached, sub) {
+        (Some(a), Some(sub)) => {
+            let ev = a.evidence(ran.pid, &ran.comm)?;
             // Beyond the copy loop, the process makes the events the accounting run measured
             // on the cell's (first) hook.
             let extra = sub
@@ -648,13 +516,8 @@ fn timed(
         _ => Evidence::default(),
     };
     if sub.is_some() {
-        // Keep the outputs small: bpftrace's and our per-event lines are counted, not kept.
-        for f in [
-            rtrace_bpftrace::events::OUTPUT_FILE,
-            rtrace_ebpf::events::LINES_FILE,
-        ] {
-            let _ = std::fs::remove_file(dir.join(f));
-        }
+        // Empty unless the backend keeps a trace there (per-event lines are counted, then
+        // removed by their backends).
         let _ = std::fs::remove_dir(&dir);
     }
     Ok(FeatureRun {
@@ -666,54 +529,17 @@ fn timed(
     })
 }
 
-fn start(
+/// Attaches `tracer` on `hook` (to `pid`'s events only, or every process's) with the run's
+/// buffer size.
+fn attach(
     o: &Options,
     s: &Setup,
-    w: Workload,
-    sub: &Subject,
-    pid: u32,
+    tracer: TracerKind,
+    hook: Hook,
+    pid: Option<u32>,
     dir: &Path,
-) -> Result<Running> {
-    Ok(match &sub.how {
-        How::Ebpf => Running::Ebpf(rtrace_ebpf::events::FeatureSession::start(
-            rtrace_ebpf::events::FeaturePlan {
-                feature: sub.feature,
-                account: None,
-                libc_read: Some((s.libc.clone(), s.libc_read)),
-                workload_pid: pid,
-                workload_comm: comm(w).into(),
-                kprobes: s.kprobes,
-                out_dir: dir.to_owned(),
-                consumer_cpus: o.common.cpus.harness.clone(),
-            },
-        )?),
-        How::Bpftrace(program) => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
-            &s.bpftrace,
-            sub.feature,
-            program,
-            dir,
-            &o.common.cpus.harness,
-        )?),
-        How::FtraceEvent(event, filter, trigger) => Running::FtraceEvent(
-            rtrace_ftrace::features::FeatureEvent::start(event, *filter, *trigger)?,
-        ),
-        How::Lttng(exit) => {
-            let hook = syscall_hook(if *exit {
-                ReadHook::Exit
-            } else {
-                ReadHook::Enter
-            });
-            Running::Backend(lttng_tracer()?.attach(&target(o, hook, None, dir))?)
-        }
-        How::FtraceUprobe(ret) => {
-            let t = rtrace_ftrace::FtraceTracer::new();
-            Running::Backend(t.attach(&target(o, libc_hook(s, *ret), None, dir))?)
-        }
-    })
-}
-
-fn target(o: &Options, hook: Hook, pid: Option<u32>, dir: &Path) -> Target {
-    o.common.target(hook, pid, dir)
+) -> Result<Box<dyn Attachment>> {
+    s.tracer(tracer).attach(&o.common.target(hook, pid, dir))
 }
 
 /// The accounting run of `tracer` on `hook` for workload `w`: the workload's events, the
@@ -759,58 +585,18 @@ fn account_run(
         o,
         &format!("account-{}-{tracer}-{hook:?}", comm(w)).to_lowercase(),
     )?;
-    let (ran, running) = run_traced(o, s, w, reads, |pid| -> Result<Running> {
-        Ok(match tracer {
-            TracerKind::Ebpf => Running::Ebpf(rtrace_ebpf::events::FeatureSession::start(
-                rtrace_ebpf::events::FeaturePlan {
-                    feature: Feature::SingleKey,
-                    account: Some(hook),
-                    libc_read: Some((s.libc.clone(), s.libc_read)),
-                    workload_pid: pid,
-                    workload_comm: comm(w).into(),
-                    kprobes: s.kprobes,
-                    out_dir: dir.clone(),
-                    consumer_cpus: o.common.cpus.harness.clone(),
-                },
-            )?),
-            TracerKind::Bpftrace => Running::Bpftrace(rtrace_bpftrace::events::FeatureRun::start(
-                &s.bpftrace,
-                Feature::SingleKey,
-                &rtrace_bpftrace::events::account_script(hook, &s.libc),
-                &dir,
-                &o.common.cpus.harness,
-            )?),
-            TracerKind::Lttng => Running::Backend(lttng_tracer()?.attach(&target(
-                o,
-                syscall_hook(hook),
-                Some(pid),
-                &dir,
-            ))?),
-            _ => {
-                let h = match hook {
-                    ReadHook::Enter | ReadHook::Exit => syscall_hook(hook),
-                    ReadHook::Uprobe => libc_hook(s, false),
-                    ReadHook::Uretprobe => libc_hook(s, true),
-                    ReadHook::Kprobe | ReadHook::Kretprobe => {
-                        bail!("ftrace kprobe events are not driven by this suite")
-                    }
-                };
-                let t = rtrace_ftrace::FtraceTracer::new();
-                Running::Backend(t.attach(&target(o, h, Some(pid), &dir))?)
-            }
-        })
+    let (ran, attached) = run_traced(o, s, w, reads, |pid| {
+        let hook = s.hook(tracer, ReadProgram::Account(hook));
+        attach(o, s, tracer, hook, Some(pid), &dir)
     })?;
-    let (recorded, lost) = match running {
-        // The ordinary backends keep to the process (ftrace: its threads' events only).
-        Running::Backend(a) => {
-            let st = a.finish()?;
-            (st.recorded, st.lost)
-        }
-        r => {
-            let ev = r.finish(ran.pid, &ran.comm)?;
-            (ev.workload.unwrap_or(0), ev.lost)
-        }
-    };
+    let ev = attached.evidence(ran.pid, &ran.comm)?;
+    let recorded = ev.workload.with_context(|| {
+        format!(
+            "{tracer}'s accounting program on {} gave no count of the workload's events (a bug: please report it)",
+            hook.label()
+        )
+    })?;
+    let lost = ev.lost;
     let _ = std::fs::remove_dir_all(&dir);
     Ok((ran.reads, recorded, lost))
 }
