@@ -70,7 +70,7 @@ fn sweeps(
         &args.b.display().to_string(),
         b,
     );
-    print!("{}", rtrace_report::sweep_terminal::compare(&c));
+    print!("{}", rtrace_report::compare::sweeps(&c));
     println!();
     println!("ratios B / A with bootstrap confidence intervals (resampled histograms)");
     Ok((serde_json::to_value(&c)?, ratios::sweep_pairs(a, b)?))
@@ -91,14 +91,7 @@ mod tests {
 
     fn write(dir: &Path, name: &str, r: &AnyResult) -> PathBuf {
         let path = dir.join(name);
-        let bytes = match r {
-            AnyResult::Usdt(r) => rtrace_report::json::usdt(r).unwrap(),
-            AnyResult::Sweep(r) => rtrace_report::json::sweep(r).unwrap(),
-            AnyResult::Rate(r) => serde_json::to_vec(r).unwrap(),
-            AnyResult::Npt(r) => serde_json::to_vec(r).unwrap(),
-            AnyResult::Events(r) => serde_json::to_vec(r).unwrap(),
-        };
-        std::fs::write(&path, bytes).unwrap();
+        std::fs::write(&path, r.to_json().unwrap()).unwrap();
         path
     }
 

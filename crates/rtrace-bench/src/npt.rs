@@ -194,11 +194,12 @@ pub fn run(mut o: NptOptions) -> Result<i32> {
     progress.done();
     progress.finish();
     write_json(&o, &result)?;
-    let report = crate::report::write_dir(
-        &o.out,
-        &rtrace_report::Report::one(rtrace_report::AnyResult::Npt(result.clone())),
-    )?;
-    print!("{}", rtrace_report::npt::text(&result));
+    let one = rtrace_report::Report::one(rtrace_report::AnyResult::Npt(result.clone()));
+    let report = crate::report::write_dir(&o.out, &one)?;
+    print!(
+        "{}",
+        rtrace_report::terminal::text(&one, crate::report::paint())
+    );
     eprintln!("results: {}", o.out.display());
     eprintln!("report: {}", report.display());
     if !result.failed.is_empty() {

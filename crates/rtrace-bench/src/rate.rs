@@ -214,11 +214,12 @@ pub fn run(mut o: RateOptions) -> Result<i32> {
         write_json(&o, &result)?;
     }
     progress.finish();
-    let report = crate::report::write_dir(
-        &o.out,
-        &rtrace_report::Report::one(rtrace_report::AnyResult::Rate(result.clone())),
-    )?;
-    print!("{}", rtrace_report::rate::text(&result));
+    let one = rtrace_report::Report::one(rtrace_report::AnyResult::Rate(result.clone()));
+    let report = crate::report::write_dir(&o.out, &one)?;
+    print!(
+        "{}",
+        rtrace_report::terminal::text(&one, crate::report::paint())
+    );
     eprintln!("results: {}", o.out.display());
     eprintln!("report: {}", report.display());
     if !result.failed.is_empty() {

@@ -63,40 +63,7 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         None => crate::output::claim_dir("--out", &crate::options::default_out("report"), false)?,
     };
     let index = write_dir(&dir.path, &report)?;
-    for e in &report.entries {
-        match &e.result {
-            AnyResult::Usdt(r) => {
-                let alone = rtrace_report::staircase::alone_beside(&report, r);
-                let r = rtrace_measure::usdt::UsdtResult {
-                    warnings: e.warnings.clone(),
-                    ..r.clone()
-                };
-                print!("{}", terminal::usdt(&r, &alone, paint()));
-            }
-            AnyResult::Sweep(r) => {
-                print!(
-                    "{}",
-                    rtrace_report::sweep_terminal::sweep(
-                        r,
-                        rtrace_report::sweep_shift::usdt_beside(&report, r)
-                    )
-                );
-                print!("{}", terminal::warnings(&e.warnings, paint()));
-            }
-            AnyResult::Rate(r) => {
-                print!("{}", rtrace_report::rate::text(r));
-                print!("{}", terminal::warnings(&e.warnings, paint()));
-            }
-            AnyResult::Npt(r) => {
-                print!("{}", rtrace_report::npt::text(r));
-                print!("{}", terminal::warnings(&e.warnings, paint()));
-            }
-            AnyResult::Events(r) => {
-                print!("{}", rtrace_report::events::text(r));
-                print!("{}", terminal::warnings(&e.warnings, paint()));
-            }
-        }
-    }
+    print!("{}", terminal::text(&report, paint()));
     eprintln!("report: {}", index.display());
     Ok(0)
 }

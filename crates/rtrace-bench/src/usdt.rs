@@ -382,7 +382,7 @@ impl runner::Experiment for Usdt {
             .runs
             .sort_by_key(|c| display_order(hooks, cols, c));
         self.result.warnings = rtrace_measure::warnings::usdt(&self.result);
-        rtrace_report::json::usdt(&self.result)
+        self.result().to_json()
     }
 
     fn result(&self) -> rtrace_report::AnyResult {
@@ -390,7 +390,10 @@ impl runner::Experiment for Usdt {
     }
 
     fn terminal(&self) -> String {
-        rtrace_report::terminal::usdt(&self.result, &[], crate::report::paint())
+        rtrace_report::terminal::text(
+            &rtrace_report::Report::one(self.result()),
+            crate::report::paint(),
+        )
     }
 
     fn notes(&self) -> Vec<String> {

@@ -190,38 +190,6 @@ pub fn sweep_vs_none(r: &SweepResult) -> Result<Vec<RatioRow>> {
         .collect()
 }
 
-/// The ratios a report shows for one result: a heading that says what they compare, how the
-/// intervals are made, and the rows.
-pub struct Section {
-    pub title: &'static str,
-    pub method: String,
-    pub rows: Vec<RatioRow>,
-}
-
-pub fn of_entry(result: &crate::AnyResult) -> Result<Section> {
-    Ok(match result {
-        crate::AnyResult::Usdt(r) => Section {
-            title: "Extra ns per hit relative to the cheapest tracer",
-            method: usdt_method(r),
-            rows: case1_vs_cheapest(r),
-        },
-        crate::AnyResult::Sweep(r) => Section {
-            title: "Latency relative to no tracer",
-            method:
-                "ratio of means and of medians (95% bootstrap confidence interval over the samples)"
-                    .into(),
-            rows: sweep_vs_none(r)?,
-        },
-        crate::AnyResult::Rate(_) | crate::AnyResult::Npt(_) | crate::AnyResult::Events(_) => {
-            Section {
-                title: "",
-                method: String::new(),
-                rows: Vec::new(),
-            }
-        }
-    })
-}
-
 /// How usdt ratios and their intervals are made, in one sentence.
 pub fn usdt_method(r: &UsdtResult) -> String {
     let rounds = r.runs.first().map_or(0, |c| c.rounds.len().max(1));

@@ -209,7 +209,7 @@ impl runner::Experiment for Sweep {
 
     fn json(&mut self) -> Result<Vec<u8>> {
         self.result.warnings = rtrace_measure::warnings::sweep(&self.result);
-        rtrace_report::json::sweep(&self.result)
+        self.result().to_json()
     }
 
     fn result(&self) -> rtrace_report::AnyResult {
@@ -217,8 +217,10 @@ impl runner::Experiment for Sweep {
     }
 
     fn terminal(&self) -> String {
-        rtrace_report::sweep_terminal::sweep(&self.result, None)
-            + &rtrace_report::terminal::warnings(&self.result.warnings, crate::report::paint())
+        rtrace_report::terminal::text(
+            &rtrace_report::Report::one(self.result()),
+            crate::report::paint(),
+        )
     }
 
     fn notes(&self) -> Vec<String> {

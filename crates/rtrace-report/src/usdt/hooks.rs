@@ -2,55 +2,56 @@
 //! tracer's per-hit cost on the USDT probe, a uprobe and a uretprobe, the uretprobe / uprobe
 //! ratio, and the plain cost of the marker call the dynamic hooks attach to.
 
+use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::format::{ns, tracer_label};
-use crate::table::Table;
 use rtrace_measure::usdt::{HookCosts, HookKind, UsdtResult};
 
-/// The per-hit cost table; empty when `r` has only `usdt` rows.
-pub fn text(r: &UsdtResult) -> String {
+/// What the table shows.
+pub const NOTE: &str = "Case-1 mean minus case-0 mean with the same loop body (the barrier for usdt and usdt-nop5, the marker call for uprobe/uretprobe); usdt-nop5 is a `nop; nop5` site that Linux >= 6.18 turns into a call instead of an int3 trap for tracers attaching to the nop5 (libbpf), not for those attaching at the note's address (ftrace, bpftrace)";
+
+/// The per-hit cost by hook: its heading, note, table and the marker call's plain cost;
+/// nothing when `r` has only `usdt` rows.
+pub fn push(s: &mut Section, r: &UsdtResult) {
     let costs = HookCosts::of(r);
     if costs.rows.is_empty() {
-        return String::new();
+        return;
     }
-    let mut t = Table::new(
-        &[
-            "tracer",
-            "usdt",
-            "usdt-nop5",
-            "uprobe",
-            "uretprobe",
-            "uretprobe/uprobe",
-            "by p50",
-            "by min",
-        ],
-        1,
-    );
-    for row in &costs.rows {
-        let cell = |h: HookKind| row.cost(h).map_or("-".into(), |c| ns(c.mean_ns));
-        let ratio = row.ret_ratio();
-        t.row(vec![
-            tracer_label(row.tracer, row.mode.as_deref()),
-            cell(HookKind::Usdt),
-            cell(HookKind::UsdtNop5),
-            cell(HookKind::Uprobe),
-            cell(HookKind::Uretprobe),
-            ratio.map_or("-".into(), |x| format!("{:.2}", x.mean_ns)),
-            ratio.map_or("-".into(), |x| format!("{:.2}", x.p50_ns)),
-            ratio.map_or("-".into(), |x| format!("{:.2}", x.min_ns)),
-        ]);
-    }
-    let mut out = String::from(
-        "\nper-hit cost by hook in ns: case-1 mean minus case-0 mean with the same loop body (the barrier for usdt and usdt-nop5, the marker call for uprobe/uretprobe); usdt-nop5 is a `nop; nop5` site that Linux >= 6.18 turns into a call instead of an int3 trap for tracers attaching to the nop5 (libbpf), not for those attaching at the note's address (ftrace, bpftrace)\n",
-    );
-    out.push_str(&t.render());
+    let hooks = [
+        HookKind::Usdt,
+        HookKind::UsdtNop5,
+        HookKind::Uprobe,
+        HookKind::Uretprobe,
+    ];
+    let mut cols = columns(&["tracer"]);
+    cols.extend(hooks.map(|h| Column::new(h.to_string()).unit("ns")));
+    cols.extend(columns(&["uretprobe/uprobe", "by p50", "by min"]));
+    let rows =
+        costs
+            .rows
+            .iter()
+            .map(|row| {
+                let mut cells = vec![Cell::text(tracer_label(row.tracer, row.mode.as_deref()))];
+                cells.extend(hooks.map(|h| {
+                    Cell::or_missing(row.cost(h), |c| Cell::num(c.mean_ns, ns(c.mean_ns)))
+                }));
+                let ratio = row.ret_ratio();
+                let part = |f: fn(&rtrace_measure::usdt::HitCost) -> f64| {
+                    Cell::or_missing(ratio.as_ref(), |x| Cell::num(f(x), format!("{:.2}", f(x))))
+                };
+                cells.extend([part(|x| x.mean_ns), part(|x| x.p50_ns), part(|x| x.min_ns)]);
+                cells
+            })
+            .collect();
+    s.push(Block::Heading("Per-hit cost by hook (ns)".into()));
+    s.push(Block::Note(format!("{NOTE}.")));
+    s.push(Block::Table(Table::new("hooks", 1, cols).rows(rows)));
     if let Some(call) = costs.call {
-        out.push_str(&format!(
-            "plain marker call, nothing attached: {} ns above the barrier baseline by mean, {} ns by p50\n",
+        s.push(Block::Paragraph(format!(
+            "Plain marker call, nothing attached: {} ns above the barrier baseline by mean, {} ns by p50.",
             ns(call.mean_ns),
             ns(call.p50_ns)
-        ));
+        )));
     }
-    out
 }
 
 #[cfg(test)]
@@ -92,9 +93,16 @@ mod tests {
         r
     }
 
+    fn blocks(r: &UsdtResult) -> Vec<Block> {
+        let e = crate::result::Report::one(crate::AnyResult::Usdt(r.clone()));
+        let mut s = Section::new(&e.entries[0], "", String::new());
+        push(&mut s, r);
+        s.blocks
+    }
+
     #[test]
     fn usdt_only_results_add_nothing() {
-        assert_eq!(text(&crate::fixtures::usdt()), "");
+        assert!(blocks(&crate::fixtures::usdt()).is_empty());
     }
 
     #[test]
@@ -118,12 +126,17 @@ mod tests {
         assert!((ratio.mean_ns - 1.25).abs() < 1e-9);
         assert!((ratio.p50_ns - 1.25).abs() < 1e-9);
         assert!(ratio.min_ns > 1.0);
-        let text = text(&r);
-        assert!(text.contains("uretprobe/uprobe"), "{text}");
-        assert!(text.contains("1.25"), "{text}");
-        assert!(text.contains("plain marker call"), "{text}");
+        let blocks = blocks(&r);
+        let Some(Block::Table(t)) = blocks.iter().find(|b| matches!(b, Block::Table(_))) else {
+            panic!("no table");
+        };
+        assert_eq!(t.columns[5].name, "uretprobe/uprobe");
+        assert_eq!(t.rows[0][5].shown, "1.25");
+        assert!(blocks
+            .iter()
+            .any(|b| matches!(b, Block::Paragraph(p) if p.starts_with("Plain marker call"))));
         // lttng has no dynamic rows: a dash, not a number.
-        let lttng = text.lines().find(|l| l.starts_with("lttng")).unwrap();
-        assert!(lttng.contains('-'), "{lttng}");
+        let lttng = t.rows.iter().find(|r| r[0].shown == "lttng").unwrap();
+        assert_eq!(lttng[3].shown, "-");
     }
 }
