@@ -1,7 +1,7 @@
 //! What `rtrace-bench compare` prints for two sweeps: per (configuration, source) and statistic,
 //! A, B and B − A in µs.
 
-use crate::table::Table;
+use crate::doc::{columns, Table};
 use rtrace_measure::compare::Comparison;
 
 fn us(ns: f64) -> String {
@@ -22,11 +22,15 @@ pub fn sweeps(c: &Comparison) -> String {
         ));
     }
     out.push('\n');
-    let mut t = Table::new(&["config", "source", "stat", "A", "B", "B-A", "B/A"], 3);
+    let mut t = Table::new(
+        "compare",
+        3,
+        columns(&["config", "source", "stat", "A", "B", "B-A", "B/A"]),
+    );
     for p in &c.pairs {
         for (i, d) in p.stats.iter().enumerate() {
             let first = i == 0;
-            t.row(vec![
+            t.text_row(vec![
                 if first {
                     p.config.to_string()
                 } else {
@@ -45,7 +49,7 @@ pub fn sweeps(c: &Comparison) -> String {
             ]);
         }
         if p.a_overflows > 0 || p.b_overflows > 0 {
-            t.row(vec![
+            t.text_row(vec![
                 String::new(),
                 String::new(),
                 "overflow".into(),
@@ -59,7 +63,7 @@ pub fn sweeps(c: &Comparison) -> String {
     if c.pairs.is_empty() {
         out.push_str("no (configuration, source) was measured in both files\n");
     } else {
-        out.push_str(&t.render());
+        out.push_str(&crate::terminal::table::plain(&t));
     }
     if !c.only_a.is_empty() {
         out.push_str(&format!("\nonly in A: {}\n", c.only_a.join(", ")));

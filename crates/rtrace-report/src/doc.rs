@@ -103,6 +103,7 @@ fn walk<'a>(blocks: &'a [Block], f: &mut impl FnMut(&'a Block)) {
 }
 
 /// One result's part of the report.
+#[derive(Debug, Clone)]
 pub struct Section {
     /// The entry's id (`usdt`, `cyclictest-sweep-2`): anchors and file names.
     pub id: String,
@@ -163,6 +164,7 @@ impl Section {
 }
 
 /// A part of a section.
+#[derive(Debug, Clone)]
 pub enum Block {
     Heading(String),
     Paragraph(String),
@@ -239,6 +241,11 @@ impl Table {
         self.title = Some(title);
         self.caption = caption;
         self
+    }
+
+    /// Appends a row of text cells (listings, not measurements).
+    pub fn text_row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells.into_iter().map(Cell::text).collect());
     }
 
     /// With `rows`.

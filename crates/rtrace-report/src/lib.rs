@@ -25,7 +25,6 @@ pub mod result;
 pub mod summary;
 pub mod svg;
 pub mod sweep;
-pub mod table;
 pub mod terminal;
 pub mod usdt;
 

@@ -1,17 +1,17 @@
 //! The terminal rendering of a document: what every experiment prints at its end, what
 //! `rtrace-bench report` prints, and `report.txt` (the same without colour). Plain aligned
-//! tables (a grouped table split so that each part fits [`WIDTH`] columns); folded details and
-//! figures one line each; colour only when asked (the CLI asks when stdout is a terminal).
+//! tables that fit [`table::WIDTH`] columns; folded details and figures one line each; colour
+//! only when asked (the CLI asks when stdout is a terminal).
 
-use crate::doc::{Block, Document, Item, Section, Table};
+pub mod table;
+
+use crate::doc::{Block, Document, Item, Section};
 use crate::export::{Exporter, Output};
 use crate::result::Report;
 use anstyle::{AnsiColor, Style};
 use anyhow::Result;
 use rtrace_measure::Warning;
-
-/// Columns a table may take before a grouped one is split.
-pub const WIDTH: usize = 160;
+use table::cols;
 
 /// Styles of the terminal report; all plain without colour.
 #[derive(Debug, Clone, Copy)]
@@ -100,13 +100,6 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// Columns `s` takes on a terminal: combining marks (the macron of `x̄`) take none.
-fn cols(s: &str) -> usize {
-    s.chars()
-        .filter(|c| !('\u{300}'..='\u{36f}').contains(c))
-        .count()
-}
-
 /// Prose without its code-span backticks.
 fn plain(s: &str) -> String {
     s.replace('`', "")
@@ -149,7 +142,15 @@ fn block(b: &Block, paint: Paint) -> String {
         Block::Paragraph(p) | Block::Note(p) => format!("{}\n", plain(p)),
         Block::List(items) => items.iter().map(item).collect(),
         Block::Warnings(list) => warnings(list, paint),
-        Block::Table(t) => table(t, paint),
+        Block::Table(t) => {
+            let mut out = match (&t.title, &t.caption) {
+                (Some(title), Some(c)) => format!("{title}: {}\n", plain(c)),
+                (Some(title), None) => format!("{title}\n"),
+                _ => String::new(),
+            };
+            out.push_str(&table::render(t, paint));
+            out
+        }
         Block::Figure(f) => format!("Figure: {} — {}\n", f.title, f.path()),
         Block::Details { summary, .. } => {
             format!("{summary}: folded here, shown in report.md and index.html\n")
@@ -198,131 +199,6 @@ fn warnings(list: &[Warning], paint: Paint) -> String {
     out
 }
 
-/// A table, its title and caption first; a grouped table in as few parts as fit [`WIDTH`].
-fn table(t: &Table, paint: Paint) -> String {
-    let mut out = String::new();
-    if let Some(title) = &t.title {
-        match &t.caption {
-            Some(c) => out.push_str(&format!("{title}: {}\n", plain(c))),
-            None => out.push_str(&format!("{title}\n")),
-        }
-    }
-    let parts = (1..=t.groups.len().max(1))
-        .rev()
-        .map(|n| t.split(n))
-        .find(|parts| parts.iter().all(|p| width(p) <= WIDTH))
-        .unwrap_or_else(|| t.split(1));
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(&aligned(p, paint));
-    }
-    out
-}
-
-/// The gap before column `i`: wider where a group starts.
-fn gap(t: &Table, i: usize) -> usize {
-    match i {
-        0 => 0,
-        _ if t.starts_group(i) => 4,
-        _ => 2,
-    }
-}
-
-/// Each column's width: its header, its cells, and room for its group's name.
-fn widths(t: &Table) -> Vec<usize> {
-    let mut w: Vec<usize> = (0..t.columns.len())
-        .map(|i| {
-            t.rows
-                .iter()
-                .map(|r| cols(&r[i].shown))
-                .chain([cols(&t.columns[i].header())])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut start = t.text_columns;
-    for g in &t.groups {
-        let end = start + g.columns;
-        let span: usize = w[start..end].iter().sum::<usize>() + 2 * (g.columns - 1);
-        let name = cols(&g.name);
-        if name > span {
-            w[end - 1] += name - span;
-        }
-        start = end;
-    }
-    w
-}
-
-fn width(t: &Table) -> usize {
-    widths(t)
-        .iter()
-        .enumerate()
-        .map(|(i, w)| w + gap(t, i))
-        .sum()
-}
-
-/// Text columns left-aligned, the others right-aligned; group names above their columns.
-fn aligned(t: &Table, paint: Paint) -> String {
-    let w = widths(t);
-    let pad = |i: usize, s: &str| {
-        let n = w[i].saturating_sub(cols(s));
-        if i < t.text_columns {
-            format!("{s}{}", " ".repeat(n))
-        } else {
-            format!("{}{s}", " ".repeat(n))
-        }
-    };
-    let line = |cells: Vec<String>| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            s.push_str(&" ".repeat(gap(t, i)));
-            s.push_str(c);
-        }
-        s.trim_end().to_owned() + "\n"
-    };
-    let mut out = String::new();
-    if !t.groups.is_empty() {
-        let lead: usize = (0..t.text_columns).map(|i| gap(t, i) + w[i]).sum();
-        let mut s = " ".repeat(lead);
-        let mut start = t.text_columns;
-        for g in &t.groups {
-            let span: usize =
-                w[start..start + g.columns].iter().sum::<usize>() + 2 * (g.columns - 1);
-            s.push_str(&" ".repeat(gap(t, start)));
-            let left = span.saturating_sub(cols(&g.name)) / 2;
-            s.push_str(&format!("{}{}", " ".repeat(left), g.name));
-            s.push_str(&" ".repeat(span.saturating_sub(cols(&g.name) + left)));
-            start += g.columns;
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    }
-    out.push_str(&line(
-        (0..w.len())
-            .map(|i| pad(i, &t.columns[i].header()))
-            .collect(),
-    ));
-    out.push_str(&line(w.iter().map(|n| "-".repeat(*n)).collect()));
-    for r in &t.rows {
-        out.push_str(&line(
-            r.iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let s = pad(i, &c.shown);
-                    if c.flagged {
-                        paint.flag(&s)
-                    } else {
-                        s
-                    }
-                })
-                .collect(),
-        ));
-    }
-    out
-}
-
 /// `report.txt`: the terminal report of every result, without colour.
 pub struct Text;
 
@@ -342,7 +218,6 @@ impl Exporter for Text {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{columns, Cell, Group};
     use crate::result::AnyResult;
 
     #[test]
@@ -383,40 +258,6 @@ mod tests {
         assert!(
             text.contains("Configuration: folded here"),
             "details are one line: {text}"
-        );
-    }
-
-    #[test]
-    fn grouped_tables_name_their_groups_and_split_to_fit() {
-        let mut t = Table::new("t", 1, columns(&["case", "min", "max", "min", "max"]));
-        t.groups = vec![
-            Group {
-                name: "a long group name".into(),
-                columns: 2,
-            },
-            Group {
-                name: "b".into(),
-                columns: 2,
-            },
-        ];
-        t.rows = vec![["Case 1", "1", "22", "333", "4"].map(Cell::text).to_vec()];
-        let text = table(&t, Paint::new(false));
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "          a long group name       b", "{text}");
-        assert_eq!(
-            lines[1], "case      min           max    min  max",
-            "{text}"
-        );
-        assert_eq!(
-            lines[3], "Case 1      1            22    333    4",
-            "{text}"
-        );
-        let mut wide = t.clone();
-        wide.groups[0].name = "x".repeat(WIDTH);
-        assert_eq!(
-            table(&wide, Paint::new(false)).matches("case").count(),
-            2,
-            "split"
         );
     }
 }
