@@ -15,7 +15,7 @@ use rtrace_tracer::TracerKind;
 pub fn section(e: &Entry, r: &EventsResult) -> Section {
     let mut s = Section::new(
         e,
-        "events, per-event cost of tracer features",
+        "per-event cost of tracer features (Gregg's benchmark)",
         format!(
             "{} reads per run, {} round(s) on CPU {}; {}; {}.",
             r.config.reads,

@@ -19,7 +19,7 @@ table { border-collapse: collapse; margin: 8px 0 16px; font-variant-numeric: tab
         display: block; overflow-x: auto; max-width: 100%; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; }
 th { background: #f4f4f4; } th.group { text-align: center; border-left: 2px solid #ccc; }
-td { white-space: nowrap; } td.first, th.first { text-align: left; white-space: normal; } td.group, th.gstart { border-left: 2px solid #ccc; }
+td { white-space: nowrap; } td.first, th.first { text-align: left; } td.wrap { white-space: normal; min-width: 16em; } td.group, th.gstart { border-left: 2px solid #ccc; }
 table.env td { text-align: left; } table.env td:first-child { color: #666; white-space: nowrap; }
 .warnings { background: #fff8e1; border-left: 5px solid #f5a623; padding: 8px 16px; margin: 12px 0; }
 .warnings li { margin: 4px 0; } .warnings code { background: #fff1c4; }
@@ -33,6 +33,9 @@ figure { margin: 16px 0 32px; } figure svg { max-width: 100%; height: auto; bord
 figcaption { color: #555; margin-top: 4px; max-width: 960px; }
 details pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
 "#;
+
+/// Text cells longer than this wrap; shorter ones (names) stay on one line.
+const WRAP_AFTER: usize = 40;
 
 /// Escapes text for HTML.
 pub fn esc(s: &str) -> String {
@@ -121,7 +124,8 @@ fn table(t: &Table, section: &str) -> String {
             .map_or(String::new(), |c| format!(": {}", code_spans(c)));
         out.push_str(&format!("<p><b>{}</b>{caption}</p>\n", esc(title)));
     }
-    out.push_str("<table>\n<tr>");
+    let id = format!("{section}-{}", t.id);
+    out.push_str(&format!("<table id=\"{}\">\n<tr>", esc(&id)));
     let grouped = !t.groups.is_empty();
     for (i, c) in t.columns.iter().enumerate() {
         if i < t.text_columns {
@@ -155,6 +159,9 @@ fn table(t: &Table, section: &str) -> String {
             let mut classes = Vec::new();
             if i < t.text_columns {
                 classes.push("first");
+                if c.shown.chars().count() > WRAP_AFTER {
+                    classes.push("wrap");
+                }
             }
             if t.starts_group(i) {
                 classes.push("group");

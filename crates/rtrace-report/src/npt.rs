@@ -11,7 +11,7 @@ use rtrace_measure::npt::{NptResult, NptRun, Osnoise, INTERRUPTION_NS};
 pub fn section(e: &Entry, r: &NptResult) -> Section {
     let mut s = Section::new(
         e,
-        "npt, gaps of a tight loop",
+        "the Non-Preempt Test (npt, gaps of a tight loop)",
         format!(
             "{} ms per run on CPU {}; {}; {}.",
             r.config.duration_ms,

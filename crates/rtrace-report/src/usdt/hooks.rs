@@ -9,36 +9,40 @@ use rtrace_measure::usdt::{HookCosts, HookKind, UsdtResult};
 /// What the table shows.
 pub const NOTE: &str = "Case-1 mean minus case-0 mean with the same loop body (the barrier for usdt and usdt-nop5, the marker call for uprobe/uretprobe); usdt-nop5 is a `nop; nop5` site that Linux >= 6.18 turns into a call instead of an int3 trap for tracers attaching to the nop5 (libbpf), not for those attaching at the note's address (ftrace, bpftrace)";
 
-/// The per-hit cost by hook: its heading, note, table and the marker call's plain cost;
-/// nothing when `r` has only `usdt` rows.
+/// The per-hit cost by hook (the hooks measured): its heading, note, table and the marker
+/// call's plain cost; nothing when `r` has only `usdt` rows.
 pub fn push(s: &mut Section, r: &UsdtResult) {
     let costs = HookCosts::of(r);
     if costs.rows.is_empty() {
         return;
     }
-    let hooks = [
-        HookKind::Usdt,
-        HookKind::UsdtNop5,
-        HookKind::Uprobe,
-        HookKind::Uretprobe,
-    ];
+    // Only the hooks measured, and the uretprobe / uprobe ratio only where both were.
+    let hooks: Vec<HookKind> = HookKind::ALL
+        .into_iter()
+        .filter(|&h| costs.rows.iter().any(|row| row.cost(h).is_some()))
+        .collect();
+    let ratios = costs.rows.iter().any(|row| row.ret_ratio().is_some());
     let mut cols = columns(&["tracer"]);
-    cols.extend(hooks.map(|h| Column::new(h.to_string()).unit("ns")));
-    cols.extend(columns(&["uretprobe/uprobe", "by p50", "by min"]));
+    cols.extend(hooks.iter().map(|h| Column::new(h.to_string()).unit("ns")));
+    if ratios {
+        cols.extend(columns(&["uretprobe/uprobe", "by p50", "by min"]));
+    }
     let rows =
         costs
             .rows
             .iter()
             .map(|row| {
                 let mut cells = vec![Cell::text(tracer_label(row.tracer, row.mode.as_deref()))];
-                cells.extend(hooks.map(|h| {
+                cells.extend(hooks.iter().map(|&h| {
                     Cell::or_missing(row.cost(h), |c| Cell::num(c.mean_ns, ns(c.mean_ns)))
                 }));
                 let ratio = row.ret_ratio();
                 let part = |f: fn(&rtrace_measure::usdt::HitCost) -> f64| {
                     Cell::or_missing(ratio.as_ref(), |x| Cell::num(f(x), format!("{:.2}", f(x))))
                 };
-                cells.extend([part(|x| x.mean_ns), part(|x| x.p50_ns), part(|x| x.min_ns)]);
+                if ratios {
+                    cells.extend([part(|x| x.mean_ns), part(|x| x.p50_ns), part(|x| x.min_ns)]);
+                }
                 cells
             })
             .collect();
@@ -130,13 +134,26 @@ mod tests {
         let Some(Block::Table(t)) = blocks.iter().find(|b| matches!(b, Block::Table(_))) else {
             panic!("no table");
         };
-        assert_eq!(t.columns[5].name, "uretprobe/uprobe");
-        assert_eq!(t.rows[0][5].shown, "1.25");
+        let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "tracer",
+                "usdt",
+                "uprobe",
+                "uretprobe",
+                "uretprobe/uprobe",
+                "by p50",
+                "by min"
+            ],
+            "no usdt-nop5 column: no run measured it"
+        );
+        assert_eq!(t.rows[0][4].shown, "1.25");
         assert!(blocks
             .iter()
             .any(|b| matches!(b, Block::Paragraph(p) if p.starts_with("Plain marker call"))));
         // lttng has no dynamic rows: a dash, not a number.
         let lttng = t.rows.iter().find(|r| r[0].shown == "lttng").unwrap();
-        assert_eq!(lttng[3].shown, "-");
+        assert_eq!(lttng[2].shown, "-");
     }
 }
