@@ -2,11 +2,8 @@
 //! A, B and B − A in µs.
 
 use crate::doc::{columns, Table};
+use crate::format::us;
 use rtrace_measure::compare::Comparison;
-
-fn us(ns: f64) -> String {
-    format!("{:.2}", ns / 1000.0)
-}
 
 fn signed_us(ns: f64) -> String {
     format!("{:+.2}", ns / 1000.0)

@@ -86,6 +86,15 @@ fn has_pair(r: &EventsResult) -> bool {
     t.contains(&TracerKind::Ebpf) && t.contains(&TracerKind::Bpftrace)
 }
 
+/// `mean [low, high]` with `decimals`, or the mean alone without an interval.
+fn interval(e: &rtrace_measure::interval::Estimate, decimals: usize) -> Cell {
+    let shown = match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{:.decimals$} [{l:.decimals$}, {h:.decimals$}]", e.estimate),
+        _ => format!("{:.decimals$}", e.estimate),
+    };
+    Cell::estimate(e, 1.0, shown)
+}
+
 /// A cell of the cost table: `mean [low, high]` in ns, or why there is no number.
 fn cost_cell(r: &EventsResult, c: Option<&model::Cell>) -> Cell {
     let Some(c) = c else {
@@ -93,14 +102,7 @@ fn cost_cell(r: &EventsResult, c: Option<&model::Cell>) -> Cell {
     };
     match &c.outcome {
         Outcome::Measured(_) => match r.cost(c) {
-            Some(cost) => {
-                let e = cost.per_event_ns;
-                let shown = match (e.low, e.high) {
-                    (Some(l), Some(h)) => format!("{:.0} [{:.0}, {:.0}]", e.estimate, l, h),
-                    _ => format!("{:.0}", e.estimate),
-                };
-                Cell::estimate(&e, 1.0, shown)
-            }
+            Some(cost) => interval(&cost.per_event_ns, 0),
             None => Cell::text("no run"),
         },
         Outcome::Unavailable(_) => Cell::text("unavailable here"),
@@ -141,13 +143,7 @@ pub fn costs(r: &EventsResult, w: Workload) -> Table {
             row.extend(tracers(r).iter().map(|&t| cost_cell(r, r.cell(w, f, t))));
             if has_pair(r) {
                 let ratio = r.ratio(w, f, TracerKind::Ebpf, TracerKind::Bpftrace);
-                row.push(Cell::or_missing(ratio, |e| {
-                    let shown = match (e.low, e.high) {
-                        (Some(l), Some(h)) => format!("{:.2} [{:.2}, {:.2}]", e.estimate, l, h),
-                        _ => format!("{:.2}", e.estimate),
-                    };
-                    Cell::estimate(&e, 1.0, shown)
-                }));
+                row.push(Cell::or_missing(ratio, |e| interval(&e, 2)));
             }
             row.push(Cell::or_missing(piotrowski(f), |(ns, _)| {
                 Cell::num(ns as f64, ns.to_string())

@@ -117,6 +117,14 @@ pub fn trace_data_line(
     ))
 }
 
+/// A warning's kind as the result file names it (`events-lost`).
+pub fn warning_kind(w: &rtrace_measure::Warning) -> String {
+    serde_json::to_value(w.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
 /// The environment as (name, value) rows; `not exposed` where the machine does not say.
 pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "not exposed".into());

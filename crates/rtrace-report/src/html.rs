@@ -70,10 +70,7 @@ fn warnings(list: &[Warning]) -> String {
         if list.len() == 1 { "" } else { "s" }
     );
     for w in list {
-        let kind = serde_json::to_value(w.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let kind = crate::format::warning_kind(w);
         let scope = w
             .scope
             .as_deref()
@@ -274,24 +271,15 @@ impl Exporter for Html {
         }
         if !doc.shared.is_empty() {
             nav.push_str("<a href=\"#across\">across results</a>");
-            body.push_str("<section id=\"across\"><h2>Across results</h2>\n");
-            for f in &doc.shared {
-                body.push_str(&figure(f, doc)?);
-            }
-            body.push_str("</section>\n");
+            body.push_str(&format!(
+                "<section id=\"across\"><h2>Across results</h2>\n{}</section>\n",
+                blocks_html(&doc.shared, "across", doc)?
+            ));
         }
-        let mut summary = String::from("<section class=\"summary\"><h2>Summary</h2>\n");
-        for (title, lines) in &doc.summary {
-            if let Some(t) = title {
-                summary.push_str(&format!("<h3>{}</h3>\n", esc(t)));
-            }
-            summary.push_str("<ul>\n");
-            for l in lines {
-                summary.push_str(&format!("<li>{}</li>\n", code_spans(l)));
-            }
-            summary.push_str("</ul>\n");
-        }
-        summary.push_str("</section>\n");
+        let summary = format!(
+            "<section class=\"summary\"><h2>Summary</h2>\n{}</section>\n",
+            blocks_html(&doc.summary, "summary", doc)?
+        );
         let n = doc.sections.len();
         let page = format!(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {n} result{}, {total} warning{}. The same tables in <a href=\"report.md\">Markdown</a>; each table's numbers at full precision in the CSV file linked under it.</p>\n<nav>{nav}</nav>\n{summary}{body}</body>\n</html>\n",

@@ -26,22 +26,15 @@ impl Exporter for Markdown {
 
 /// The Markdown rendering of `doc`.
 pub fn render(doc: &Document) -> String {
-    let mut out = String::from("# rtrace-bench report\n\n## Summary\n\n");
-    for (title, lines) in &doc.summary {
-        if let Some(t) = title {
-            out.push_str(&format!("### `{t}`\n\n"));
-        }
-        for l in lines {
-            out.push_str(&format!("- {l}\n"));
-        }
-        out.push('\n');
-    }
+    let mut out = format!(
+        "# rtrace-bench report\n\n## Summary\n\n{}",
+        blocks_md(&doc.summary)
+    );
     for s in &doc.sections {
         out.push_str(&section(s));
     }
     if !doc.shared.is_empty() {
-        let blocks: Vec<Block> = doc.shared.iter().cloned().map(Block::Figure).collect();
-        out.push_str(&format!("## Across results\n\n{}", blocks_md(&blocks)));
+        out.push_str(&format!("## Across results\n\n{}", blocks_md(&doc.shared)));
     }
     out
 }
@@ -103,10 +96,7 @@ fn warnings(list: &[Warning]) -> String {
     }
     let mut out = String::new();
     for w in list {
-        let kind = serde_json::to_value(w.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let kind = crate::format::warning_kind(w);
         out.push_str(&format!("- **{kind}** {w}\n"));
         if !w.details.is_empty() {
             let items: Vec<String> = w.details.iter().map(|d| esc(d)).collect();

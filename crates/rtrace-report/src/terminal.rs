@@ -72,22 +72,14 @@ pub fn render(doc: &Document, paint: Paint) -> String {
     out.push('\n');
     if !doc.summary.is_empty() {
         out.push_str(&format!("\n{}\n", paint.bold("Summary")));
-        for (title, lines) in &doc.summary {
-            if let Some(t) = title {
-                out.push_str(&format!("{t}:\n"));
-            }
-            for l in lines {
-                out.push_str(&format!("- {}\n", plain(l)));
-            }
-        }
+        out.push_str(&blocks_text(&doc.summary, paint));
     }
     for s in &doc.sections {
         out.push_str(&section(s, paint));
     }
     if !doc.shared.is_empty() {
-        let blocks: Vec<Block> = doc.shared.iter().cloned().map(Block::Figure).collect();
         out.push_str(&format!("\n{}\n", paint.bold("Across results")));
-        out.push_str(&blocks_text(&blocks, paint));
+        out.push_str(&blocks_text(&doc.shared, paint));
     }
     out
 }

@@ -3,7 +3,7 @@
 //! `testdata/snapshots/`. After an intended change, `UPDATE_SNAPSHOTS=1 cargo test -p
 //! rtrace-report --test snapshots` rewrites them: review their diff before committing.
 
-use rtrace_report::doc::{Document, Value};
+use rtrace_report::doc::{items, Block, Document, Value};
 use rtrace_report::terminal::{self, Paint};
 use rtrace_report::{markdown, AnyResult, Report};
 use std::path::PathBuf;
@@ -65,7 +65,7 @@ fn every_section_renders_as_its_snapshot() {
     for (s, name) in doc.sections.iter().zip(FIXTURES) {
         let one = Document {
             report: &report,
-            summary: vec![(None, s.summary.clone())],
+            summary: vec![Block::List(items(s.summary.iter().cloned()))],
             sections: vec![s.clone()],
             shared: Vec::new(),
         };
