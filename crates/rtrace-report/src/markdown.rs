@@ -89,12 +89,17 @@ fn item(i: &Item) -> String {
     }
 }
 
-/// `- **kind** scope: message` per warning, its details folded; a line saying there are none.
+/// `- **kind** scope: message` per warning under a count, its details folded; a line saying
+/// there are none.
 fn warnings(list: &[Warning]) -> String {
     if list.is_empty() {
         return "No warnings.\n".into();
     }
-    let mut out = String::new();
+    let mut out = format!(
+        "**{} warning{}** — each says what to do:\n\n",
+        list.len(),
+        if list.len() == 1 { "" } else { "s" }
+    );
     for w in list {
         let kind = crate::format::warning_kind(w);
         out.push_str(&format!("- **{kind}** {w}\n"));
