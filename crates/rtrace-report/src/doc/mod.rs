@@ -20,6 +20,7 @@ pub struct Document<'r> {
     pub report: &'r Report,
     /// The summary: each section's sentences, headed with its id when the report has several.
     pub summary: Vec<Block>,
+    /// One per result, in report order.
     pub sections: Vec<Section>,
     /// The figures of more than one result (thesis Fig 3.5).
     pub shared: Vec<Block>,
@@ -119,6 +120,7 @@ pub struct Section {
     pub subtitle: String,
     /// Its sentences of the report's summary.
     pub summary: Vec<String>,
+    /// Its content, in order.
     pub blocks: Vec<Block>,
     /// Where its figures go among the blocks (before the environment); the end when `None`.
     pub figures_at: Option<usize>,
@@ -170,20 +172,22 @@ impl Section {
 /// A part of a section.
 #[derive(Debug, Clone)]
 pub enum Block {
+    /// A heading within the section.
     Heading(String),
+    /// Prose.
     Paragraph(String),
     /// A paragraph set apart: what a table shows, how to read it.
     Note(String),
+    /// A bullet list.
     List(Vec<Item>),
     /// The warnings of the result (their details folded); a line saying so when empty.
     Warnings(Vec<Warning>),
+    /// A table.
     Table(Table),
+    /// A figure of the report's plan (`crate::figures::plan`), drawn by the formats that show it.
     Figure(Figure),
     /// Folded away (HTML `<details>`); one line in the terminal.
-    Details {
-        summary: String,
-        blocks: Vec<Block>,
-    },
+    Details { summary: String, blocks: Vec<Block> },
     /// Preformatted text.
     Pre(String),
     /// The machine: (setting, value).
@@ -193,7 +197,9 @@ pub enum Block {
 /// A list item, and an optional second line (what differs between a comparison's sides).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
+    /// The item.
     pub text: String,
+    /// A line under it.
     pub more: Option<String>,
 }
 

@@ -12,12 +12,14 @@ pub struct Table {
     pub title: Option<String>,
     /// After the title: what to check in it.
     pub caption: Option<String>,
+    /// Its columns, in order.
     pub columns: Vec<Column>,
     /// Column groups over the columns after the text columns, in order (Table 3.1: min, max,
     /// x̄ and s per tracer); empty for none.
     pub groups: Vec<Group>,
     /// Leading text columns (left-aligned; every part of a split grouped table repeats them).
     pub text_columns: usize,
+    /// A cell per column each.
     pub rows: Vec<Vec<Cell>>,
 }
 
@@ -115,6 +117,7 @@ impl Table {
 /// A column: its name and the unit of its values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Column {
+    /// Its name (without its group's).
     pub name: String,
     /// The unit of its values (`ns`, `µs`, `%`); CSV headers always say it.
     pub unit: Option<&'static str>,
@@ -176,6 +179,7 @@ pub fn slug(s: &str) -> String {
 /// A group of consecutive columns under one name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
+    /// Shown above its columns (`ftrace`, `ebpf (record)`).
     pub name: String,
     /// How many columns it spans.
     pub columns: usize,
@@ -197,6 +201,7 @@ pub struct Cell {
 pub enum Value {
     /// The shown text is the value.
     Text,
+    /// A measured or derived number.
     Number(f64),
     /// An estimate with its confidence interval, when it has one.
     Interval {
@@ -204,6 +209,7 @@ pub enum Value {
         low: Option<f64>,
         high: Option<f64>,
     },
+    /// A count (hits, samples, bytes).
     Count(u64),
     /// Not measured, not applicable.
     Missing,
