@@ -91,17 +91,6 @@ impl AnyResult {
         }
     }
 
-    /// When it started (seconds since the epoch).
-    pub fn started_unix(&self) -> u64 {
-        match self {
-            AnyResult::Usdt(r) => r.started_unix,
-            AnyResult::Sweep(r) => r.started_unix,
-            AnyResult::Rate(r) => r.started_unix,
-            AnyResult::Npt(r) => r.started_unix,
-            AnyResult::Events(r) => r.started_unix,
-        }
-    }
-
     /// The warnings of this result, computed from the model (old files have none stored).
     pub fn warnings(&self) -> Vec<Warning> {
         match self {
