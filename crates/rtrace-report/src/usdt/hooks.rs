@@ -51,7 +51,7 @@ pub fn push(s: &mut Section, r: &UsdtResult) {
     s.push(Block::Table(Table::new("hooks", 1, cols).rows(rows)));
     if let Some(call) = costs.call {
         s.push(Block::Paragraph(format!(
-            "Plain marker call, nothing attached: {} ns above the barrier baseline by mean, {} ns by p50.",
+            "The plain marker call, nothing attached: {} ns above the barrier baseline by mean, {} ns by p50.",
             ns(call.mean_ns),
             ns(call.p50_ns)
         )));
@@ -151,7 +151,7 @@ mod tests {
         assert_eq!(t.rows[0][4].shown, "1.25");
         assert!(blocks
             .iter()
-            .any(|b| matches!(b, Block::Paragraph(p) if p.starts_with("Plain marker call"))));
+            .any(|b| matches!(b, Block::Paragraph(p) if p.starts_with("The plain marker call"))));
         // lttng has no dynamic rows: a dash, not a number.
         let lttng = t.rows.iter().find(|r| r[0].shown == "lttng").unwrap();
         assert_eq!(lttng[2].shown, "-");
