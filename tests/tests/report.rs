@@ -103,7 +103,7 @@ fn run_directory_has_every_format_and_report_regenerates_it() {
         "index.html",
         "report.md",
         "report.txt",
-        "results.csv",
+        "csv/usdt-percentiles.csv",
         "figures/usdt-case1-box.svg",
         "figures/usdt-case1-polygon.svg",
         "figures/usdt-cases-box.svg",
@@ -112,7 +112,7 @@ fn run_directory_has_every_format_and_report_regenerates_it() {
     }
     let html = read(&dir.path().join("index.html"));
     assert_eq!(html.matches("<svg").count(), 3, "figures are inline");
-    let csv = read(&dir.path().join("results.csv"));
+    let csv = read(&dir.path().join("csv/usdt-percentiles.csv"));
     assert_eq!(csv.lines().count(), 1 + 4, "header + one row per case");
 
     let again = tempfile::tempdir().unwrap();
@@ -125,7 +125,11 @@ fn run_directory_has_every_format_and_report_regenerates_it() {
     ]);
     assert_ok(&out);
     assert!(String::from_utf8_lossy(&out.stderr).contains("index.html"));
-    for f in ["report.md", "results.csv", "figures/usdt-case1-box.svg"] {
+    for f in [
+        "report.md",
+        "csv/usdt-percentiles.csv",
+        "figures/usdt-case1-box.svg",
+    ] {
         let a = read(&dir.path().join(f));
         let b = read(&again.path().join(f));
         // The regenerated Markdown names its source file; everything else is identical.

@@ -60,7 +60,7 @@ fn sweeps(
         &b_file.display().to_string(),
         b,
     );
-    print!("{}", rtrace_report::sweep_terminal::compare(&c));
+    print!("{}", rtrace_report::compare::sweeps(&c));
     println!();
     println!("ratios B / A with bootstrap confidence intervals (resampled histograms)");
     Ok((serde_json::to_value(&c)?, ratios::sweep_pairs(a, b)?))

@@ -58,39 +58,7 @@ pub fn run(results: &[PathBuf], out: Option<&Path>) -> Result<i32> {
 
 /// The terminal text of `report`: what every experiment prints at its end.
 pub fn terminal(report: &Report) -> String {
-    let mut out = String::new();
-    for e in &report.entries {
-        match &e.result {
-            AnyResult::Usdt(r) => {
-                let alone = rtrace_report::staircase::alone_beside(report, r);
-                let r = rtrace_measure::usdt::UsdtResult {
-                    warnings: e.warnings.clone(),
-                    ..r.clone()
-                };
-                out.push_str(&terminal::usdt(&r, &alone, paint()));
-            }
-            AnyResult::Sweep(r) => {
-                out.push_str(&rtrace_report::sweep_terminal::sweep(
-                    r,
-                    rtrace_report::sweep_shift::usdt_beside(report, r),
-                ));
-                out.push_str(&terminal::warnings(&e.warnings, paint()));
-            }
-            AnyResult::Rate(r) => {
-                out.push_str(&rtrace_report::rate::text(r));
-                out.push_str(&terminal::warnings(&e.warnings, paint()));
-            }
-            AnyResult::Npt(r) => {
-                out.push_str(&rtrace_report::npt::text(r));
-                out.push_str(&terminal::warnings(&e.warnings, paint()));
-            }
-            AnyResult::Events(r) => {
-                out.push_str(&rtrace_report::events::text(r));
-                out.push_str(&terminal::warnings(&e.warnings, paint()));
-            }
-        }
-    }
-    out
+    terminal::text(report, paint())
 }
 
 #[cfg(test)]

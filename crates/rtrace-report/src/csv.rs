@@ -1,175 +1,145 @@
-//! `results.csv`: one row per usdt (tracer, case) and per sweep (configuration, source), with
-//! every summary statistic in ns at full precision and the event accounting.
+//! `csv/<entry-id>-<table-id>.csv`: every table of a document with its values at full
+//! precision, one file each. Headers name each column with its group and unit (`ftrace min
+//! (ns)`); a column of estimates with intervals is three (`increment (ns)`, `increment low
+//! (ns)`, `increment high (ns)`); a missing value is an empty field.
 
+use crate::doc::{Document, Table, Value};
 use crate::export::{Exporter, Output};
-use crate::result::{AnyResult, Report};
 use anyhow::Result;
-use rtrace_measure::disturbed::Disturbed;
-use rtrace_measure::{Events, Summary};
 
-/// The columns, in order.
-pub const HEADER: [&str; 25] = [
-    "result",
-    "experiment",
-    "kernel",
-    "preemption",
-    "tracer",
-    "variant",
-    "case",
-    "configuration",
-    "source",
-    "count",
-    "min_ns",
-    "max_ns",
-    "mean_ns",
-    "stddev_ns",
-    "p50_ns",
-    "p99_ns",
-    "p999_ns",
-    "p9999_ns",
-    "hits",
-    "recorded",
-    "lost",
-    "overflows",
-    "mean_without_disturbed_ns",
-    "disturbed",
-    "lossy",
-];
-
-/// What differs between the experiments' rows.
-struct Row<'a> {
-    tracer: String,
-    variant: Option<&'a str>,
-    case: Option<u8>,
-    configuration: Option<String>,
-    source: Option<String>,
-    summary: &'a Summary,
-    events: Option<&'a Events>,
-    overflows: Option<u64>,
-    disturbed: Option<Disturbed>,
-    /// A case-1 run that lost events (left out of ratios unless `--allow-loss`).
-    lossy: Option<bool>,
-}
-
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or(String::new(), |v| v.to_string())
-}
-
-/// The CSV file.
+/// The CSV files.
 pub struct Csv;
+
+/// Where table `table` of section `section` goes in the report directory.
+pub fn path(section: &str, table: &str) -> String {
+    format!("csv/{section}-{table}.csv")
+}
 
 impl Exporter for Csv {
     fn name(&self) -> &'static str {
         "csv"
     }
 
-    fn export(&self, report: &Report) -> Result<Vec<Output>> {
-        let mut w = ::csv::Writer::from_writer(Vec::new());
-        w.write_record(HEADER)?;
-        for e in &report.entries {
-            let rows: Vec<Row> = match &e.result {
-                AnyResult::Usdt(r) => r
-                    .runs
-                    .iter()
-                    .map(|c| Row {
-                        tracer: c.tracer.to_string(),
-                        variant: c.variant.as_deref(),
-                        case: Some(c.case.number()),
-                        configuration: None,
-                        source: None,
-                        summary: &c.summary,
-                        events: c.events.as_ref(),
-                        overflows: None,
-                        disturbed: c.disturbed,
-                        lossy: Some(c.is_lossy()),
-                    })
-                    .collect(),
-                AnyResult::Sweep(r) => r
-                    .runs
-                    .iter()
-                    .map(|run| Row {
-                        tracer: run.tracer.to_string(),
-                        variant: None,
-                        case: None,
-                        configuration: Some(run.config.to_string()),
-                        source: Some(run.source.to_string()),
-                        summary: &run.latency,
-                        events: run.accounting.as_ref().map(|a| &a.events),
-                        overflows: Some(run.overflows),
-                        disturbed: None,
-                        lossy: None,
-                    })
-                    .collect(),
-                // Rate results have no latency summary: their points are in rate.json.
-                AnyResult::Rate(_) | AnyResult::Npt(_) | AnyResult::Events(_) => Vec::new(),
-            };
-            let env = e.result.environment();
-            for row in rows {
-                let s = row.summary;
-                w.write_record([
-                    e.id.clone(),
-                    e.result.experiment().to_owned(),
-                    env.kernel_release.clone(),
-                    env.preemption.clone(),
-                    row.tracer,
-                    opt(row.variant),
-                    opt(row.case),
-                    opt(row.configuration),
-                    opt(row.source),
-                    s.count.to_string(),
-                    s.min_ns.to_string(),
-                    s.max_ns.to_string(),
-                    s.mean_ns.to_string(),
-                    s.stddev_ns.to_string(),
-                    s.p50_ns.to_string(),
-                    s.p99_ns.to_string(),
-                    s.p999_ns.to_string(),
-                    s.p9999_ns.to_string(),
-                    opt(row.events.map(|e| e.hits)),
-                    opt(row.events.map(|e| e.recorded)),
-                    opt(row.events.map(|e| e.lost)),
-                    opt(row.overflows),
-                    opt(row.disturbed.map(|d| d.mean_ns)),
-                    opt(row.disturbed.map(|d| d.count)),
-                    opt(row.lossy),
-                ])?;
-            }
-        }
-        Ok(vec![Output::new("results.csv", w.into_inner()?)])
+    fn export(&self, doc: &Document) -> Result<Vec<Output>> {
+        doc.tables()
+            .into_iter()
+            .map(|(s, t)| Ok(Output::new(path(&s.id, &t.id), file(t)?)))
+            .collect()
     }
+}
+
+/// Whether column `i` holds an estimate with an interval.
+fn has_interval(t: &Table, i: usize) -> bool {
+    t.rows
+        .iter()
+        .any(|r| matches!(r[i].value, Value::Interval { .. }))
+}
+
+fn header(t: &Table, i: usize) -> Vec<String> {
+    let name = t.full_name(i);
+    let unit = t.columns[i]
+        .unit
+        .map_or(String::new(), |u| format!(" ({u})"));
+    if has_interval(t, i) {
+        vec![
+            format!("{name}{unit}"),
+            format!("{name} low{unit}"),
+            format!("{name} high{unit}"),
+        ]
+    } else {
+        vec![format!("{name}{unit}")]
+    }
+}
+
+fn fields(t: &Table, i: usize, shown: &str, v: Value) -> Vec<String> {
+    let opt = |x: Option<f64>| x.map_or(String::new(), |x| x.to_string());
+    let one = match v {
+        Value::Text => shown.to_owned(),
+        Value::Number(x) => x.to_string(),
+        Value::Count(n) => n.to_string(),
+        Value::Missing => String::new(),
+        Value::Interval {
+            estimate,
+            low,
+            high,
+        } => return vec![estimate.to_string(), opt(low), opt(high)],
+    };
+    if has_interval(t, i) {
+        vec![one, String::new(), String::new()]
+    } else {
+        vec![one]
+    }
+}
+
+fn file(t: &Table) -> Result<Vec<u8>> {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    w.write_record((0..t.columns.len()).flat_map(|i| header(t, i)))?;
+    for r in &t.rows {
+        w.write_record(
+            r.iter()
+                .enumerate()
+                .flat_map(|(i, c)| fields(t, i, &c.shown, c.value)),
+        )?;
+    }
+    Ok(w.into_inner()?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::{AnyResult, Report};
+
+    fn read(out: &[Output], path: &str) -> Vec<Vec<String>> {
+        let o = out.iter().find(|o| o.path == path).expect(path);
+        let mut r = ::csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(o.bytes.as_slice());
+        r.records()
+            .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+            .collect()
+    }
 
     #[test]
-    fn one_row_per_run_with_exact_numbers() {
+    fn every_table_with_exact_numbers() {
         let u = crate::fixtures::usdt();
         let s = crate::fixtures::sweep("PREEMPT_RT", 1);
         let report = Report::new([
             (None, AnyResult::Usdt(u.clone())),
             (None, AnyResult::Sweep(s.clone())),
         ]);
-        let bytes = Csv.export(&report).unwrap().remove(0).bytes;
-        let mut r = ::csv::Reader::from_reader(bytes.as_slice());
-        assert_eq!(r.headers().unwrap().iter().collect::<Vec<_>>(), HEADER);
-        let rows: Vec<::csv::StringRecord> = r.records().map(|r| r.unwrap()).collect();
-        assert_eq!(rows.len(), u.runs.len() + s.runs.len());
-        let mean: f64 = rows[1][12].parse().unwrap();
-        assert_eq!(mean, u.runs[1].summary.mean_ns);
-        assert_eq!(&rows[1][4], "ftrace");
-        assert_eq!(&rows[1][6], "1");
+        let doc = Document::of(&report);
+        let out = Csv.export(&doc).unwrap();
+        assert_eq!(out.len(), doc.tables().len());
+        let t31 = read(&out, "csv/usdt-table31-usdt.csv");
         assert_eq!(
-            &rows[1][24], "true",
-            "the fixture's ftrace case 1 lost events"
+            t31[0][..5],
+            [
+                "Case",
+                "ftrace min (ns)",
+                "ftrace max (ns)",
+                "ftrace x̄ (ns)",
+                "ftrace s (ns)"
+            ]
         );
-        assert_eq!(&rows[0][24], "false");
-        let steady: f64 = rows[1][22].parse().unwrap();
-        assert_eq!(steady, u.runs[1].steady_mean_ns());
-        let last = rows.last().unwrap();
-        assert_eq!(&last[1], "cyclictest-sweep");
-        assert_eq!(&last[8], "cyclictest");
-        assert_eq!(&last[6], "", "sweeps have no case");
+        let mean: f64 = t31[2][3].parse().unwrap();
+        assert_eq!(mean, u.runs[1].summary.mean_ns, "the lossy mean, unrounded");
+        let p = read(&out, "csv/usdt-percentiles.csv");
+        assert_eq!(p[0][3], "p50 (ns)");
+        assert_eq!(p[2][0], "ftrace [lossy]");
+        assert_eq!(p[1][13], "", "untraced: no trace data");
+        let latency = read(&out, "csv/cyclictest-sweep-latency.csv");
+        let mean_us: f64 = latency[1][4].parse().unwrap();
+        assert_eq!(mean_us, s.runs[0].latency.mean_ns / 1000.0);
+        let shift = read(&out, "csv/cyclictest-sweep-shift.csv");
+        assert_eq!(
+            shift[0][2..5],
+            [
+                "p50 − none (µs)",
+                "p50 − none low (µs)",
+                "p50 − none high (µs)"
+            ]
+        );
+        let (est, low): (f64, f64) = (shift[1][2].parse().unwrap(), shift[1][3].parse().unwrap());
+        assert!(low < est, "{:?}", shift[1]);
     }
 }

@@ -1,14 +1,64 @@
-//! The events suite's tables (`rtrace-bench events`, Gregg's per-event cost benchmark as in
+//! The events suite's section (`rtrace-bench events`, Gregg's per-event cost benchmark as in
 //! Piotrowski's Tables IV and V): per experiment, each tracer's per-event cost with its
 //! interval over rounds, our eBPF over bpftrace's one-liner, Piotrowski's bpftrace 0.17 number;
 //! the slowdown table; every experiment that did not run, with why; the accounting checks.
 
-use crate::table::Table;
+use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
+use crate::result::Entry;
 use rtrace_measure::events::{
-    piotrowski, Cell, EventsResult, Outcome, Workload, PIOTROWSKI_SOURCE,
+    self as model, piotrowski, EventsResult, Outcome, Workload, PIOTROWSKI_SOURCE,
 };
 use rtrace_tracer::features::Feature;
 use rtrace_tracer::TracerKind;
+
+/// The section of events result `r` (entry `e`).
+pub fn section(e: &Entry, r: &EventsResult) -> Section {
+    let mut s = Section::new(
+        e,
+        "per-event cost of tracer features (Gregg's benchmark)",
+        format!(
+            "{} reads per run, {} round(s) on CPU {}; {}; {}.",
+            r.config.reads,
+            r.config.run.rounds,
+            r.config.run.cpu,
+            e.kernel(),
+            r.environment.cpu_model
+        ),
+    );
+    s.summary = summary(r);
+    s.summary.extend(crate::summary::conditions(&e.warnings));
+    s.push(Block::Note(format!("{}.", note(r))));
+    s.push(Block::Warnings(e.warnings.clone()));
+    for w in r.workloads() {
+        s.push(Block::Heading(format!(
+            "{}: per-event cost, ns (Piotrowski's Table IV)",
+            w.name()
+        )));
+        s.push(Block::Table(costs(r, w)));
+        s.push(Block::Heading(format!(
+            "{}: slowdown (Piotrowski's Table V)",
+            w.name()
+        )));
+        s.push(Block::Table(slowdowns(r, w)));
+    }
+    s.push(Block::Heading(
+        "Accounting: each tracer kept to the workload's process".into(),
+    ));
+    s.push(Block::Table(checks(r)));
+    s.list("Not run here", items(not_run(r)));
+    s.list("Runs retried once", items(r.retried.iter().cloned()));
+    s.push(Block::Details {
+        summary: "Programs, Gregg's fastest-run statistic, output checked".into(),
+        blocks: vec![Block::Table(programs(r))],
+    });
+    if !r.failed.is_empty() {
+        s.push(Block::List(items(
+            r.failed.iter().map(|f| format!("failed: {f}")),
+        )));
+    }
+    s.close(e, serde_json::to_string_pretty(&r.config));
+    s
+}
 
 /// The tracers of a result, in table order.
 pub fn tracers(r: &EventsResult) -> Vec<TracerKind> {
@@ -31,47 +81,50 @@ pub fn features(r: &EventsResult) -> Vec<Feature> {
     f
 }
 
-/// What a cell shows in the cost table: `mean [low, high]`, or why there is no number.
-pub fn cost_cell(r: &EventsResult, c: Option<&Cell>) -> String {
-    let Some(c) = c else {
-        return String::new();
-    };
-    match &c.outcome {
-        Outcome::Measured(_) => match r.cost(c) {
-            Some(cost) => {
-                let e = cost.per_event_ns;
-                match (e.low, e.high) {
-                    (Some(l), Some(h)) => format!("{:.0} [{:.0}, {:.0}]", e.estimate, l, h),
-                    _ => format!("{:.0}", e.estimate),
-                }
-            }
-            None => "no run".into(),
-        },
-        Outcome::Unavailable(_) => "unavailable here".into(),
-        Outcome::Inexpressible(_) => "cannot express".into(),
-        Outcome::Failed(_) => "failed".into(),
-    }
-}
-
-/// Header of the cost table (Piotrowski's Table IV, our tracers beside the reference).
-pub fn cost_header(r: &EventsResult) -> Vec<String> {
-    let mut h = vec!["experiment".to_owned(), "hook here".to_owned()];
-    h.extend(tracers(r).iter().map(|t| format!("{t} ns/event")));
-    if has_pair(r) {
-        h.push("ebpf ÷ bpftrace".into());
-    }
-    h.push("Piotrowski bpftrace 0.17 ns".into());
-    h
-}
-
 fn has_pair(r: &EventsResult) -> bool {
     let t = tracers(r);
     t.contains(&TracerKind::Ebpf) && t.contains(&TracerKind::Bpftrace)
 }
 
-/// Rows of the cost table of workload `w`.
-pub fn cost_rows(r: &EventsResult, w: Workload) -> Vec<Vec<String>> {
-    features(r)
+/// `mean [low, high]` with `decimals`, or the mean alone without an interval.
+fn interval(e: &rtrace_measure::interval::Estimate, decimals: usize) -> Cell {
+    let shown = match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{:.decimals$} [{l:.decimals$}, {h:.decimals$}]", e.estimate),
+        _ => format!("{:.decimals$}", e.estimate),
+    };
+    Cell::estimate(e, 1.0, shown)
+}
+
+/// A cell of the cost table: `mean [low, high]` in ns, or why there is no number.
+fn cost_cell(r: &EventsResult, c: Option<&model::Cell>) -> Cell {
+    let Some(c) = c else {
+        return Cell::missing();
+    };
+    match &c.outcome {
+        Outcome::Measured(_) => match r.cost(c) {
+            Some(cost) => interval(&cost.per_event_ns, 0),
+            None => Cell::text("no run"),
+        },
+        Outcome::Unavailable(_) => Cell::text("unavailable here"),
+        Outcome::Inexpressible(_) => Cell::text("cannot express"),
+        Outcome::Failed(_) => Cell::text("failed").flag(),
+    }
+}
+
+/// Piotrowski's Table IV, our tracers beside the reference: per experiment, each tracer's cost
+/// per event of workload `w`.
+pub fn costs(r: &EventsResult, w: Workload) -> Table {
+    let mut cols = columns(&["experiment", "hook here"]);
+    cols.extend(
+        tracers(r)
+            .iter()
+            .map(|t| Column::new(format!("{t} ns/event"))),
+    );
+    if has_pair(r) {
+        cols.push(Column::new("ebpf ÷ bpftrace"));
+    }
+    cols.push(Column::new("Piotrowski bpftrace 0.17 ns"));
+    let rows = features(r)
         .into_iter()
         .map(|f| {
             let hook = r
@@ -86,80 +139,116 @@ pub fn cost_rows(r: &EventsResult, w: Workload) -> Vec<Vec<String>> {
                 })
                 .map(|c| c.hook.clone())
                 .unwrap_or_default();
-            let mut row = vec![f.to_string(), hook];
+            let mut row = vec![Cell::text(f.to_string()), Cell::text(hook)];
             row.extend(tracers(r).iter().map(|&t| cost_cell(r, r.cell(w, f, t))));
             if has_pair(r) {
-                row.push(
-                    r.ratio(w, f, TracerKind::Ebpf, TracerKind::Bpftrace)
-                        .map_or("-".into(), |e| match (e.low, e.high) {
-                            (Some(l), Some(h)) => {
-                                format!("{:.2} [{:.2}, {:.2}]", e.estimate, l, h)
-                            }
-                            _ => format!("{:.2}", e.estimate),
-                        }),
-                );
+                let ratio = r.ratio(w, f, TracerKind::Ebpf, TracerKind::Bpftrace);
+                row.push(Cell::or_missing(ratio, |e| interval(&e, 2)));
             }
-            row.push(piotrowski(f).map_or("-".into(), |(ns, _)| ns.to_string()));
+            row.push(Cell::or_missing(piotrowski(f), |(ns, _)| {
+                Cell::num(ns as f64, ns.to_string())
+            }));
             row
         })
-        .collect()
+        .collect();
+    Table::new(crate::doc::slug(&format!("costs {}", w.name())), 2, cols).rows(rows)
 }
 
-/// Header and rows of the slowdown table (Piotrowski's Table V).
-pub fn slowdown_header(r: &EventsResult) -> Vec<String> {
-    let mut h = vec!["experiment".to_owned()];
-    h.extend(tracers(r).iter().map(|t| format!("{t} slowdown")));
-    h.push("Piotrowski bpftrace 0.17".into());
-    h
-}
-
-pub fn slowdown_rows(r: &EventsResult, w: Workload) -> Vec<Vec<String>> {
-    features(r)
+/// Piotrowski's Table V: per experiment, each tracer's slowdown of workload `w`.
+pub fn slowdowns(r: &EventsResult, w: Workload) -> Table {
+    let pct = |x: f64| Cell::num(x, format!("{x:+.1}%"));
+    let rows = features(r)
         .into_iter()
         .map(|f| {
-            let mut row = vec![f.to_string()];
+            let mut row = vec![Cell::text(f.to_string())];
             row.extend(tracers(r).iter().map(|&t| {
-                r.cell(w, f, t)
-                    .and_then(|c| r.cost(c))
-                    .map_or("-".into(), |c| format!("{:+.1}%", c.slowdown_pct))
+                let cost = r.cell(w, f, t).and_then(|c| r.cost(c));
+                Cell::or_missing(cost, |c| pct(c.slowdown_pct))
             }));
-            row.push(piotrowski(f).map_or("-".into(), |(_, pct)| format!("{pct:+.1}%")));
+            row.push(Cell::or_missing(piotrowski(f), |(_, p)| pct(p)));
             row
         })
-        .collect()
+        .collect();
+    let mut cols = columns(&["experiment"]);
+    cols.extend(
+        tracers(r)
+            .iter()
+            .map(|t| Column::new(format!("{t} slowdown")).unit("%")),
+    );
+    cols.push(Column::new("Piotrowski bpftrace 0.17").unit("%"));
+    Table::new(
+        crate::doc::slug(&format!("slowdowns {}", w.name())),
+        1,
+        cols,
+    )
+    .rows(rows)
 }
 
-/// Header and rows of every measured cell: program, Gregg's fastest-run statistic, evidence.
-pub const DETAIL_HEADER: [&str; 7] = [
-    "workload",
-    "experiment",
-    "tracer",
-    "program",
-    "rounds",
-    "fastest-run ns/event (Gregg)",
-    "output checked (last round)",
-];
-
-pub fn detail_rows(r: &EventsResult) -> Vec<Vec<String>> {
-    r.cells
+/// Every measured cell: program, rounds, Gregg's fastest-run statistic, evidence.
+pub fn programs(r: &EventsResult) -> Table {
+    let rows = r
+        .cells
         .iter()
         .filter_map(|c| {
             let Outcome::Measured(runs) = &c.outcome else {
                 return None;
             };
-            let cost = r.cost(c);
+            let fastest = r.cost(c).map(|c| c.fastest_ns);
             Some(vec![
-                c.workload.name().to_owned(),
-                c.feature.to_string(),
-                c.tracer.to_string(),
-                c.program.clone(),
-                runs.len().to_string(),
-                cost.map_or("-".into(), |c| format!("{:.0}", c.fastest_ns)),
-                runs.last()
-                    .map_or("-".into(), |l| l.evidence.source.clone()),
+                Cell::text(c.workload.name()),
+                Cell::text(c.feature.to_string()),
+                Cell::text(c.tracer.to_string()),
+                Cell::text(c.program.clone()),
+                Cell::count(runs.len() as u64),
+                Cell::or_missing(fastest, |ns| Cell::num(ns, format!("{ns:.0}"))),
+                Cell::or_missing(runs.last(), |l| Cell::text(l.evidence.source.clone())),
             ])
         })
-        .collect()
+        .collect();
+    let mut cols = columns(&["workload", "experiment", "tracer", "program", "rounds"]);
+    cols.push(Column::new("fastest-run ns/event (Gregg)").unit("ns"));
+    cols.push(Column::new("output checked (last round)"));
+    Table::new("programs", 4, cols).rows(rows)
+}
+
+/// The accounting checks: each tracer kept to the workload's process, per hook.
+pub fn checks(r: &EventsResult) -> Table {
+    let rows = r
+        .hook_checks
+        .iter()
+        .map(|c| {
+            let events = if c.startup > 0 {
+                format!(
+                    "{} recorded + {} lost of {} reads + {} at start-up (measured)",
+                    c.recorded, c.lost, c.reads, c.startup
+                )
+            } else {
+                format!(
+                    "{} recorded + {} lost of {} reads",
+                    c.recorded, c.lost, c.reads
+                )
+            };
+            vec![
+                Cell::text(c.workload.name()),
+                Cell::text(c.tracer.to_string()),
+                Cell::text(c.hook.clone()),
+                Cell::text(events),
+                if c.exact() {
+                    Cell::text("exact")
+                } else {
+                    Cell::text("MISMATCH").flag()
+                },
+            ]
+        })
+        .collect();
+    let cols = columns(&[
+        "workload",
+        "tracer",
+        "hook",
+        "events of the workload",
+        "verdict",
+    ]);
+    Table::new("accounting", 3, cols).rows(rows)
 }
 
 /// Every cell that did not run, with why: one line per tracer and reason, naming the
@@ -214,39 +303,6 @@ fn ranges(n: &[u8]) -> String {
         i = j + 1;
     }
     out.join(", ")
-}
-
-pub const CHECK_HEADER: [&str; 5] = [
-    "workload",
-    "tracer",
-    "hook",
-    "events of the workload",
-    "verdict",
-];
-
-pub fn check_rows(r: &EventsResult) -> Vec<Vec<String>> {
-    r.hook_checks
-        .iter()
-        .map(|c| {
-            vec![
-                c.workload.name().to_owned(),
-                c.tracer.to_string(),
-                c.hook.clone(),
-                if c.startup > 0 {
-                    format!(
-                        "{} recorded + {} lost of {} reads + {} at start-up (measured)",
-                        c.recorded, c.lost, c.reads, c.startup
-                    )
-                } else {
-                    format!(
-                        "{} recorded + {} lost of {} reads",
-                        c.recorded, c.lost, c.reads
-                    )
-                },
-                if c.exact() { "exact" } else { "MISMATCH" }.into(),
-            ]
-        })
-        .collect()
 }
 
 /// What the tables show and how the numbers are made.
@@ -339,60 +395,6 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
                 ));
             }
         }
-    }
-    out
-}
-
-/// The terminal text.
-pub fn text(r: &EventsResult) -> String {
-    let mut out = format!(
-        "events: Gregg's per-event cost benchmark, {} reads per run, {} round(s) on CPU {} — kernel {}, {}\nsummary:\n",
-        r.config.reads, r.config.run.rounds, r.config.run.cpu, r.environment.kernel_release, r.environment.cpu_model
-    );
-    for l in summary(r) {
-        out.push_str(&format!("  {l}\n"));
-    }
-    out.push_str(&format!("\n{}.\n", note(r)));
-    for w in r.workloads() {
-        let header = cost_header(r);
-        let h: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut t = Table::new(&h, 2);
-        for row in cost_rows(r, w) {
-            t.row(row);
-        }
-        out.push_str(&format!(
-            "\n{}: per-event cost, ns (Piotrowski's Table IV):\n{}",
-            w.name(),
-            t.render()
-        ));
-        let header = slowdown_header(r);
-        let h: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut t = Table::new(&h, 1);
-        for row in slowdown_rows(r, w) {
-            t.row(row);
-        }
-        out.push_str(&format!(
-            "\n{}: slowdown (Piotrowski's Table V):\n{}",
-            w.name(),
-            t.render()
-        ));
-    }
-    let mut t = Table::new(&CHECK_HEADER, 3);
-    for row in check_rows(r) {
-        t.row(row);
-    }
-    out.push_str(&format!(
-        "\naccounting (each tracer kept to the workload's process):\n{}",
-        t.render()
-    ));
-    for l in not_run(r) {
-        out.push_str(&format!("not run: {l}\n"));
-    }
-    for l in &r.retried {
-        out.push_str(&format!("retried once: {l}\n"));
-    }
-    for f in &r.failed {
-        out.push_str(&format!("failed: {f}\n"));
     }
     out
 }

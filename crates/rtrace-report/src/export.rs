@@ -1,6 +1,7 @@
-//! The one exporter interface: a format turns a [`Report`] into files. Exporters return bytes;
-//! only the CLI writes them.
+//! The one exporter interface: a format turns a [`Document`] into files. Exporters return
+//! bytes; only the CLI writes them.
 
+use crate::doc::Document;
 use crate::result::Report;
 use anyhow::Result;
 
@@ -13,6 +14,7 @@ pub struct Output {
 }
 
 impl Output {
+    /// A file of `path` with `bytes`.
     pub fn new(path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> Output {
         Output {
             path: path.into(),
@@ -21,19 +23,20 @@ impl Output {
     }
 }
 
-/// A report format. Formats with nothing to show for these results return no files.
+/// A report format: it renders any document. Formats with nothing to show for it return no
+/// files.
 pub trait Exporter {
     /// Short name of the format (`markdown`, `svg`).
     fn name(&self) -> &'static str;
-    /// Renders every result of `report`.
-    fn export(&self, report: &Report) -> Result<Vec<Output>>;
+    /// Renders `doc`.
+    fn export(&self, doc: &Document) -> Result<Vec<Output>>;
 }
 
 /// Every format of a report directory: the results, text, Markdown, CSV, figures, HTML.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
     vec![
         Box::new(crate::json::Json),
-        Box::new(crate::terminal::Text { colour: false }),
+        Box::new(crate::terminal::Text),
         Box::new(crate::markdown::Markdown),
         Box::new(crate::csv::Csv),
         Box::new(crate::svg::Svg),
@@ -41,12 +44,13 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
     ]
 }
 
-/// Renders `report` in every format.
+/// Builds `report`'s document once and renders it in every format.
 pub fn render(report: &Report) -> Result<Vec<Output>> {
+    let doc = Document::of(report);
     let mut out = Vec::new();
     for e in exporters() {
         out.extend(
-            e.export(report)
+            e.export(&doc)
                 .map_err(|err| err.context(format!("{} export failed", e.name())))?,
         );
     }

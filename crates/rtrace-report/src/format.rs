@@ -1,6 +1,7 @@
-//! Number formats and the Table 3.1 layout shared by the text, Markdown and HTML exporters.
+//! Number formats and labels every section uses: nanoseconds, microseconds, bytes, a run's
+//! tracer and mode, the environment's rows, the sweep's notes.
 
-use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtResult};
+use rtrace_measure::usdt::{CaseResult, UsdtResult};
 use rtrace_measure::Environment;
 use rtrace_tracer::TracerKind;
 
@@ -53,127 +54,6 @@ pub fn run_label(c: &CaseResult) -> String {
         c.case.number()
     )
 }
-
-/// Thesis Table 3.1 for one hook kind: one column group per tracer and mode, one row per
-/// case. Case 0 (no instrumentation) is one run, shown in every column group, so that no cell
-/// is empty.
-pub struct Table31<'a> {
-    pub hook: HookKind,
-    /// Column groups in run order.
-    pub columns: Vec<(TracerKind, Option<&'a str>)>,
-    pub cases: Vec<Case>,
-    baseline: Option<&'a CaseResult>,
-    runs: Vec<&'a CaseResult>,
-}
-
-impl<'a> Table31<'a> {
-    /// One table per hook kind measured, in `HookKind::ALL` order.
-    pub fn per_hook(r: &'a UsdtResult) -> Vec<Table31<'a>> {
-        HookKind::ALL
-            .into_iter()
-            .filter(|h| {
-                r.runs
-                    .iter()
-                    .any(|c| c.hook_kind == *h && c.tracer != TracerKind::None)
-                    || (*h == HookKind::Usdt && r.runs.iter().all(|c| c.tracer == TracerKind::None))
-            })
-            .map(|h| Table31::of(r, h))
-            .collect()
-    }
-
-    /// The table of hook kind `hook`: its runs, and the baseline with its loop body (the
-    /// barrier for the static kinds, the marker call for uprobe/uretprobe).
-    pub fn of(r: &'a UsdtResult, hook: HookKind) -> Table31<'a> {
-        let base_kind = if hook.is_dynamic() {
-            hook
-        } else {
-            HookKind::Usdt
-        };
-        let baseline = r
-            .runs
-            .iter()
-            .find(|c| c.case == Case::Baseline && c.hook_kind == base_kind);
-        let runs: Vec<&CaseResult> = r
-            .runs
-            .iter()
-            .filter(|c| c.hook_kind == hook && c.tracer != TracerKind::None)
-            .collect();
-        let mut columns: Vec<(TracerKind, Option<&str>)> = Vec::new();
-        for c in &runs {
-            let key = (c.tracer, c.variant.as_deref());
-            if !columns.contains(&key) {
-                columns.push(key);
-            }
-        }
-        if columns.is_empty() {
-            columns.extend(baseline.map(|b| (b.tracer, b.variant.as_deref())));
-        }
-        let mut cases: Vec<Case> = runs
-            .iter()
-            .map(|c| c.case)
-            .chain(baseline.map(|b| b.case))
-            .collect();
-        cases.sort();
-        cases.dedup();
-        Table31 {
-            hook,
-            columns,
-            cases,
-            baseline,
-            runs,
-        }
-    }
-
-    /// The column group's name: tracer and mode (the hook kind is the table's).
-    pub fn column_label(&self, (tracer, variant): (TracerKind, Option<&str>)) -> String {
-        tracer_label(tracer, self.hook.mode_of(variant))
-    }
-
-    /// The table's title.
-    pub fn title(&self) -> String {
-        format!("Table 3.1, {} hook: routine duration (ns)", self.hook)
-    }
-
-    /// The run in column `col` and row `case` (case 0: the baseline, the same in every column).
-    pub fn cell(&self, col: (TracerKind, Option<&str>), case: Case) -> Option<&'a CaseResult> {
-        if case == Case::Baseline {
-            return self.baseline;
-        }
-        self.runs
-            .iter()
-            .copied()
-            .find(|c| c.case == case && (c.tracer, c.variant.as_deref()) == col)
-    }
-
-    /// The row's name.
-    pub fn case_label(case: Case) -> String {
-        match case {
-            Case::Baseline => "Case 0 (baseline)".into(),
-            c => format!("Case {}", c.number()),
-        }
-    }
-
-    /// The four numbers of a cell (min, max, mean, s), or `-` for a run that did not complete;
-    /// the mean of a run that lost events carries [`LOSSY`].
-    pub fn numbers(&self, col: (TracerKind, Option<&str>), case: Case) -> [String; 4] {
-        match self.cell(col, case) {
-            Some(c) => {
-                let s = &c.summary;
-                let mark = if c.is_lossy() { LOSSY } else { "" };
-                [
-                    int(s.min_ns),
-                    int(s.max_ns),
-                    format!("{}{mark}", dec2(s.mean_ns)),
-                    dec2(s.stddev_ns),
-                ]
-            }
-            None => std::array::from_fn(|_| "-".to_owned()),
-        }
-    }
-}
-
-/// What case 0 means in every Table 3.1, under the tables.
-pub const TABLE31_NOTE: &str = "Case 0 runs the loop without instrumentation: one run per loop body, shown in every column group.";
 
 /// A size in bytes for people: `512 B`, `3.4 KB`, `12.0 MB`, `1.30 GB` (powers of 1000).
 pub fn bytes(n: u64) -> String {
@@ -237,25 +117,12 @@ pub fn trace_data_line(
     ))
 }
 
-/// The sentences every sweep report states under its title: where the user-space probe fired,
-/// and the trace data.
-pub fn sweep_notes(r: &rtrace_measure::sweep::SweepResult) -> Vec<String> {
-    let traced: Vec<(String, rtrace_measure::trace_data::TraceData)> = r
-        .runs
-        .iter()
-        .filter_map(|run| Some((format!("{} {}", run.config, run.source), run.trace_data?)))
-        .collect();
-    std::iter::once(probe_placement(&r.config))
-        .chain(trace_data_line(&traced, r.config.run.keep_traces))
-        .collect()
-}
-
-/// Where the sweep's built-in loop fired its user-space tracepoint, as a sentence.
-fn probe_placement(c: &rtrace_measure::sweep::SweepConfig) -> String {
-    match c.probe_at {
-        Some(p) => format!("user-space probe placement `{}`: {}", p.name(), p.describe()),
-        None => "user-space probe placement: after the latency was taken (a file of an older version: the probe's cost never entered a latency)".into(),
-    }
+/// A warning's kind as the result file names it (`events-lost`).
+pub fn warning_kind(w: &rtrace_measure::Warning) -> String {
+    serde_json::to_value(w.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The environment as (name, value) rows; `not exposed` where the machine does not say.
@@ -296,22 +163,14 @@ pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// A run's mean without disturbed samples over case 0's with the same loop body (`× case 0`, the one
-/// ratio definition; the plain means stay in the tables),
-/// two decimals; `-` for case 0 itself or without it.
-pub fn case0_ratio(r: &UsdtResult, c: &CaseResult) -> String {
+/// A run's mean without disturbed samples over case 0's with the same loop body (`× case 0`,
+/// the one ratio definition; the plain means stay in the tables); 1 for case 0 itself, `None`
+/// without it.
+pub fn case0_ratio_value(r: &UsdtResult, c: &CaseResult) -> Option<f64> {
     match r.baseline(c.hook_kind) {
-        Some(b) if !std::ptr::eq(b, c) => dec2(c.steady_mean_ns() / b.steady_mean_ns()),
-        Some(_) => "1.00".into(),
-        None => "-".into(),
-    }
-}
-
-/// Mean without disturbed samples, and how many there were (`-` in files of older versions).
-pub fn steady(c: &CaseResult) -> [String; 2] {
-    match c.disturbed {
-        Some(d) => [ns(d.mean_ns), d.count.to_string()],
-        None => ["-".into(), "-".into()],
+        Some(b) if !std::ptr::eq(b, c) => Some(c.steady_mean_ns() / b.steady_mean_ns()),
+        Some(_) => Some(1.0),
+        None => None,
     }
 }
 
@@ -333,31 +192,12 @@ mod tests {
     }
 
     #[test]
-    fn one_table_per_hook_with_no_empty_cell() {
+    fn case0_ratio_is_the_steady_means_ratio() {
         let r = crate::fixtures::usdt();
-        let tables = Table31::per_hook(&r);
-        assert_eq!(tables.len(), 1);
-        let t = &tables[0];
-        assert!(t.columns.iter().all(|(k, _)| *k != TracerKind::None));
-        assert_eq!(t.cases, Case::ALL.to_vec());
-        for &col in &t.columns {
-            for &case in &t.cases {
-                assert!(
-                    t.numbers(col, case).iter().all(|n| n != "-"),
-                    "{col:?} case {}",
-                    case.number()
-                );
-            }
-            assert_eq!(
-                t.numbers(col, Case::Baseline),
-                t.numbers(t.columns[0], Case::Baseline)
-            );
-        }
-        assert!(t.numbers(t.columns[0], Case::Traced)[2].ends_with(LOSSY));
-        assert!(!t.numbers(t.columns[1], Case::Traced)[2].ends_with(LOSSY));
+        assert_eq!(case0_ratio_value(&r, &r.runs[0]), Some(1.0));
+        let want = r.runs[2].steady_mean_ns() / r.runs[0].steady_mean_ns();
+        assert_eq!(case0_ratio_value(&r, &r.runs[2]), Some(want));
         assert_eq!(run_tracer(&r.runs[1]), "ftrace [lossy]");
-        assert_eq!(case0_ratio(&r, &r.runs[0]), "1.00");
-        let want = dec2(r.runs[2].steady_mean_ns() / r.runs[0].steady_mean_ns());
-        assert_eq!(case0_ratio(&r, &r.runs[2]), want);
+        assert_eq!(run_label(&r.runs[1]), "ftrace case 1");
     }
 }

@@ -1,14 +1,19 @@
-//! Exporters: the only place that formats results. One [`Exporter`] interface (`export.rs`),
-//! one module per format; `result.rs` loads any result file, `figures/` draws the thesis' figures.
+//! Reports: the only place that formats results. Each experiment builds its report section
+//! once, as a format-neutral document (`doc.rs`; one module per experiment: `usdt`, `decompose`,
+//! `sweep`, `rate`, `npt`, `events`), and every exporter renders any document (one module per
+//! format behind one [`Exporter`] interface: `terminal`, `markdown`, `html`, `csv`, `json`,
+//! `svg`). `result.rs` loads any result file, `figures/` draws the thesis' figures.
 
 pub mod bootstrap;
+pub mod compare;
 pub mod csv;
+pub mod decompose;
+pub mod doc;
 pub mod events;
 pub mod export;
 pub mod figures;
 pub mod fixtures;
 pub mod format;
-pub mod hooks;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -16,19 +21,13 @@ pub mod npt;
 pub mod probes;
 pub mod rate;
 pub mod ratios;
-pub mod reference;
 pub mod result;
-pub mod staircase;
-pub mod statistics;
 pub mod summary;
 pub mod svg;
-pub mod sweep_rows;
-pub mod sweep_shift;
-pub mod sweep_terminal;
-pub mod table;
+pub mod sweep;
 pub mod terminal;
-pub mod threads;
-pub mod usdt_rows;
+pub mod usdt;
 
+pub use doc::Document;
 pub use export::{exporters, render, Exporter, Output};
 pub use result::{AnyResult, Report};

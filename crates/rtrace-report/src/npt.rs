@@ -1,28 +1,39 @@
-//! The npt experiment's table (`rtrace-bench npt`, Beamonte & Dagenais' Non-Preempt Test): per
-//! run (no tracer, then each tracer consuming the loop's events), the gaps between iterations of
-//! a tight TSC loop, the interruptions among them, and the event accounting.
+//! The npt experiment's section (`rtrace-bench npt`, Beamonte & Dagenais' Non-Preempt Test):
+//! per run (no tracer, then each tracer consuming the loop's events), the gaps between
+//! iterations of a tight TSC loop, the interruptions among them, and the event accounting.
 
+use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
 use crate::format::{int, us};
-use crate::table::Table;
+use crate::result::Entry;
 use rtrace_measure::npt::{NptResult, NptRun, Osnoise, INTERRUPTION_NS};
 
-/// Column names of the table.
-pub const HEADER: [&str; 11] = [
-    "tracer",
-    "buffer",
-    "iterations",
-    "gap min",
-    "gap p50",
-    "gap p99.99",
-    "gap max",
-    "gaps ≥ 1 µs",
-    "per second",
-    "gap with probe (mean)",
-    "events (recorded/lost/hits)",
-];
-
-/// Leading text columns.
-pub const TEXT_COLUMNS: usize = 2;
+/// The section of npt result `r` (entry `e`).
+pub fn section(e: &Entry, r: &NptResult) -> Section {
+    let mut s = Section::new(
+        e,
+        "the Non-Preempt Test (npt, gaps of a tight loop)",
+        format!(
+            "{} ms per run on CPU {}; {}; {}.",
+            r.config.duration_ms,
+            r.config.run.cpu,
+            e.kernel(),
+            r.environment.cpu_model
+        ),
+    );
+    s.summary = summary(r);
+    s.summary.extend(crate::summary::conditions(&e.warnings));
+    s.push(Block::Note(format!("{}.", note(r))));
+    s.push(Block::Warnings(e.warnings.clone()));
+    s.push(Block::Table(table(r)));
+    s.push(Block::Pre(osnoise_line(r).trim_end().to_owned()));
+    if !r.failed.is_empty() {
+        s.push(Block::List(items(
+            r.failed.iter().map(|f| format!("failed: {f}")),
+        )));
+    }
+    s.close(e, serde_json::to_string_pretty(&r.config));
+    s
+}
 
 /// What the table shows.
 pub fn note(r: &NptResult) -> String {
@@ -44,33 +55,41 @@ pub fn per_second(run: &NptRun) -> f64 {
     run.interruptions as f64 * 1e9 / run.done.elapsed_ns.max(1) as f64
 }
 
-/// The table rows.
-pub fn rows(r: &NptResult) -> Vec<Vec<String>> {
-    r.runs
+/// The table: a row per run.
+pub fn table(r: &NptResult) -> Table {
+    let rows = r
+        .runs
         .iter()
         .map(|run| {
             let q = |f: fn(&rtrace_measure::Summary) -> f64| {
-                run.quiet.as_ref().map_or("-".into(), |s| int(f(s)))
+                Cell::or_missing(run.quiet.as_ref(), |s| Cell::num(f(s), int(f(s))))
             };
+            let per_second = per_second(run);
             vec![
-                run.label(),
+                Cell::text(run.label()),
                 if run.buffer.is_empty() {
-                    "-".into()
+                    Cell::missing()
                 } else {
-                    run.buffer.clone()
+                    Cell::text(run.buffer.clone())
                 },
-                int(run.done.iterations as f64),
+                Cell::count(run.done.iterations),
                 q(|s| s.min_ns),
                 q(|s| s.p50_ns),
                 q(|s| s.p9999_ns),
                 q(|s| s.max_ns),
-                run.interruptions.to_string(),
-                format!("{:.0}", per_second(run)),
-                run.fired.as_ref().map_or("-".into(), |s| int(s.mean_ns)),
-                events_cell(run),
+                Cell::count(run.interruptions),
+                Cell::num(per_second, format!("{per_second:.0}")),
+                Cell::or_missing(run.fired.as_ref(), |s| Cell::num(s.mean_ns, int(s.mean_ns))),
+                Cell::text(events_cell(run)),
             ]
         })
-        .collect()
+        .collect();
+    let mut cols = columns(&["tracer", "buffer", "iterations"]);
+    cols.extend(["gap min", "gap p50", "gap p99.99", "gap max"].map(|n| Column::new(n).unit("ns")));
+    cols.extend(columns(&["gaps ≥ 1 µs", "per second"]));
+    cols.push(Column::new("gap with probe (mean)").unit("ns"));
+    cols.push(Column::new("events (recorded/lost/hits)"));
+    Table::new("gaps", 2, cols).rows(rows)
 }
 
 /// The osnoise line: rtla's figure, or why it is absent.
@@ -110,29 +129,4 @@ pub fn summary(r: &NptResult) -> Vec<String> {
             traced.join(", ")
         }
     )]
-}
-
-/// The terminal text.
-pub fn text(r: &NptResult) -> String {
-    let mut out = format!(
-        "npt: gaps of a tight TSC loop, {} ms per run on CPU {} — kernel {}, {}\nsummary:\n",
-        r.config.duration_ms,
-        r.config.run.cpu,
-        r.environment.kernel_release,
-        r.environment.cpu_model
-    );
-    for l in summary(r) {
-        out.push_str(&format!("  {l}\n"));
-    }
-    out.push_str(&format!("\n{}.\n", note(r)));
-    let mut t = Table::new(&HEADER, TEXT_COLUMNS);
-    for row in rows(r) {
-        t.row(row);
-    }
-    out.push_str(&t.render());
-    out.push_str(&format!("{}\n", osnoise_line(r)));
-    for f in &r.failed {
-        out.push_str(&format!("failed: {f}\n"));
-    }
-    out
 }

@@ -1,6 +1,7 @@
 //! The listings of `rtrace-bench probes`.
 
-use crate::table::Table;
+use crate::doc::{columns, Table};
+use crate::terminal::table::plain;
 use rtrace_sdt::{Function, RawProbe};
 
 /// USDT probe sites with offsets, semaphores and argument specs.
@@ -9,18 +10,19 @@ pub fn table(probes: &[RawProbe]) -> String {
         return "no USDT probes (.note.stapsdt is absent or empty)\n".into();
     }
     let mut t = Table::new(
-        &[
+        "probes",
+        2,
+        columns(&[
             "provider",
             "name",
             "address",
             "file offset",
             "semaphore",
             "args",
-        ],
-        2,
+        ]),
     );
     for p in probes {
-        t.row(vec![
+        t.text_row(vec![
             printable(&p.provider),
             printable(&p.name),
             format!("0x{:x}", p.address),
@@ -30,7 +32,7 @@ pub fn table(probes: &[RawProbe]) -> String {
             printable(&p.args),
         ]);
     }
-    t.render()
+    plain(&t)
 }
 
 /// `s` with control characters escaped (`\n`, `\u{1b}`): names come from the ELF file, and a
@@ -52,16 +54,20 @@ pub fn functions(functions: &[Function]) -> String {
     if functions.is_empty() {
         return "no matching function symbols\n".into();
     }
-    let mut t = Table::new(&["function", "address", "file offset", "size"], 1);
+    let mut t = Table::new(
+        "functions",
+        1,
+        columns(&["function", "address", "file offset", "size"]),
+    );
     for f in functions {
-        t.row(vec![
+        t.text_row(vec![
             printable(&f.name),
             format!("0x{:x}", f.address),
             format!("0x{:x}", f.offset),
             f.size.to_string(),
         ]);
     }
-    t.render()
+    plain(&t)
 }
 
 #[cfg(test)]

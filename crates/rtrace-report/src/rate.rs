@@ -1,9 +1,41 @@
-//! The rate experiment's tables (`rtrace-bench rate`): per tracer and buffer size, the highest
+//! The rate experiment's section (`rtrace-bench rate`): per tracer and buffer size, the highest
 //! rate recorded without loss, its confirmation (three runs without a loss) and the run at 1.5
 //! times it (which must lose events), then every point measured.
 
-use crate::table::Table;
+use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
+use crate::result::Entry;
 use rtrace_measure::rate::{Phase, RateResult, Search};
+
+/// The section of rate result `r` (entry `e`).
+pub fn section(e: &Entry, r: &RateResult) -> Section {
+    let mut s = Section::new(
+        e,
+        "highest lossless event rate",
+        format!(
+            "{} ms per run on {}; {}; {}.",
+            r.config.duration_ms,
+            on(r),
+            e.kernel(),
+            r.environment.cpu_model
+        ),
+    );
+    s.summary = summary(r);
+    s.summary.extend(crate::summary::conditions(&e.warnings));
+    s.push(Block::Note(format!("{NOTE}.")));
+    s.push(Block::Warnings(e.warnings.clone()));
+    s.push(Block::Table(table(r)));
+    s.push(Block::Details {
+        summary: "Every run".into(),
+        blocks: vec![Block::Table(points(r))],
+    });
+    if !r.failed.is_empty() {
+        s.push(Block::List(items(
+            r.failed.iter().map(|f| format!("failed: {f}")),
+        )));
+    }
+    s.close(e, serde_json::to_string_pretty(&r.config));
+    s
+}
 
 /// `1.25 M/s`, `310 k/s`.
 pub fn rate(hz: f64) -> String {
@@ -18,24 +50,14 @@ pub fn rate(hz: f64) -> String {
 
 /// `ebpf (record)`.
 pub fn label(s: &Search) -> String {
+    let round = s
+        .round
+        .map_or(String::new(), |r| format!(", round {}", r + 1));
     match &s.variant {
-        Some(v) => format!("{} ({v})", s.tracer),
-        None => s.tracer.to_string(),
+        Some(v) => format!("{} ({v}){round}", s.tracer),
+        None => format!("{}{round}", s.tracer),
     }
 }
-
-/// Column names of the summary table.
-pub const HEADER: [&str; 6] = [
-    "tracer",
-    "buffer",
-    "max lossless rate",
-    "confirmed (3 runs, 0 lost)",
-    "at 1.5× that rate",
-    "runs",
-];
-
-/// Leading text columns.
-pub const TEXT_COLUMNS: usize = 2;
 
 /// What the table shows.
 pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) for the run's duration under each tracer and per-CPU buffer size; the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster without loss, so the tracer's limit is above it";
@@ -61,34 +83,44 @@ fn over_cell(s: &Search) -> String {
     }
 }
 
-/// The summary rows.
-pub fn rows(r: &RateResult) -> Vec<Vec<String>> {
-    r.searches
+/// The summary table: a row per tracer and buffer size.
+pub fn table(r: &RateResult) -> Table {
+    let rows = r
+        .searches
         .iter()
         .map(|s| {
             vec![
-                label(s),
-                format!("{} KiB/CPU", s.buffer_size_kb),
+                Cell::text(label(s)),
+                Cell::count_shown(s.buffer_size_kb, format!("{} KiB/CPU", s.buffer_size_kb)),
                 match s.max_lossless_hz {
-                    Some(hz) if s.ceiling => format!("≥ {}", rate(hz)),
-                    Some(hz) => rate(hz),
-                    None => format!(
+                    Some(hz) if s.ceiling => Cell::num(hz, format!("≥ {}", rate(hz))),
+                    Some(hz) => Cell::num(hz, rate(hz)),
+                    None => Cell::text(format!(
                         "< {} (lost at the start rate)",
                         rate(r.config.plan.start_hz)
-                    ),
+                    )),
                 },
                 if s.max_lossless_hz.is_none() {
-                    "-".into()
+                    Cell::missing()
                 } else if s.confirmed {
-                    "yes".into()
+                    Cell::text("yes")
                 } else {
-                    "NO".into()
+                    Cell::text("NO").flag()
                 },
-                over_cell(s),
-                s.points.len().to_string(),
+                Cell::text(over_cell(s)),
+                Cell::count(s.points.len() as u64),
             ]
         })
-        .collect()
+        .collect();
+    let cols = vec![
+        Column::new("tracer"),
+        Column::new("buffer").unit("KiB/CPU"),
+        Column::new("max lossless rate").unit("events/s"),
+        Column::new("confirmed (3 runs, 0 lost)"),
+        Column::new("at 1.5× that rate"),
+        Column::new("runs"),
+    ];
+    Table::new("rates", 2, cols).rows(rows)
 }
 
 /// `CPU 1`, or `2 threads on CPUs 1, 0 (the rate split between them)`.
@@ -134,56 +166,37 @@ pub fn summary(r: &RateResult) -> Vec<String> {
     )]
 }
 
-/// The terminal text.
-pub fn text(r: &RateResult) -> String {
-    let mut out = format!(
-        "rate: highest lossless event rate, {} ms per run on {} — kernel {}, {}\nsummary:\n",
-        r.config.duration_ms,
-        on(r),
-        r.environment.kernel_release,
-        r.environment.cpu_model
-    );
-    for l in summary(r) {
-        out.push_str(&format!("  {l}\n"));
-    }
-    out.push_str(&format!("\n{NOTE}.\n"));
-    let mut t = Table::new(&HEADER, TEXT_COLUMNS);
-    for row in rows(r) {
-        t.row(row);
-    }
-    out.push_str(&t.render());
-    for f in &r.failed {
-        out.push_str(&format!("failed: {f}\n"));
-    }
-    out
-}
-
 /// Every point of every search: tracer, buffer, phase, rate asked, achieved, hits, recorded,
 /// lost, lost %.
-pub fn point_rows(r: &RateResult) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
+pub fn points(r: &RateResult) -> Table {
+    let mut rows = Vec::new();
     for s in &r.searches {
         for p in &s.points {
-            out.push(vec![
-                label(s),
-                format!("{} KiB", s.buffer_size_kb),
-                format!("{:?}", p.phase).to_lowercase(),
-                rate(p.rate_hz),
-                rate(p.achieved_hz),
-                p.events.hits.to_string(),
-                p.events.recorded.to_string(),
-                p.events.lost.to_string(),
-                format!("{:.3}", 100.0 * p.lost_fraction()),
+            let lost = 100.0 * p.lost_fraction();
+            rows.push(vec![
+                Cell::text(label(s)),
+                Cell::count_shown(s.buffer_size_kb, format!("{} KiB", s.buffer_size_kb)),
+                Cell::text(format!("{:?}", p.phase).to_lowercase()),
+                Cell::num(p.rate_hz, rate(p.rate_hz)),
+                Cell::num(p.achieved_hz, rate(p.achieved_hz)),
+                Cell::count(p.events.hits),
+                Cell::count(p.events.recorded),
+                Cell::count(p.events.lost),
+                Cell::num(lost, format!("{lost:.3}")),
             ]);
         }
     }
-    out
+    let mut cols = vec![
+        Column::new("tracer"),
+        Column::new("buffer").unit("KiB/CPU"),
+        Column::new("phase"),
+        Column::new("asked").unit("events/s"),
+        Column::new("achieved").unit("events/s"),
+    ];
+    cols.extend(columns(&["hits", "recorded", "lost"]));
+    cols.push(Column::new("lost").shown_unit("%"));
+    Table::new("points", 3, cols).rows(rows)
 }
-
-/// Column names of [`point_rows`].
-pub const POINT_HEADER: [&str; 9] = [
-    "tracer", "buffer", "phase", "asked", "achieved", "hits", "recorded", "lost", "lost %",
-];
 
 #[cfg(test)]
 mod tests {
@@ -245,12 +258,16 @@ mod tests {
     #[test]
     fn the_table_says_the_limit_its_confirmation_and_the_loss_above_it() {
         let r = fixture();
-        let rows = rows(&r);
+        let rows = table(&r).rows;
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0][3], "yes");
-        assert!(rows[0][4].ends_with("% lost"), "{:?}", rows[0]);
-        assert!(rows[0][2].ends_with("k/s"), "{:?}", rows[0]);
+        assert_eq!(rows[0][3].shown, "yes");
+        assert!(rows[0][4].shown.ends_with("% lost"), "{:?}", rows[0]);
+        assert!(rows[0][2].shown.ends_with("k/s"), "{:?}", rows[0]);
+        assert_eq!(
+            rows[0][2].value,
+            crate::doc::Value::Number(r.searches[0].max_lossless_hz.unwrap())
+        );
         assert!(summary(&r)[0].contains("ftrace at 256 KiB"));
-        assert_eq!(point_rows(&r).len(), r.searches[0].points.len());
+        assert_eq!(points(&r).rows.len(), r.searches[0].points.len());
     }
 }

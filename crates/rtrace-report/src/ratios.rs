@@ -3,7 +3,7 @@
 //! sweep ratios divide latency statistics with a bootstrap over the histograms.
 
 use crate::bootstrap::{self, Bootstrap, Interval, Statistic};
-use crate::table::Table;
+use crate::doc::{columns, Table};
 use anyhow::{Context, Result};
 use rtrace_measure::interval::{self, Estimate};
 use rtrace_measure::probe_cost::{self, CostRatio};
@@ -117,23 +117,24 @@ pub fn table(rows: &[RatioRow]) -> String {
         .map_or(interval::CONFIDENCE, |r| r.confidence);
     let ci = format!("({:.0}% CI)", confidence * 100.0);
     let mut t = Table::new(
-        &[
+        "ratios",
+        2,
+        columns(&[
             "run",
             "relative to",
             &format!("mean ratio {ci}"),
             &format!("median ratio {ci}"),
-        ],
-        2,
+        ]),
     );
     for r in rows {
-        t.row(vec![
+        t.text_row(vec![
             r.numerator.clone(),
             r.denominator.clone(),
             r.mean.map_or("-".into(), |x| x.to_string()),
             r.median.map_or("-".into(), |x| x.to_string()),
         ]);
     }
-    t.render()
+    crate::terminal::table::plain(&t)
 }
 
 /// B / A of the extra ns per hit of every case-1 run measured in both usdt results.
@@ -188,38 +189,6 @@ pub fn sweep_vs_none(r: &SweepResult) -> Result<Vec<RatioRow>> {
             )
         })
         .collect()
-}
-
-/// The ratios a report shows for one result: a heading that says what they compare, how the
-/// intervals are made, and the rows.
-pub struct Section {
-    pub title: &'static str,
-    pub method: String,
-    pub rows: Vec<RatioRow>,
-}
-
-pub fn of_entry(result: &crate::AnyResult) -> Result<Section> {
-    Ok(match result {
-        crate::AnyResult::Usdt(r) => Section {
-            title: "Extra ns per hit relative to the cheapest tracer",
-            method: usdt_method(r),
-            rows: case1_vs_cheapest(r),
-        },
-        crate::AnyResult::Sweep(r) => Section {
-            title: "Latency relative to no tracer",
-            method:
-                "ratio of means and of medians (95% bootstrap confidence interval over the samples)"
-                    .into(),
-            rows: sweep_vs_none(r)?,
-        },
-        crate::AnyResult::Rate(_) | crate::AnyResult::Npt(_) | crate::AnyResult::Events(_) => {
-            Section {
-                title: "",
-                method: String::new(),
-                rows: Vec::new(),
-            }
-        }
-    })
 }
 
 /// How usdt ratios and their intervals are made, in one sentence.

@@ -1,6 +1,8 @@
-//! What the exporters read: any result file, told apart by its `experiment` field, with the
-//! warnings computed from it.
+//! What a report is made of: any result file, told apart by its `experiment` field, with the
+//! warnings computed from it; and the one place that hands each result to its experiment's
+//! section builder ([`Entry::section`]).
 
+use crate::doc::Section;
 use anyhow::{bail, Context, Result};
 use rtrace_measure::sweep::SweepResult;
 use rtrace_measure::usdt::UsdtResult;
@@ -47,11 +49,18 @@ impl AnyResult {
         }
     }
 
-    /// The result file's bytes: the model as is, pretty-printed.
+    /// The result file's bytes, with the warnings computed from the model where the model
+    /// stores them (usdt, sweep).
     pub fn to_json(&self) -> Result<Vec<u8>> {
         let mut v = match self {
-            AnyResult::Usdt(r) => serde_json::to_vec_pretty(r)?,
-            AnyResult::Sweep(r) => serde_json::to_vec_pretty(r)?,
+            AnyResult::Usdt(r) => serde_json::to_vec_pretty(&UsdtResult {
+                warnings: self.warnings(),
+                ..r.clone()
+            })?,
+            AnyResult::Sweep(r) => serde_json::to_vec_pretty(&SweepResult {
+                warnings: self.warnings(),
+                ..r.clone()
+            })?,
             AnyResult::Rate(r) => serde_json::to_vec_pretty(r)?,
             AnyResult::Npt(r) => serde_json::to_vec_pretty(r)?,
             AnyResult::Events(r) => serde_json::to_vec_pretty(r)?,
@@ -60,6 +69,7 @@ impl AnyResult {
         Ok(v)
     }
 
+    /// The `experiment` field: `usdt`, `cyclictest-sweep`.
     pub fn experiment(&self) -> &'static str {
         match self {
             AnyResult::Usdt(_) => USDT,
@@ -70,6 +80,7 @@ impl AnyResult {
         }
     }
 
+    /// The machine it was measured on.
     pub fn environment(&self) -> &Environment {
         match self {
             AnyResult::Usdt(r) => &r.environment,
@@ -77,16 +88,6 @@ impl AnyResult {
             AnyResult::Rate(r) => &r.environment,
             AnyResult::Npt(r) => &r.environment,
             AnyResult::Events(r) => &r.environment,
-        }
-    }
-
-    pub fn started_unix(&self) -> u64 {
-        match self {
-            AnyResult::Usdt(r) => r.started_unix,
-            AnyResult::Sweep(r) => r.started_unix,
-            AnyResult::Rate(r) => r.started_unix,
-            AnyResult::Npt(r) => r.started_unix,
-            AnyResult::Events(r) => r.started_unix,
         }
     }
 
@@ -110,10 +111,23 @@ pub struct Entry {
     /// The file it was read from, if any.
     pub file: Option<String>,
     pub result: AnyResult,
+    /// Computed from the result ([`AnyResult::warnings`]).
     pub warnings: Vec<Warning>,
 }
 
 impl Entry {
+    /// Its section of the report, built by its experiment's module: the one dispatch on the
+    /// kind of result.
+    pub fn section(&self, report: &Report) -> Section {
+        match &self.result {
+            AnyResult::Usdt(r) => crate::usdt::section(self, r, report),
+            AnyResult::Sweep(r) => crate::sweep::section(self, r, report),
+            AnyResult::Rate(r) => crate::rate::section(self, r),
+            AnyResult::Npt(r) => crate::npt::section(self, r),
+            AnyResult::Events(r) => crate::events::section(self, r),
+        }
+    }
+
     /// Names the kernel it ran on: `PREEMPT_RT, 6.1.0-rt-amd64`.
     pub fn kernel(&self) -> String {
         let e = self.result.environment();
@@ -124,6 +138,7 @@ impl Entry {
 /// Everything one report shows.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// In the order given.
     pub entries: Vec<Entry>,
 }
 
@@ -169,6 +184,7 @@ impl Report {
             .collect()
     }
 
+    /// The usdt results, in report order.
     pub fn usdt(&self) -> impl Iterator<Item = (&Entry, &UsdtResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Usdt(r) => Some((e, r)),
@@ -178,6 +194,7 @@ impl Report {
         })
     }
 
+    /// The sweep results, in report order.
     pub fn sweeps(&self) -> impl Iterator<Item = (&Entry, &SweepResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Sweep(r) => Some((e, r)),
@@ -218,6 +235,18 @@ mod tests {
             "{}",
             overruns[0]
         );
+    }
+
+    #[test]
+    fn result_files_carry_their_warnings_and_reload() {
+        let u = AnyResult::Usdt(crate::fixtures::usdt());
+        let text = String::from_utf8(u.to_json().unwrap()).unwrap();
+        assert!(text.ends_with("}\n"));
+        let AnyResult::Usdt(back) = AnyResult::from_json(&text).unwrap() else {
+            panic!("not a usdt result");
+        };
+        assert_eq!(back.warnings, u.warnings());
+        assert!(!back.warnings.is_empty(), "the fixture lost events");
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The answer first: a few sentences that every report (terminal, Markdown, HTML) opens with —
 //! what a traced hit costs per tracer and hook, what dormant probes cost, how far each
-//! configuration moves the wake-up latency, and the conditions that qualify those numbers.
+//! configuration moves the wake-up latency, and the conditions that qualify those numbers. Each
+//! section carries its own (`crate::doc::Section::summary`); rate, npt and events make theirs
+//! in their modules.
 
 use crate::format::{mode_label, us};
 use rtrace_measure::probe_cost::{dormant, Extra, Stat};
@@ -90,7 +92,7 @@ pub fn sweep(
     usdt: Option<&rtrace_measure::usdt::UsdtResult>,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let shifts = crate::sweep_shift::shifts(r, usdt);
+    let shifts = crate::sweep::shift::shifts(r, usdt);
     for source in [Source::Builtin, Source::Cyclictest] {
         let Some(none) = r.run(Configuration::None, source) else {
             continue;
@@ -102,7 +104,7 @@ pub fn sweep(
                 Some(format!(
                     "{} {} µs",
                     s.run.config,
-                    crate::sweep_shift::us_interval(s.p50.as_ref()?)
+                    crate::sweep::shift::us_interval(s.p50.as_ref()?)
                 ))
             })
             .collect();
@@ -141,7 +143,7 @@ pub fn sweep(
                 Some(format!(
                     "{} {} µs{over}",
                     s.run.config,
-                    crate::sweep_shift::us_interval(p)
+                    crate::sweep::shift::us_interval(p)
                 ))
             })
             .collect();
@@ -156,44 +158,8 @@ pub fn sweep(
     out
 }
 
-/// The sentences of a report entry (a sweep is compared with the report's usdt result).
-pub fn of_entry(e: &crate::result::Entry, report: &crate::result::Report) -> Vec<String> {
-    match &e.result {
-        crate::result::AnyResult::Usdt(r) => usdt(r, &e.warnings),
-        crate::result::AnyResult::Sweep(r) => {
-            sweep(r, &e.warnings, crate::sweep_shift::usdt_beside(report, r))
-        }
-        crate::result::AnyResult::Rate(r) => {
-            let mut out = crate::rate::summary(r);
-            out.extend(conditions(&e.warnings));
-            out
-        }
-        crate::result::AnyResult::Npt(r) => {
-            let mut out = crate::npt::summary(r);
-            out.extend(conditions(&e.warnings));
-            out
-        }
-        crate::result::AnyResult::Events(r) => {
-            let mut out = crate::events::summary(r);
-            out.extend(conditions(&e.warnings));
-            out
-        }
-    }
-}
-
-/// Every entry's sentences, each list titled with its entry when there are several.
-pub fn of_report(report: &crate::result::Report) -> Vec<(Option<String>, Vec<String>)> {
-    let titled = report.entries.len() > 1;
-    report
-        .entries
-        .iter()
-        .map(|e| (titled.then(|| e.id.clone()), of_entry(e, report)))
-        .filter(|(_, lines)| !lines.is_empty())
-        .collect()
-}
-
 /// What qualifies the numbers, from the result's warnings, in one sentence.
-fn conditions(warnings: &[Warning]) -> Option<String> {
+pub fn conditions(warnings: &[Warning]) -> Option<String> {
     let mut said: Vec<&str> = Vec::new();
     for w in warnings {
         let what = match w.kind {

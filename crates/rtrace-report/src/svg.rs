@@ -1,8 +1,7 @@
-//! `figures/*.svg`: every figure the results allow (thesis Figs 3.1–3.5), one file each.
+//! `figures/*.svg`: every figure of a document (thesis Figs 3.1–3.5), one file each.
 
+use crate::doc::Document;
 use crate::export::{Exporter, Output};
-use crate::figures;
-use crate::result::Report;
 use anyhow::{Context, Result};
 
 /// The SVG figures.
@@ -13,12 +12,12 @@ impl Exporter for Svg {
         "svg"
     }
 
-    fn export(&self, report: &Report) -> Result<Vec<Output>> {
-        figures::plan(report)
-            .iter()
+    fn export(&self, doc: &Document) -> Result<Vec<Output>> {
+        doc.figures()
+            .into_iter()
             .map(|f| {
                 let svg = f
-                    .render(report)
+                    .render(doc.report)
                     .with_context(|| format!("cannot draw {}", f.file))?;
                 Ok(Output::new(f.path(), svg))
             })

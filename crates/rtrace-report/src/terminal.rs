@@ -1,15 +1,17 @@
-//! The terminal report: Table 3.1's numbers (min, max, mean, stddev per tracer and case) with
-//! percentiles, the ratio to case 0, event accounting, then the warnings. Colour only when asked
-//! (the CLI asks when stdout is a terminal); `report.txt` is the same text without colour.
+//! The terminal rendering of a document: what every experiment prints at its end, what
+//! `rtrace-bench report` prints, and `report.txt` (the same without colour). Plain aligned
+//! tables that fit [`table::WIDTH`] columns; folded details and figures one line each; colour
+//! only when asked (the CLI asks when stdout is a terminal).
 
+pub mod table;
+
+use crate::doc::{Block, Document, Item, Section};
 use crate::export::{Exporter, Output};
-use crate::format::{case0_ratio, ns, run_tracer, steady};
-use crate::result::{AnyResult, Report};
-use crate::table::Table;
+use crate::result::Report;
 use anstyle::{AnsiColor, Style};
 use anyhow::Result;
-use rtrace_measure::usdt::UsdtResult;
 use rtrace_measure::Warning;
+use table::cols;
 
 /// Styles of the terminal report; all plain without colour.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +20,7 @@ pub struct Paint {
 }
 
 impl Paint {
+    /// Colour when `colour`, plain text otherwise.
     pub fn new(colour: bool) -> Paint {
         Paint { colour }
     }
@@ -30,204 +33,195 @@ impl Paint {
         }
     }
 
+    /// Headings.
     pub fn bold(&self, text: &str) -> String {
         self.with(Style::new().bold(), text)
     }
 
+    /// `Warning:`.
     pub fn warning(&self, text: &str) -> String {
         self.with(
             Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
             text,
         )
     }
+
+    /// A flagged cell (`FAILED`, a lossy run).
+    pub fn flag(&self, text: &str) -> String {
+        self.with(
+            Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
+            text,
+        )
+    }
 }
 
-/// The usdt table of `r` (with `r.warnings`).
-pub fn usdt(r: &UsdtResult, alone: &[&crate::result::Entry], paint: Paint) -> String {
-    let e = &r.environment;
+/// The terminal report of every result of `report`.
+pub fn text(report: &Report, paint: Paint) -> String {
+    render(&Document::of(report), paint)
+}
+
+/// The terminal rendering of `doc`.
+pub fn render(doc: &Document, paint: Paint) -> String {
+    let n = doc.sections.len();
+    let w = doc.warnings();
     let mut out = paint.bold(&format!(
-        "usdt {}: {} iterations per case on CPU {} — kernel {} ({}), {}",
-        if rtrace_measure::staircase::is_decomposition(r) {
-            "cost decomposition"
-        } else {
-            "microbenchmark"
-        },
-        r.config.iterations,
-        r.config.run.cpu,
-        e.kernel_release,
-        e.preemption,
-        e.cpu_model
+        "rtrace-bench report: {n} result{}, {w} warning{}",
+        plural(n),
+        plural(w)
     ));
-    out.push_str("\n\nsummary:\n");
-    for l in crate::summary::usdt(r, &r.warnings) {
-        out.push_str(&format!("  {l}\n"));
-    }
     out.push('\n');
-    let mut t = Table::new(
-        &[
-            "tracer",
-            "case",
-            "min",
-            "max",
-            "mean",
-            "mean w/o dist.",
-            "disturbed",
-            "stddev",
-            "p50",
-            "p99",
-            "p99.9",
-            "x case0",
-            "hits",
-            "recorded",
-            "lost",
-        ],
-        2,
-    );
-    for c in &r.runs {
-        let s = &c.summary;
-        let ev = |f: fn(&rtrace_measure::Events) -> u64| {
-            c.events.as_ref().map_or("-".into(), |e| f(e).to_string())
-        };
-        let [steady_mean, disturbed] = steady(c);
-        t.row(vec![
-            run_tracer(c),
-            c.case.number().to_string(),
-            ns(s.min_ns),
-            ns(s.max_ns),
-            ns(s.mean_ns),
-            steady_mean,
-            disturbed,
-            ns(s.stddev_ns),
-            ns(s.p50_ns),
-            ns(s.p99_ns),
-            ns(s.p999_ns),
-            case0_ratio(r, c),
-            ev(|e| e.hits),
-            ev(|e| e.recorded),
-            ev(|e| e.lost),
-        ]);
+    if !doc.summary.is_empty() {
+        out.push_str(&format!("\n{}\n", paint.bold("Summary")));
+        out.push_str(&blocks_text(&doc.summary, paint));
     }
-    out.push_str("per-call duration in ns\n");
-    out.push_str(&t.render());
-    if let Some(n) = crate::threads::note(r) {
-        out.push_str(&format!("\n{n}.\nper loop thread:\n"));
-        let mut t = Table::new(&crate::threads::HEADER, crate::threads::TEXT_COLUMNS);
-        for row in crate::threads::rows(r) {
-            t.row(row);
-        }
-        out.push_str(&t.render());
+    for s in &doc.sections {
+        out.push_str(&section(s, paint));
     }
-    if let Some(first) = r.runs.first() {
-        out.push_str(&format!(
-            "\ntimer overhead (empty interval): mean {} ns, min {} ns; TSC {:.3} GHz\n",
-            ns(first.timer_overhead.mean_ns),
-            ns(first.timer_overhead.min_ns),
-            first.tsc_hz / 1e9
-        ));
+    if !doc.shared.is_empty() {
+        out.push_str(&format!("\n{}\n", paint.bold("Across results")));
+        out.push_str(&blocks_text(&doc.shared, paint));
     }
-    out.push_str("\nhow these numbers are made:\n");
-    out.push_str(&crate::statistics::method_lines(r, "  "));
-    let dormant = crate::statistics::dormant_lines(r, "  ");
-    if !dormant.is_empty() {
-        out.push_str("\ndormant cases against case 0 (95% CI over rounds):\n");
-        out.push_str(&dormant);
-    }
-    let rows = crate::ratios::case1_vs_cheapest(r);
-    if !rows.is_empty() {
-        out.push_str("\nextra ns per hit relative to the cheapest tracer (95% CI over rounds):\n");
-        for row in rows {
-            out.push_str(&format!("  {}\n", row.sentence()));
-        }
-    }
-    let reference = crate::reference::lines(r, "  ");
-    if !reference.is_empty() {
-        out.push_str("\nreference comparisons (same run):\n");
-        out.push_str(&reference);
-    }
-    out.push_str(&crate::hooks::text(r));
-    out.push_str(&crate::staircase::text(r, alone));
-    out.push_str(&warnings(&r.warnings, paint));
     out
 }
 
-/// `Warning: ...` lines, hyperfine style; empty without warnings.
-pub fn warnings(list: &[Warning], paint: Paint) -> String {
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Prose without its code-span backticks.
+fn plain(s: &str) -> String {
+    s.replace('`', "")
+}
+
+fn section(s: &Section, paint: Paint) -> String {
+    let source = s
+        .source
+        .as_deref()
+        .map_or(String::new(), |f| format!(" — {f}"));
+    let head = format!("{}: {}{source}", s.id, s.title);
+    format!(
+        "\n{}\n{}\n{}\n\n{}",
+        paint.bold(&head),
+        "=".repeat(cols(&head)),
+        plain(&s.subtitle),
+        blocks_text(&s.blocks, paint)
+    )
+}
+
+/// Blocks one after another, a blank line between them (none after a heading, none between
+/// figures: a line each).
+fn blocks_text(blocks: &[Block], paint: Paint) -> String {
     let mut out = String::new();
-    if !list.is_empty() {
-        out.push('\n');
-    }
-    for w in list {
-        out.push_str(&format!("{} {w}\n", paint.warning("Warning:")));
+    let mut last: Option<&Block> = None;
+    for b in blocks {
+        match (last, b) {
+            (None | Some(Block::Heading(_)), _) | (Some(Block::Figure(_)), Block::Figure(_)) => {}
+            _ => out.push('\n'),
+        }
+        last = Some(b);
+        out.push_str(&block(b, paint));
     }
     out
 }
 
-/// `report.txt`: the terminal report of every result.
-pub struct Text {
-    pub colour: bool,
+fn block(b: &Block, paint: Paint) -> String {
+    match b {
+        Block::Heading(h) => format!("{}\n", paint.bold(&plain(h))),
+        Block::Paragraph(p) | Block::Note(p) => format!("{}\n", plain(p)),
+        Block::List(items) => items.iter().map(item).collect(),
+        Block::Warnings(list) => warnings(list, paint),
+        Block::Table(t) => {
+            let mut out = match (&t.title, &t.caption) {
+                (Some(title), Some(c)) => format!("{title}: {}\n", plain(c)),
+                (Some(title), None) => format!("{title}\n"),
+                _ => String::new(),
+            };
+            out.push_str(&table::render(t, paint));
+            out
+        }
+        Block::Figure(f) => format!("Figure: {} — {}\n", f.title, f.path()),
+        Block::Details { summary, .. } => {
+            format!("{summary}: folded here, shown in report.md and index.html\n")
+        }
+        Block::Pre(text) => format!("{text}\n"),
+        Block::Environment(rows) => {
+            let kv: Vec<String> = rows.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            format!("{}\n", kv.join("; "))
+        }
+    }
 }
+
+fn item(i: &Item) -> String {
+    let mut out = format!("- {}\n", plain(&i.text));
+    if let Some(more) = &i.more {
+        out.push_str(&format!("    {}\n", plain(more)));
+    }
+    out
+}
+
+/// `Warning: ...` lines, hyperfine style, each with its details on one line; a line saying
+/// there are none otherwise.
+fn warnings(list: &[Warning], paint: Paint) -> String {
+    if list.is_empty() {
+        return "No warnings.\n".into();
+    }
+    let mut out = String::new();
+    for w in list {
+        out.push_str(&format!(
+            "{} {}\n",
+            paint.warning("Warning:"),
+            plain(&w.to_string())
+        ));
+        if !w.details.is_empty() {
+            const SHOWN: usize = 3;
+            let mut d = w.details[..w.details.len().min(SHOWN)].join("; ");
+            if w.details.len() > SHOWN {
+                d.push_str(&format!(
+                    "; and {} more (index.html)",
+                    w.details.len() - SHOWN
+                ));
+            }
+            out.push_str(&format!("  {d}\n"));
+        }
+    }
+    out
+}
+
+/// `report.txt`: the terminal report of every result, without colour.
+pub struct Text;
 
 impl Exporter for Text {
     fn name(&self) -> &'static str {
         "text"
     }
 
-    fn export(&self, report: &Report) -> Result<Vec<Output>> {
-        let paint = Paint::new(self.colour);
-        let mut out = String::new();
-        for e in &report.entries {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            match &e.result {
-                AnyResult::Usdt(r) => {
-                    let alone = crate::staircase::alone_beside(report, r);
-                    let mut r = r.clone();
-                    r.warnings = e.warnings.clone();
-                    out.push_str(&usdt(&r, &alone, paint));
-                }
-                AnyResult::Sweep(r) => {
-                    out.push_str(&crate::sweep_terminal::sweep(
-                        r,
-                        crate::sweep_shift::usdt_beside(report, r),
-                    ));
-                    out.push_str(&warnings(&e.warnings, paint));
-                }
-                AnyResult::Rate(r) => {
-                    out.push_str(&crate::rate::text(r));
-                    out.push_str(&warnings(&e.warnings, paint));
-                }
-                AnyResult::Npt(r) => {
-                    out.push_str(&crate::npt::text(r));
-                    out.push_str(&warnings(&e.warnings, paint));
-                }
-                AnyResult::Events(r) => {
-                    out.push_str(&crate::events::text(r));
-                    out.push_str(&warnings(&e.warnings, paint));
-                }
-            }
-        }
-        Ok(vec![Output::new("report.txt", out)])
+    fn export(&self, doc: &Document) -> Result<Vec<Output>> {
+        Ok(vec![Output::new(
+            "report.txt",
+            render(doc, Paint::new(false)),
+        )])
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::run_label;
+    use crate::result::AnyResult;
 
     #[test]
     fn colour_only_when_asked() {
-        let mut r = crate::fixtures::usdt();
-        r.warnings = rtrace_measure::warnings::usdt(&r);
-        let plain = usdt(&r, &[], Paint::new(false));
+        let report = Report::one(AnyResult::Usdt(crate::fixtures::usdt()));
+        let plain = text(&report, Paint::new(false));
         assert!(!plain.contains('\x1b'));
         assert!(
             plain.contains("Warning: ftrace case 1: 5000 of 20000 events"),
             "{plain}"
         );
-        assert!(usdt(&r, &[], Paint::new(true)).contains("\x1b["));
-        assert_eq!(run_label(&r.runs[1]), "ftrace case 1");
+        assert!(text(&report, Paint::new(true)).contains("\x1b["));
     }
 
     #[test]
@@ -239,12 +233,23 @@ mod tests {
                 AnyResult::Sweep(crate::fixtures::sweep("PREEMPT_RT", 1)),
             ),
         ]);
-        let out = Text { colour: false }.export(&report).unwrap();
+        let out = Text.export(&Document::of(&report)).unwrap();
         let text = String::from_utf8(out[0].bytes.clone()).unwrap();
-        assert!(text.contains("usdt microbenchmark") && text.contains("cyclictest sweep"));
+        assert!(
+            text.contains("usdt: per-probe duration")
+                && text.contains("cyclictest-sweep: wake-up latency")
+        );
         assert!(
             text.contains("Warning: measured in a virtual machine"),
             "{text}"
+        );
+        assert!(
+            text.contains("Figure: "),
+            "figures are one line each: {text}"
+        );
+        assert!(
+            text.contains("Configuration: folded here"),
+            "details are one line: {text}"
         );
     }
 }

@@ -21,19 +21,19 @@ fn timing(r: &UsdtResult) -> String {
     line
 }
 
-/// One line per fact about the method, each starting with `bullet`.
-pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
-    let mut out = format!("{bullet}ratios: {}; × case 0: a run's mean without disturbed samples over case 0's (plain means stay in the tables)\n", usdt_method(r));
-    out.push_str(&format!("{bullet}{}\n", timing(r)));
+/// One line per fact about the method.
+pub fn method(r: &UsdtResult) -> Vec<String> {
+    let mut out = vec![format!("ratios: {}; × case 0: a run's mean without disturbed samples over case 0's (plain means stay in the tables)", usdt_method(r))];
+    out.push(timing(r));
     let (disturbed, samples) = r.runs.iter().fold((0, 0), |(d, n), c| {
         (d + c.disturbed.map_or(0, |x| x.count), n + c.summary.count)
     });
-    out.push_str(&format!(
-        "{bullet}disturbed samples: {}; {disturbed} of {samples} samples here; \"mean w/o dist.\" leaves them out, \"mean\" keeps every sample (the thesis' statistic)\n",
+    out.push(format!(
+        "disturbed samples: {}; {disturbed} of {samples} samples here; \"mean w/o dist.\" leaves them out, \"mean\" keeps every sample (the thesis' statistic)",
         disturbed::RULE
     ));
     if dormant(r).iter().any(|d| d.net_median.is_some()) {
-        out.push_str(&format!("{bullet}{DORMANT_METHOD}\n"));
+        out.push(DORMANT_METHOD.to_owned());
     }
     if !r.config.run.buffers.is_empty() {
         let per_tracer: Vec<String> = r
@@ -43,8 +43,8 @@ pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
             .iter()
             .map(|(t, b)| format!("{t}: {b}"))
             .collect();
-        out.push_str(&format!(
-            "{bullet}trace buffers ({}): {}\n",
+        out.push(format!(
+            "trace buffers ({}): {}",
             match r.config.run.buffer_size_kb {
                 Some(kb) =>
                     format!("--buffer-size-kb {kb}, the same per-CPU size for every tracer"),
@@ -59,7 +59,7 @@ pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
         .filter_map(|c| Some((crate::format::run_label(c), c.trace_data?)))
         .collect();
     if let Some(line) = crate::format::trace_data_line(&traced, r.config.run.keep_traces) {
-        out.push_str(&format!("{bullet}{line}\n"));
+        out.push(line);
     }
     if !r.config.run.unequal.is_empty() {
         let per_tracer: Vec<String> = r
@@ -69,14 +69,12 @@ pub fn method_lines(r: &UsdtResult, bullet: &str) -> String {
             .iter()
             .map(|(t, c)| format!("{t}: {c}"))
             .collect();
-        out.push_str(&format!(
-            "{bullet}not equal between tracers: {}\n",
+        out.push(format!(
+            "not equal between tracers: {}",
             per_tracer.join("; ")
         ));
     }
-    for n in lossy_notes(r) {
-        out.push_str(&format!("{bullet}{n}\n"));
-    }
+    out.extend(lossy_notes(r));
     out
 }
 
@@ -95,7 +93,7 @@ fn difference(e: Option<Estimate>) -> String {
 /// empty timed interval where the rounds carry it (by median and by mean without disturbed
 /// samples, medians over rounds with order-statistic intervals), then the pooled medians and
 /// the plain means' ratio.
-pub fn dormant_lines(r: &UsdtResult, bullet: &str) -> String {
+pub fn dormant_lines(r: &UsdtResult) -> Vec<String> {
     dormant(r)
         .iter()
         .map(|d| {
@@ -104,7 +102,7 @@ pub fn dormant_lines(r: &UsdtResult, bullet: &str) -> String {
                 _ => ("", d.median, d.mean),
             };
             format!(
-                "{bullet}{} − case 0{what}: median {}, mean w/o dist. {}; pooled p50 {:.0} vs {:.0} ns; mean w/o dist. {:.3}× case 0\n",
+                "{} − case 0{what}: median {}, mean w/o dist. {}; pooled p50 {:.0} vs {:.0} ns; mean w/o dist. {:.3}× case 0",
                 d.run,
                 difference(median),
                 difference(mean),
@@ -126,7 +124,10 @@ mod tests {
 
     #[test]
     fn the_method_is_named_with_its_rule_and_the_lossy_run() {
-        let text = method_lines(&fixtures::usdt(), "- ");
+        let text: String = method(&fixtures::usdt())
+            .iter()
+            .map(|l| format!("- {l}\n"))
+            .collect();
         assert!(text.contains("- ratios: extra ns per hit"), "{text}");
         assert!(text.contains("Student-t interval over rounds"), "{text}");
         assert!(text.contains("10 × its run's median"), "{text}");
@@ -152,15 +153,14 @@ mod tests {
 
     #[test]
     fn dormant_runs_are_within_an_interval_of_case_0() {
-        let text = dormant_lines(&fixtures::usdt(), "  ");
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 4, "{text}");
+        let lines = dormant_lines(&fixtures::usdt());
+        assert_eq!(lines.len(), 4, "{lines:?}");
         assert!(
             lines[0].starts_with(
-                "  ftrace case 2 − case 0 net of each process's empty interval: median "
+                "ftrace case 2 − case 0 net of each process's empty interval: median "
             ) && lines[0].contains(" ns (")
                 && lines[0].contains("× case 0"),
-            "{text}"
+            "{lines:?}"
         );
     }
 }

@@ -2,17 +2,12 @@
 //! the cost per event stay flat when several threads on several CPUs trace at once?). Each
 //! thread's extra ns per hit is its round means minus case 0's same thread, round by round.
 
+use crate::decompose::cell;
+use crate::doc::{columns, Cell, Column, Table};
 use crate::format::{ns, run_label};
-use crate::staircase::cell;
 use rtrace_measure::interval;
 use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
 use rtrace_tracer::TracerKind;
-
-/// Column names of the per-thread table.
-pub const HEADER: [&str; 4] = ["run", "thread", "mean (ns)", "extra ns per hit over case 0"];
-
-/// Leading text columns.
-pub const TEXT_COLUMNS: usize = 2;
 
 /// What the loop threads were, in one sentence; `None` with one thread.
 pub fn note(r: &UsdtResult) -> Option<String> {
@@ -47,9 +42,9 @@ fn baseline<'a>(r: &'a UsdtResult, c: &CaseResult) -> Option<&'a CaseResult> {
     })
 }
 
-/// One row per loop thread of every traced run.
-pub fn rows(r: &UsdtResult) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
+/// One row per loop thread of every traced run; `None` with one thread.
+pub fn table(r: &UsdtResult) -> Option<Table> {
+    let mut rows = Vec::new();
     for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
         let base = baseline(r, c);
         for (i, t) in c.per_thread.iter().enumerate() {
@@ -64,16 +59,19 @@ pub fn rows(r: &UsdtResult) -> Vec<Vec<String>> {
                         .collect();
                     interval::mean_of(&diffs, 0.0)
                 })
-                .map_or("-".into(), |e| cell(&e));
-            out.push(vec![
-                run_label(c),
-                format!("{} (CPU {})", i + 1, t.cpu),
-                ns(t.summary.mean_ns),
+                .map_or_else(Cell::missing, |e| Cell::estimate(&e, 1.0, cell(&e)));
+            rows.push(vec![
+                Cell::text(run_label(c)),
+                Cell::text(format!("{} (CPU {})", i + 1, t.cpu)),
+                Cell::num(t.summary.mean_ns, ns(t.summary.mean_ns)),
                 extra,
             ]);
         }
     }
-    out
+    let mut cols = columns(&["run", "thread"]);
+    cols.push(Column::new("mean").shown_unit("ns"));
+    cols.push(Column::new("extra ns per hit over case 0").unit("ns"));
+    (!rows.is_empty()).then(|| Table::new("threads", 2, cols).rows(rows))
 }
 
 #[cfg(test)]
@@ -114,12 +112,11 @@ mod tests {
                 _ => vec![thread(1, &[110.0, 112.0]), thread(0, &[320.0, 320.0])],
             };
         }
-        let rows = rows(&r);
-        assert!(!rows.is_empty());
-        assert_eq!(rows[0][1], "1 (CPU 1)");
-        assert!(rows[0][3].starts_with("100"), "{:?}", rows[0]);
-        assert_eq!(rows[1][1], "2 (CPU 0)");
-        assert!(rows[1][3].starts_with("300"), "{:?}", rows[1]);
+        let rows = table(&r).unwrap().rows;
+        assert_eq!(rows[0][1].shown, "1 (CPU 1)");
+        assert!(rows[0][3].shown.starts_with("100"), "{:?}", rows[0]);
+        assert_eq!(rows[1][1].shown, "2 (CPU 0)");
+        assert!(rows[1][3].shown.starts_with("300"), "{:?}", rows[1]);
         let note = note(&r).unwrap();
         assert!(note.contains("2 loop threads"), "{note}");
         assert!(note.contains("CPU 0 is also the harness's"), "{note}");

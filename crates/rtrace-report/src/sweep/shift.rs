@@ -4,6 +4,7 @@
 //! the measured window, so its shift is about one hit's cost, usually more: after a sleep the
 //! probe's path (trap, tracer code, buffers) is cold, in the hot `usdt` loop it is not.
 
+use crate::doc::{columns, Cell, Column, Table};
 use crate::format::us;
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::probe_cost::{Extra, Stat};
@@ -13,21 +14,6 @@ use rtrace_measure::sweep::{
 use rtrace_measure::usdt::{Case, HookKind, UsdtResult};
 use rtrace_tracer::Instrumentation;
 use rtrace_tracer::TracerKind;
-
-/// Column names, in order.
-pub const HEADER: [&str; 8] = [
-    "configuration",
-    "source",
-    "p50 − none (µs)",
-    "mean − none (µs)",
-    "p50 − own untraced wake-ups (µs)",
-    "usdt per-hit (µs)",
-    "p50 shift ÷ per-hit",
-    "paired ÷ per-hit",
-];
-
-/// Leading text columns (left-aligned).
-pub const TEXT_COLUMNS: usize = 2;
 
 /// What the table shows, for its caption.
 pub const NOTE: &str = "Latency shift against the `none` runs right before and after each configuration's run in the same round (95% Student-t interval over the rounds' differences); with `--probe-at alternate`, also against the same run's own wake-ups without the tracepoint (every other one: paired 2 periods apart, whatever state the machine is in; a tracer's background work, its consumer and buffers, weighs on both halves and is left out of that column), beside the extra ns per hit that `usdt` measured for the same tracer, mode and hook (cyclictest's rows: the uretprobe's, or LTTng's tracepoint; case-1 mean minus case-0 mean, its interval over its rounds); the built-in loop's user-space tracepoint and cyclictest's uretprobe (or LTTng's preloaded wrapper) fire inside the measured window, so a shift of about one hit's cost is expected, more because the path is cold after each sleep";
@@ -162,26 +148,40 @@ fn signed(ns: f64) -> String {
     }
 }
 
-/// The table's rows.
-pub fn rows(r: &SweepResult, usdt: Option<&UsdtResult>) -> Vec<Vec<String>> {
-    let cell = |e: Option<Estimate>| e.as_ref().map_or("-".into(), us_interval);
-    shifts(r, usdt)
+/// The shifts as a table, in µs; `None` without a `none` run.
+pub fn table(r: &SweepResult, usdt: Option<&UsdtResult>) -> Option<Table> {
+    let cell =
+        |e: Option<Estimate>| Cell::or_missing(e, |e| Cell::estimate(&e, 1000.0, us_interval(&e)));
+    let ratio = |x: Option<f64>| Cell::or_missing(x, |x| Cell::num(x, format!("{x:.2}")));
+    let rows: Vec<Vec<Cell>> = shifts(r, usdt)
         .into_iter()
         .map(|s| {
             vec![
-                s.run.config.to_string(),
-                s.run.source.to_string(),
+                Cell::text(s.run.config.to_string()),
+                Cell::text(s.run.source.to_string()),
                 cell(s.p50),
                 cell(s.mean),
                 cell(s.paired),
-                s.per_hit.as_ref().map_or("-".into(), |e| {
-                    us_interval(e).trim_start_matches('+').into()
+                Cell::or_missing(s.per_hit, |e| {
+                    Cell::estimate(&e, 1000.0, us_interval(&e).trim_start_matches('+').into())
                 }),
-                s.ratio().map_or("-".into(), |x| format!("{x:.2}")),
-                s.paired_ratio().map_or("-".into(), |x| format!("{x:.2}")),
+                ratio(s.ratio()),
+                ratio(s.paired_ratio()),
             ]
         })
-        .collect()
+        .collect();
+    let mut cols = columns(&["configuration", "source"]);
+    cols.extend(
+        [
+            "p50 − none",
+            "mean − none",
+            "p50 − own untraced wake-ups",
+            "usdt per-hit",
+        ]
+        .map(|n| Column::new(n).shown_unit("µs")),
+    );
+    cols.extend(columns(&["p50 shift ÷ per-hit", "paired ÷ per-hit"]));
+    (!rows.is_empty()).then(|| Table::new("shift", 2, cols).rows(rows))
 }
 
 #[cfg(test)]
@@ -204,9 +204,20 @@ mod tests {
             assert!(p50.low.unwrap() < p50.estimate && p50.estimate < p50.high.unwrap());
             assert!(x.per_hit.is_none(), "no usdt result given");
         }
-        for row in rows(&r, None) {
-            assert_eq!(row.len(), HEADER.len());
+        let t = table(&r, None).unwrap();
+        for row in &t.rows {
+            assert_eq!(row.len(), t.columns.len());
         }
+        let p50 = s[0].p50.unwrap();
+        assert_eq!(
+            t.rows[0][2].value,
+            crate::doc::Value::Interval {
+                estimate: p50.estimate / 1000.0,
+                low: p50.low.map(|l| l / 1000.0),
+                high: p50.high.map(|h| h / 1000.0),
+            },
+            "µs at full precision"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! differs between its two sides, with the measured cost of that difference where the run has
 //! it (the wake-up per event, the uprobe trap), which get lines of their own.
 
+use crate::doc::Item;
 use crate::ratios::Ratio;
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::probe_cost::{
@@ -10,22 +11,15 @@ use rtrace_measure::probe_cost::{
 };
 use rtrace_measure::usdt::{HookKind, UsdtResult};
 
-/// One comparison or measured difference: its line, and what differs between its sides.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Item {
-    pub line: String,
-    /// `None` for a measured difference (its line says it all).
-    pub differs: Option<String>,
-}
-
-/// Every comparison `r` allows, then the measured differences.
+/// Every comparison `r` allows, each with what differs between its sides, then the measured
+/// differences (their line says it all).
 pub fn items(r: &UsdtResult) -> Vec<Item> {
     let diffs = differences(r);
     let mut out: Vec<Item> = references(r)
         .iter()
         .map(|c| Item {
-            line: format!("{} [{}]", sentence(&c.ratio), c.hook),
-            differs: Some(differs(c, &diffs)),
+            text: format!("{} [{}]", sentence(&c.ratio), c.hook),
+            more: Some(format!("differs: {}", differs(c, &diffs))),
         })
         .collect();
     for d in &diffs {
@@ -33,24 +27,12 @@ pub fn items(r: &UsdtResult) -> Vec<Item> {
             Difference::Wakeup => format!("wake-up cost per event ({})", d.hook),
             Difference::Trap => format!("int3 trap cost per hit ({}, usdt − usdt-nop5)", d.mode),
         };
-        out.push(Item {
-            line: format!("{what}: {} − {} = {}", d.minuend, d.subtrahend, ns(d.ns)),
-            differs: None,
-        });
-    }
-    out
-}
-
-/// One line per comparison `r` allows, each followed by an indented `differs:` line; then the
-/// measured differences. Empty when there is nothing to compare.
-pub fn lines(r: &UsdtResult, bullet: &str) -> String {
-    let indent = " ".repeat(bullet.chars().count() + 2);
-    let mut out = String::new();
-    for item in items(r) {
-        out.push_str(&format!("{bullet}{}\n", item.line));
-        if let Some(d) = item.differs {
-            out.push_str(&format!("{indent}differs: {d}\n"));
-        }
+        out.push(Item::from(format!(
+            "{what}: {} − {} = {}",
+            d.minuend,
+            d.subtrahend,
+            ns(d.ns)
+        )));
     }
     out
 }
@@ -125,6 +107,19 @@ mod tests {
     use crate::fixtures;
     use rtrace_measure::usdt::Case;
     use rtrace_tracer::TracerKind;
+
+    /// The items as the terminal shows them: each `- line`, its `differs:` line indented.
+    fn lines(r: &UsdtResult, bullet: &str) -> String {
+        let indent = " ".repeat(bullet.chars().count() + 2);
+        let mut out = String::new();
+        for item in items(r) {
+            out.push_str(&format!("{bullet}{}\n", item.text));
+            if let Some(d) = item.more {
+                out.push_str(&format!("{indent}{d}\n"));
+            }
+        }
+        out
+    }
 
     /// The fixture with case-1 runs of our eBPF in `record` and `record-wakeup` and bpftrace in
     /// `record`, at the given extra costs (ns over case 0).

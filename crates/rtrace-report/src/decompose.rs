@@ -3,36 +3,14 @@
 //! configuration measured alone by a plain `usdt` result of the same machine, and the program
 //! cost above our eBPF floor for our aggregate program and bpftrace's `count()`.
 
+use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::staircase::{above_floor, measured_alone, staircases, Staircase};
 use rtrace_measure::usdt::{HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 
-/// Column names, in order.
-pub const HEADER: [&str; 6] = [
-    "hook",
-    "step",
-    "adds",
-    "increment (ns)",
-    "height (ns)",
-    "counters per hit over case 0",
-];
-
-/// Leading text columns (left-aligned).
-pub const TEXT_COLUMNS: usize = 3;
-
 /// What the tables show, for their caption.
 pub const NOTE: &str = "Each path climbs from a floor to one full configuration, every step adding one mechanism; each step is a configuration measured in the same rounds; its height is its extra ns per hit over case 0, its increment the height minus the step below, round by round (95% t interval over the rounds). The increments add up to the top step's cost by construction, so each table's check compares their sum with the top configuration measured alone, in a separate plain `usdt` invocation, when the report has one. The floor of eBPF and ftrace is this kernel's floor for the hook (trap or call, uprobe dispatch, the least a tracer can do and still count every hit); bpftrace's paths start on our eBPF floor (the same trap and dispatch, on the plain USDT site only). Counters per hit, as Gebai measured them: the workload process's count per iteration minus case 0's (task-clock is CPU time in ns, a check on the TSC's height; hardware counters where perf offers them)";
-
-/// What a usdt result measured, for its heading: a decomposition's runs are the steps of its
-/// staircases (`usdt --decompose`), a plain result's the tracers side by side.
-pub fn usdt_heading(r: &UsdtResult) -> &'static str {
-    if rtrace_measure::staircase::is_decomposition(r) {
-        "per-hit cost decomposition (usdt --decompose)"
-    } else {
-        "per-probe duration"
-    }
-}
 
 /// Counters no step could count, with the reason, in one line; `None` when every one counted.
 pub fn uncounted_line(r: &UsdtResult) -> Option<String> {
@@ -63,14 +41,6 @@ pub fn cell(e: &Estimate) -> String {
     }
 }
 
-/// One table (a tracer's staircase on one hook site): its title and rows.
-pub struct Table {
-    pub title: String,
-    pub rows: Vec<Vec<String>>,
-    /// `steps sum to N ns, the top step costs M ns`.
-    pub check: String,
-}
-
 /// The counters of a step per hit, `task-clock 610 ns, cycles 1500`; `-` without any.
 fn counters_cell(st: &rtrace_measure::staircase::Step) -> String {
     if st.counters.is_empty() {
@@ -86,26 +56,32 @@ fn counters_cell(st: &rtrace_measure::staircase::Step) -> String {
         .join(", ")
 }
 
+/// One staircase's table (a tracer's path on one hook site), titled, its check as caption.
 fn table(s: &Staircase, alone: &[&crate::result::Entry]) -> Table {
     let rows = s
         .steps
         .iter()
         .map(|st| {
             vec![
-                s.hook.to_string(),
-                st.run.clone(),
-                st.adds.to_owned(),
-                cell(&st.increment),
-                cell(&st.height),
-                counters_cell(st),
+                Cell::text(s.hook.to_string()),
+                Cell::text(st.run.clone()),
+                Cell::text(st.adds),
+                Cell::estimate(&st.increment, 1.0, cell(&st.increment)),
+                Cell::estimate(&st.height, 1.0, cell(&st.height)),
+                Cell::text(counters_cell(st)),
             ]
         })
         .collect();
-    Table {
-        title: format!("{} ({}) on {}", s.tracer, s.path, s.hook),
-        rows,
-        check: check(s, alone),
-    }
+    let mut cols = columns(&["hook", "step", "adds"]);
+    cols.extend(["increment", "height"].map(|n| Column::new(n).shown_unit("ns")));
+    cols.push(Column::new("counters per hit over case 0"));
+    let id = crate::doc::slug(&format!("staircase {} {} {}", s.tracer, s.path, s.hook));
+    Table::new(id, 3, cols)
+        .titled(
+            format!("{} ({}) on {}", s.tracer, s.path, s.hook),
+            Some(check(s, alone)),
+        )
+        .rows(rows)
 }
 
 /// The steps' sum against the top configuration measured alone in a separate invocation (the
@@ -134,6 +110,25 @@ fn check(s: &Staircase, alone: &[&crate::result::Entry]) -> String {
         None => format!(
             "steps sum to {sum:.0} ns, {top}'s cost in this run (the increments telescope); the plain `usdt` results of this report did not measure this configuration without losses, so it is not checked"
         ),
+    }
+}
+
+/// Where the nanoseconds go: a heading, what the tables show, every staircase's table and the
+/// program cost above the floor; nothing when `r` has no staircase.
+pub fn push(section: &mut Section, r: &UsdtResult, alone: &[&crate::result::Entry]) {
+    let tables = tables(r, alone);
+    if tables.is_empty() {
+        return;
+    }
+    section.push(Block::Heading("Where the nanoseconds go".into()));
+    section.push(Block::Note(format!("{NOTE}.")));
+    section.blocks.extend(tables.into_iter().map(Block::Table));
+    let lines: Vec<String> = program_cost_lines(r)
+        .into_iter()
+        .chain(uncounted_line(r))
+        .collect();
+    if !lines.is_empty() {
+        section.push(Block::List(items(lines)));
     }
 }
 
@@ -176,26 +171,6 @@ pub fn program_cost_lines(r: &UsdtResult) -> Vec<String> {
         cell(&o),
         cell(&t)
     )]
-}
-
-/// The terminal text; empty without a staircase.
-pub fn text(r: &UsdtResult, alone: &[&crate::result::Entry]) -> String {
-    let tables = tables(r, alone);
-    if tables.is_empty() {
-        return String::new();
-    }
-    let mut out = format!("\nwhere the nanoseconds go ({NOTE}):\n");
-    for t in tables {
-        let mut table = crate::table::Table::new(&HEADER, TEXT_COLUMNS);
-        for row in t.rows {
-            table.row(row);
-        }
-        out.push_str(&format!("{}: {}\n{}", t.title, t.check, table.render()));
-    }
-    for l in program_cost_lines(r).into_iter().chain(uncounted_line(r)) {
-        out.push_str(&format!("{l}\n"));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -243,62 +218,69 @@ mod tests {
         let t = tables(&r, &[]);
         let ebpf = t
             .iter()
-            .find(|t| t.title == "ebpf (maps) on usdt")
+            .find(|t| t.title.as_deref() == Some("ebpf (maps) on usdt"))
             .expect("eBPF staircase");
         assert_eq!(ebpf.rows.len(), 3);
-        assert!(ebpf.rows[1][3].starts_with("100"), "{:?}", ebpf.rows[1]);
-        assert!(ebpf.rows[2][3].starts_with("100"), "{:?}", ebpf.rows[2]);
         assert!(
-            ebpf.check.contains("increments telescope"),
+            ebpf.rows[1][3].shown.starts_with("100"),
+            "{:?}",
+            ebpf.rows[1]
+        );
+        assert!(
+            ebpf.rows[2][3].shown.starts_with("100"),
+            "{:?}",
+            ebpf.rows[2]
+        );
+        assert!(
+            ebpf.caption
+                .as_deref()
+                .unwrap()
+                .contains("increments telescope"),
             "{}",
-            ebpf.check
+            ebpf.caption.as_deref().unwrap()
         );
         let bpftrace = t
             .iter()
-            .find(|t| t.title == "bpftrace (count()) on usdt")
+            .find(|t| t.title.as_deref() == Some("bpftrace (count()) on usdt"))
             .expect("bpftrace's path starts on the eBPF floor");
         assert!(
-            bpftrace.rows[0][1].starts_with("ebpf (floor)"),
+            bpftrace.rows[0][1].shown.starts_with("ebpf (floor)"),
             "{:?}",
             bpftrace.rows
         );
         assert!(
-            bpftrace.rows[1][3].starts_with("150"),
+            bpftrace.rows[1][3].shown.starts_with("150"),
             "{:?}",
             bpftrace.rows[1]
         );
         assert!(
-            t.iter().all(|t| !t.title.starts_with("ebpf (ring buffer)")),
+            t.iter().all(|t| !t
+                .title
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("ebpf (ring buffer)")),
             "a path with an unmeasured step has no staircase"
         );
         let lines = program_cost_lines(&r);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].contains("= 1.33×"), "{}", lines[0]);
-        assert!(text(&r, &[]).contains("where the nanoseconds go"));
     }
 
     #[test]
     fn a_decomposition_is_headed_as_one() {
+        use crate::doc::Document;
+        let report = crate::result::Report::one(crate::result::AnyResult::Usdt(decomposed()));
+        let doc = Document::of(&report);
         assert_eq!(
-            usdt_heading(&decomposed()),
+            doc.sections[0].title,
             "per-hit cost decomposition (usdt --decompose)"
         );
-        assert_eq!(usdt_heading(&crate::fixtures::usdt()), "per-probe duration");
-        use crate::export::Exporter;
-        let report = crate::result::Report::one(crate::result::AnyResult::Usdt(decomposed()));
-        let page = crate::html::Html.export(&report).unwrap().remove(0).bytes;
-        let page = String::from_utf8(page).unwrap();
-        assert!(page.contains("<h2>Per-hit cost decomposition (usdt --decompose) (<code>"));
-        let md = crate::markdown::Markdown
-            .export(&report)
-            .unwrap()
-            .remove(0)
-            .bytes;
-        let md = String::from_utf8(md).unwrap();
-        assert!(
-            md.contains("`: per-hit cost decomposition (usdt --decompose)"),
-            "{md}"
-        );
+        assert!(doc
+            .tables()
+            .iter()
+            .any(|(_, t)| t.title.as_deref() == Some("ebpf (maps) on usdt")));
+        let plain = crate::result::Report::one(crate::AnyResult::Usdt(crate::fixtures::usdt()));
+        assert_eq!(Document::of(&plain).sections[0].title, "per-probe duration");
     }
 
     #[test]
@@ -368,28 +350,38 @@ mod tests {
         );
         assert_eq!(alone[0].file.as_deref(), Some("plain.json"));
         let t = tables(&r, &alone);
-        let ebpf = t.iter().find(|t| t.title == "ebpf (maps) on usdt").unwrap();
+        let ebpf = t
+            .iter()
+            .find(|t| t.title.as_deref() == Some("ebpf (maps) on usdt"))
+            .unwrap();
         assert!(
-            ebpf.check
+            ebpf.caption
+                .as_deref()
+                .unwrap()
                 .contains("measured alone in a separate invocation (plain.json)"),
             "{}",
-            ebpf.check
+            ebpf.caption.as_deref().unwrap()
         );
         assert!(
-            ebpf.check.ends_with("the sum -9.1% from it"),
+            ebpf.caption
+                .as_deref()
+                .unwrap()
+                .ends_with("the sum -9.1% from it"),
             "{}",
-            ebpf.check
+            ebpf.caption.as_deref().unwrap()
         );
         let bpftrace = t
             .iter()
-            .find(|t| t.title == "bpftrace (count()) on usdt")
+            .find(|t| t.title.as_deref() == Some("bpftrace (count()) on usdt"))
             .unwrap();
         assert!(
             bpftrace
-                .check
+                .caption
+                .as_deref()
+                .unwrap()
                 .contains("did not measure this configuration"),
             "the plain run has no bpftrace: {}",
-            bpftrace.check
+            bpftrace.caption.as_deref().unwrap()
         );
     }
 }

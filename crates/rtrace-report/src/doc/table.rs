@@ -1,0 +1,349 @@
+//! A table of a document: columns with names and units, optional column groups, leading text
+//! columns, and typed cells (the text shown and the full-precision value behind it).
+
+use rtrace_measure::interval::Estimate;
+
+/// A table with typed cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Unique in its section, usable in a file name (`percentiles`, `table31-usdt`).
+    pub id: String,
+    /// A bold line above it, when a heading does not name it (a staircase's tracer and path).
+    pub title: Option<String>,
+    /// After the title: what to check in it.
+    pub caption: Option<String>,
+    /// Its columns, in order.
+    pub columns: Vec<Column>,
+    /// Column groups over the columns after the text columns, in order (Table 3.1: min, max,
+    /// x̄ and s per tracer); empty for none.
+    pub groups: Vec<Group>,
+    /// Leading text columns (left-aligned; every part of a split grouped table repeats them).
+    pub text_columns: usize,
+    /// A cell per column each.
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    /// A table of `columns`, the first `text_columns` of them text.
+    pub fn new(id: impl Into<String>, text_columns: usize, columns: Vec<Column>) -> Table {
+        Table {
+            id: id.into(),
+            title: None,
+            caption: None,
+            columns,
+            groups: Vec::new(),
+            text_columns,
+            rows: Vec::new(),
+        }
+    }
+
+    /// With a title and a caption.
+    pub fn titled(mut self, title: String, caption: Option<String>) -> Table {
+        self.title = Some(title);
+        self.caption = caption;
+        self
+    }
+
+    /// Appends a row of text cells (listings, not measurements).
+    pub fn text_row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells.into_iter().map(Cell::text).collect());
+    }
+
+    /// With `rows`.
+    pub fn rows(mut self, rows: Vec<Vec<Cell>>) -> Table {
+        self.rows = rows;
+        self
+    }
+
+    /// The column's name with its group's: `ftrace min`.
+    pub fn full_name(&self, i: usize) -> String {
+        match self.group_of(i) {
+            Some(g) => format!("{} {}", g.name, self.columns[i].name),
+            None => self.columns[i].name.clone(),
+        }
+    }
+
+    /// The group of column `i`.
+    pub fn group_of(&self, i: usize) -> Option<&Group> {
+        let mut start = self.text_columns;
+        for g in &self.groups {
+            if (start..start + g.columns).contains(&i) {
+                return Some(g);
+            }
+            start += g.columns;
+        }
+        None
+    }
+
+    /// Whether column `i` starts a group.
+    pub fn starts_group(&self, i: usize) -> bool {
+        let mut start = self.text_columns;
+        for g in &self.groups {
+            if i == start {
+                return true;
+            }
+            start += g.columns;
+        }
+        false
+    }
+
+    /// The table in parts of at most `n` groups each, every part with the text columns; the
+    /// table itself without groups.
+    pub fn split(&self, n: usize) -> Vec<Table> {
+        if self.groups.len() <= n.max(1) {
+            return vec![self.clone()];
+        }
+        let mut out = Vec::new();
+        let mut start = self.text_columns;
+        for chunk in self.groups.chunks(n.max(1)) {
+            let width: usize = chunk.iter().map(|g| g.columns).sum();
+            let keep: Vec<usize> = (0..self.text_columns).chain(start..start + width).collect();
+            out.push(Table {
+                columns: keep.iter().map(|&i| self.columns[i].clone()).collect(),
+                groups: chunk.to_vec(),
+                rows: self
+                    .rows
+                    .iter()
+                    .map(|r| keep.iter().map(|&i| r[i].clone()).collect())
+                    .collect(),
+                ..self.clone()
+            });
+            start += width;
+        }
+        out
+    }
+}
+
+/// A column: its name and the unit of its values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Its name (without its group's).
+    pub name: String,
+    /// The unit of its values (`ns`, `µs`, `%`); CSV headers always say it.
+    pub unit: Option<&'static str>,
+    /// Whether the shown header says the unit too (otherwise the heading above states it).
+    pub unit_shown: bool,
+}
+
+impl Column {
+    /// A column without a unit (text, counts, ratios).
+    pub fn new(name: impl Into<String>) -> Column {
+        Column {
+            name: name.into(),
+            unit: None,
+            unit_shown: false,
+        }
+    }
+
+    /// With `unit`, stated by the heading above (`p50` under "Percentiles (ns)").
+    pub fn unit(mut self, unit: &'static str) -> Column {
+        self.unit = Some(unit);
+        self
+    }
+
+    /// With `unit`, shown in the header too (`increment (ns)`).
+    pub fn shown_unit(mut self, unit: &'static str) -> Column {
+        self.unit = Some(unit);
+        self.unit_shown = true;
+        self
+    }
+
+    /// What the header shows.
+    pub fn header(&self) -> String {
+        match self.unit {
+            Some(u) if self.unit_shown => format!("{} ({u})", self.name),
+            _ => self.name.clone(),
+        }
+    }
+}
+
+/// Columns named `names`, without units.
+pub fn columns(names: &[&str]) -> Vec<Column> {
+    names.iter().map(|n| Column::new(*n)).collect()
+}
+
+/// `s` for a file name: lower-case ASCII letters and digits, every other run of characters one
+/// `-` (`ebpf (maps) on usdt` → `ebpf-maps-on-usdt`).
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_owned()
+}
+
+/// A group of consecutive columns under one name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// Shown above its columns (`ftrace`, `ebpf (record)`).
+    pub name: String,
+    /// How many columns it spans.
+    pub columns: usize,
+}
+
+/// A table cell: what the reader sees, the value behind it, and whether it must stand out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    /// As shown, rounded as the experiment rounds it.
+    pub shown: String,
+    /// At full precision, in the column's unit (CSV writes this).
+    pub value: Value,
+    /// A value the reader must not miss (`FAILED`, `MISMATCH`, `NO`, a lossy run).
+    pub flagged: bool,
+}
+
+/// The value behind a cell.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// The shown text is the value.
+    Text,
+    /// A measured or derived number.
+    Number(f64),
+    /// An estimate with its confidence interval, when it has one.
+    Interval {
+        estimate: f64,
+        low: Option<f64>,
+        high: Option<f64>,
+    },
+    /// A count (hits, samples, bytes).
+    Count(u64),
+    /// Not measured, not applicable.
+    Missing,
+}
+
+impl Cell {
+    /// Text.
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell {
+            shown: s.into(),
+            value: Value::Text,
+            flagged: false,
+        }
+    }
+
+    /// A number shown as `shown`.
+    pub fn num(value: f64, shown: String) -> Cell {
+        Cell {
+            shown,
+            value: Value::Number(value),
+            flagged: false,
+        }
+    }
+
+    /// A count.
+    pub fn count(n: u64) -> Cell {
+        Cell {
+            shown: n.to_string(),
+            value: Value::Count(n),
+            flagged: false,
+        }
+    }
+
+    /// A count shown otherwise (`2.5 MB`).
+    pub fn count_shown(n: u64, shown: String) -> Cell {
+        Cell {
+            shown,
+            value: Value::Count(n),
+            flagged: false,
+        }
+    }
+
+    /// An estimate divided by `per_unit` into the column's unit (1000 for ns to µs), shown as
+    /// `shown`.
+    pub fn estimate(e: &Estimate, per_unit: f64, shown: String) -> Cell {
+        Cell {
+            shown,
+            value: Value::Interval {
+                estimate: e.estimate / per_unit,
+                low: e.low.map(|l| l / per_unit),
+                high: e.high.map(|h| h / per_unit),
+            },
+            flagged: false,
+        }
+    }
+
+    /// `-`: nothing to show.
+    pub fn missing() -> Cell {
+        Cell {
+            shown: "-".into(),
+            value: Value::Missing,
+            flagged: false,
+        }
+    }
+
+    /// `f(v)`, or `-` without a value.
+    pub fn or_missing<T>(v: Option<T>, f: impl FnOnce(T) -> Cell) -> Cell {
+        v.map_or_else(Cell::missing, f)
+    }
+
+    /// Flagged: styled apart wherever a format can.
+    pub fn flag(mut self) -> Cell {
+        self.flagged = true;
+        self
+    }
+
+    /// Flagged when `when`.
+    pub fn flag_if(self, when: bool) -> Cell {
+        if when {
+            self.flag()
+        } else {
+            self
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grouped() -> Table {
+        let mut t = Table::new(
+            "t",
+            1,
+            columns(&["case", "min", "max", "min", "max", "min", "max"]),
+        );
+        t.groups = ["a", "b", "c"]
+            .map(|n| Group {
+                name: n.into(),
+                columns: 2,
+            })
+            .to_vec();
+        t.rows = vec![["0", "1", "2", "3", "4", "5", "6"].map(Cell::text).to_vec()];
+        t
+    }
+
+    #[test]
+    fn a_grouped_table_splits_with_its_text_columns() {
+        let t = grouped();
+        assert_eq!(t.full_name(3), "b min");
+        assert!(t.starts_group(3) && !t.starts_group(4));
+        let parts = t.split(2);
+        assert_eq!(parts.len(), 2);
+        let shown: Vec<&str> = parts[1].rows[0].iter().map(|c| c.shown.as_str()).collect();
+        assert_eq!(shown, ["0", "5", "6"]);
+        assert_eq!(parts[1].full_name(1), "c min");
+        assert_eq!(t.split(3), vec![t.clone()]);
+    }
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(
+            slug("staircase ebpf (maps) usdt-nop5"),
+            "staircase-ebpf-maps-usdt-nop5"
+        );
+        assert_eq!(slug("count()"), "count");
+    }
+
+    #[test]
+    fn headers_show_a_unit_only_when_asked() {
+        assert_eq!(Column::new("p50").unit("ns").header(), "p50");
+        assert_eq!(
+            Column::new("increment").shown_unit("ns").header(),
+            "increment (ns)"
+        );
+    }
+}
