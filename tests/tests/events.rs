@@ -149,11 +149,11 @@ fn dd_as_gregg_ran_it_with_its_start_up_reads_measured() {
     assert!(dir.path().join("figures/events-costs-dd.svg").is_file());
 }
 
-/// Every tracer used has its backend's description of the buffer it made (each backend's
-/// default: no size was asked for), and no other.
+/// Every tracer used has its backend's description of the buffer it made of the default size
+/// (4096 KiB per CPU, as every experiment's), and no other.
 fn assert_buffers(v: &serde_json::Value, tracers: &[&str]) {
     let config = &v["config"];
-    assert!(config["buffer_size_kb"].is_null(), "{config}");
+    assert_eq!(config["buffer_size_kb"], 4096, "{config}");
     let buffers = config["buffers"]
         .as_object()
         .unwrap_or_else(|| panic!("{config}"));
@@ -161,7 +161,10 @@ fn assert_buffers(v: &serde_json::Value, tracers: &[&str]) {
     names.sort_unstable();
     assert_eq!(names, tracers, "{config}");
     for (tracer, text) in buffers {
-        assert!(!text.as_str().unwrap().is_empty(), "{tracer}: {text}");
+        assert!(
+            text.as_str().unwrap().contains("4096 KiB per CPU"),
+            "{tracer}: {text}"
+        );
     }
 }
 

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use rtrace_tracer::owner::{self, NamedLock};
 
 /// Measured CPU and the CPUs left to the harness.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cpus {
     pub measured: usize,
     pub harness: Vec<usize>,

@@ -190,7 +190,7 @@ impl TracerChoice {
 }
 
 /// The options every experiment shares, checked.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CommonOptions {
     /// Measured and harness CPUs; the runner claims them again at the start (the measured CPU
     /// moves to a free one when `--cpu` was not given).

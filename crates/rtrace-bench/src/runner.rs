@@ -387,11 +387,9 @@ impl<E: Experiment> Measuring<'_, E> {
 mod tests {
     use super::*;
 
-    /// A run of step `step` in round `round`.
-    #[derive(Debug, Clone, PartialEq)]
+    /// A run of step `step`.
     struct Measured {
         step: &'static str,
-        round: u32,
         honest: bool,
     }
 
@@ -407,33 +405,31 @@ mod tests {
 
     /// Steps `a`, `b`, `c`: `b` fails its accounting in round 2, `c` fails to run in round 1;
     /// `s` runs first and decides two more steps `s1`, `s2`; `z` runs last; `r` fails once
-    /// and is retried.
-    #[derive(Default)]
+    /// and is retried. `strict`: a failed run ends the experiment (the trait's default).
     struct Mock {
-        common: Option<CommonOptions>,
+        common: CommonOptions,
+        plan: Plan<&'static str>,
+        strict: bool,
         order: Vec<String>,
-        kept: Vec<(String, u32)>,
+        kept: usize,
         failed: Vec<String>,
         retried: Vec<String>,
         exports: usize,
-        plan: Option<Plan<&'static str>>,
     }
 
-    fn common(rounds: u32) -> CommonOptions {
-        CommonOptions {
-            cpus: Cpus {
-                measured: 1,
-                harness: vec![0],
-                requested: None,
+    fn mock(rounds: u32, plan: Plan<&'static str>, strict: bool) -> Mock {
+        Mock {
+            common: CommonOptions {
+                rounds,
+                ..CommonOptions::default()
             },
-            priority: None,
-            rounds,
-            out: PathBuf::from("/nonexistent"),
-            out_given: true,
-            json: None,
-            workload_dir: PathBuf::from("/nonexistent"),
-            keep_traces: Default::default(),
-            tracer: Default::default(),
+            plan,
+            strict,
+            order: Vec::new(),
+            kept: 0,
+            failed: Vec::new(),
+            retried: Vec::new(),
+            exports: 0,
         }
     }
 
@@ -442,13 +438,13 @@ mod tests {
         type Entry = &'static str;
         type Run = Measured;
         fn common(&mut self) -> &mut CommonOptions {
-            self.common.as_mut().unwrap()
+            &mut self.common
         }
         fn begin(&mut self) -> Result<()> {
             Ok(())
         }
         fn plan(&self) -> Plan<&'static str> {
-            self.plan.clone().unwrap()
+            self.plan.clone()
         }
         fn label(&self, step: &&'static str) -> String {
             format!("step {step}")
@@ -470,12 +466,11 @@ mod tests {
             }
             Ok(Measured {
                 step,
-                round: round.index + 1,
                 honest: !(step == "b" && round.index == 1),
             })
         }
         fn keep(&mut self, _: &&'static str, run: Measured) -> Result<Option<&'static str>> {
-            self.kept.push((run.step.to_owned(), run.round));
+            self.kept += 1;
             Ok(match run.step {
                 "s" => Some("s1"),
                 "s1" => Some("s2"),
@@ -483,6 +478,9 @@ mod tests {
             })
         }
         fn failed(&mut self, &step: &&'static str, error: anyhow::Error) -> Result<()> {
+            if self.strict {
+                return Err(error);
+            }
             self.failed.push(format!("{step}: {error}"));
             Ok(())
         }
@@ -508,17 +506,13 @@ mod tests {
     #[test]
     fn rounds_alternate_check_and_export_after_every_run() {
         let dir = tempfile::tempdir().unwrap();
-        let mut mock = Mock {
-            common: Some(common(3)),
-            plan: Some(Plan::rounds(vec!["a", "b", "c"])),
-            ..Mock::default()
-        };
+        let mut mock = mock(3, Plan::rounds(vec!["a", "b", "c"]), false);
         let failures = measure(&mut mock, &files(dir.path())).unwrap();
         assert_eq!(
             mock.order,
             ["a1", "b1", "c1", "c2", "b2", "a2", "a3", "b3", "c3"]
         );
-        assert_eq!(mock.kept.len(), 8, "every run that ran is kept");
+        assert_eq!(mock.kept, 8, "every run that ran is kept");
         assert_eq!(
             failures,
             [
@@ -541,15 +535,12 @@ mod tests {
     #[test]
     fn first_and_last_run_once_and_a_run_decides_what_follows() {
         let dir = tempfile::tempdir().unwrap();
-        let mut mock = Mock {
-            common: Some(common(2)),
-            plan: Some(Plan {
-                first: vec!["s"],
-                rounds: vec!["a", "r"],
-                last: vec!["z"],
-            }),
-            ..Mock::default()
+        let plan = Plan {
+            first: vec!["s"],
+            rounds: vec!["a", "r"],
+            last: vec!["z"],
         };
+        let mut mock = mock(2, plan, false);
         let failures = measure(&mut mock, &files(dir.path())).unwrap();
         assert_eq!(
             mock.order,
@@ -562,43 +553,12 @@ mod tests {
 
     #[test]
     fn a_failed_run_ends_the_experiment_by_default() {
-        struct Strict(Mock);
-        impl Experiment for Strict {
-            const NAME: &'static str = "strict";
-            type Entry = &'static str;
-            type Run = Measured;
-            fn common(&mut self) -> &mut CommonOptions {
-                self.0.common()
-            }
-            fn begin(&mut self) -> Result<()> {
-                Ok(())
-            }
-            fn plan(&self) -> Plan<&'static str> {
-                self.0.plan()
-            }
-            fn label(&self, step: &&'static str) -> String {
-                self.0.label(step)
-            }
-            fn run(&mut self, step: &&'static str, round: &Round) -> Result<Measured> {
-                self.0.run(step, round)
-            }
-            fn keep(&mut self, e: &&'static str, run: Measured) -> Result<Option<&'static str>> {
-                self.0.keep(e, run)
-            }
-            fn result(&mut self) -> AnyResult {
-                self.0.result()
-            }
-        }
         let dir = tempfile::tempdir().unwrap();
-        let mut strict = Strict(Mock {
-            common: Some(common(1)),
-            plan: Some(Plan::rounds(vec!["a", "c", "b"])),
-            ..Mock::default()
-        });
+        let mut strict = mock(1, Plan::rounds(vec!["a", "c", "b"]), true);
         let e = measure(&mut strict, &files(dir.path())).unwrap_err();
         assert_eq!(e.to_string(), "workload crashed");
-        assert_eq!(strict.0.order, ["a1", "c1"]);
-        assert_eq!(strict.0.kept.len(), 1, "what ran before is kept");
+        assert_eq!(strict.order, ["a1", "c1"]);
+        assert_eq!(strict.kept, 1, "what ran before is kept");
     }
 
     #[test]

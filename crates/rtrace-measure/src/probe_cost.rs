@@ -491,6 +491,8 @@ pub fn lossy_notes(r: &UsdtResult) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Case::{Baseline, Dormant, Instrumented, Traced};
+    use TracerKind::{Bpftrace, Ebpf, Ftrace, Lttng};
 
     /// A result whose runs have the given per-round steady means (= medians), case 0 first.
     fn result(runs: &[(TracerKind, Option<&str>, Case, &[f64])]) -> UsdtResult {
@@ -531,24 +533,14 @@ mod tests {
     }
 
     const BASE: (TracerKind, Option<&str>, Case, &[f64]) =
-        (TracerKind::None, None, Case::Baseline, &[30.0, 40.0, 35.0]);
+        (TracerKind::None, None, Baseline, &[30.0, 40.0, 35.0]);
 
     #[test]
     fn ebpf_against_bpftrace_divides_extra_costs_round_by_round() {
         let r = result(&[
             BASE,
-            (
-                TracerKind::Ebpf,
-                Some("aggregate"),
-                Case::Traced,
-                &[630.0, 640.0, 635.0],
-            ),
-            (
-                TracerKind::Bpftrace,
-                Some("aggregate"),
-                Case::Traced,
-                &[730.0, 740.0, 735.0],
-            ),
+            (Ebpf, Some("aggregate"), Traced, &[630.0, 640.0, 635.0]),
+            (Bpftrace, Some("aggregate"), Traced, &[730.0, 740.0, 735.0]),
         ]);
         let ratios = reference_ratios(&r);
         assert_eq!(ratios.len(), 1);
@@ -569,18 +561,8 @@ mod tests {
     fn lttng_against_ftrace_uses_extra_cost_too() {
         let r = result(&[
             BASE,
-            (
-                TracerKind::Lttng,
-                None,
-                Case::Traced,
-                &[230.0, 240.0, 235.0],
-            ),
-            (
-                TracerKind::Ftrace,
-                None,
-                Case::Traced,
-                &[1030.0, 1040.0, 1035.0],
-            ),
+            (Lttng, None, Traced, &[230.0, 240.0, 235.0]),
+            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
         ]);
         let c = &reference_ratios(&r)[0];
         assert_eq!(c.numerator, "lttng");
@@ -590,9 +572,9 @@ mod tests {
     #[test]
     fn one_round_gives_an_estimate_without_interval() {
         let r = result(&[
-            (TracerKind::None, None, Case::Baseline, &[30.0]),
-            (TracerKind::Lttng, None, Case::Traced, &[230.0]),
-            (TracerKind::Ftrace, None, Case::Traced, &[1030.0]),
+            (TracerKind::None, None, Baseline, &[30.0]),
+            (Lttng, None, Traced, &[230.0]),
+            (Ftrace, None, Traced, &[1030.0]),
         ]);
         let m = reference_ratios(&r)[0].mean.unwrap();
         assert_eq!((m.rounds, m.low, m.high), (1, None, None));
@@ -603,18 +585,8 @@ mod tests {
     fn noisy_rounds_widen_the_interval_around_the_truth() {
         let r = result(&[
             BASE,
-            (
-                TracerKind::Lttng,
-                None,
-                Case::Traced,
-                &[210.0, 260.0, 230.0],
-            ),
-            (
-                TracerKind::Ftrace,
-                None,
-                Case::Traced,
-                &[1030.0, 1040.0, 1035.0],
-            ),
+            (Lttng, None, Traced, &[210.0, 260.0, 230.0]),
+            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
         ]);
         let m = reference_ratios(&r)[0].mean.unwrap();
         assert!(
@@ -627,18 +599,8 @@ mod tests {
     fn lossy_runs_stay_out_of_ratios_unless_allowed() {
         let mut r = result(&[
             BASE,
-            (
-                TracerKind::Lttng,
-                None,
-                Case::Traced,
-                &[230.0, 240.0, 235.0],
-            ),
-            (
-                TracerKind::Ftrace,
-                None,
-                Case::Traced,
-                &[1030.0, 1040.0, 1035.0],
-            ),
+            (Lttng, None, Traced, &[230.0, 240.0, 235.0]),
+            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
         ]);
         r.runs[1].events = Some(crate::Events {
             hits: 100,
@@ -673,32 +635,14 @@ mod tests {
     fn costs_over_the_cheapest_and_across_results() {
         let r = result(&[
             BASE,
-            (
-                TracerKind::Lttng,
-                None,
-                Case::Traced,
-                &[230.0, 240.0, 235.0],
-            ),
-            (
-                TracerKind::Ftrace,
-                None,
-                Case::Traced,
-                &[1030.0, 1040.0, 1035.0],
-            ),
+            (Lttng, None, Traced, &[230.0, 240.0, 235.0]),
+            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
         ]);
         let rows = over_cheapest(&r);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].denominator, "lttng case 1");
         assert!((rows[0].mean.unwrap().estimate - 5.0).abs() < 1e-12);
-        let slower = result(&[
-            BASE,
-            (
-                TracerKind::Lttng,
-                None,
-                Case::Traced,
-                &[425.0, 445.0, 435.0],
-            ),
-        ]);
+        let slower = result(&[BASE, (Lttng, None, Traced, &[425.0, 445.0, 435.0])]);
         let rows = across(&r, &slower);
         assert_eq!(rows.len(), 1, "ftrace is only in A");
         assert_eq!(rows[0].numerator, "B lttng case 1");
@@ -710,22 +654,17 @@ mod tests {
     fn wakeup_pair_and_cost_are_measured_not_assumed() {
         let r = result(&[
             BASE,
+            (Ebpf, Some("record"), Traced, &[830.0, 840.0, 835.0]),
             (
-                TracerKind::Ebpf,
-                Some("record"),
-                Case::Traced,
-                &[830.0, 840.0, 835.0],
-            ),
-            (
-                TracerKind::Ebpf,
+                Ebpf,
                 Some("record-wakeup"),
-                Case::Traced,
+                Traced,
                 &[17_030.0, 17_240.0, 17_035.0],
             ),
             (
-                TracerKind::Bpftrace,
+                Bpftrace,
                 Some("record"),
-                Case::Traced,
+                Traced,
                 &[16_030.0, 16_040.0, 16_035.0],
             ),
         ]);
@@ -767,22 +706,17 @@ mod tests {
     fn trap_cost_is_usdt_minus_usdt_nop5() {
         let r = result(&[
             BASE,
+            (Ebpf, Some("aggregate"), Traced, &[830.0, 840.0, 835.0]),
             (
-                TracerKind::Ebpf,
-                Some("aggregate"),
-                Case::Traced,
-                &[830.0, 840.0, 835.0],
-            ),
-            (
-                TracerKind::Ebpf,
+                Ebpf,
                 Some("aggregate, usdt-nop5"),
-                Case::Traced,
+                Traced,
                 &[230.0, 240.0, 235.0],
             ),
             (
-                TracerKind::Bpftrace,
+                Bpftrace,
                 Some("aggregate, usdt-nop5"),
-                Case::Traced,
+                Traced,
                 &[930.0, 940.0, 935.0],
             ),
         ]);
@@ -802,24 +736,9 @@ mod tests {
     fn each_lttng_event_kind_is_compared_with_ftrace() {
         let r = result(&[
             BASE,
-            (
-                TracerKind::Lttng,
-                Some("tracepoint"),
-                Case::Traced,
-                &[230.0, 240.0, 235.0],
-            ),
-            (
-                TracerKind::Lttng,
-                Some("tracef"),
-                Case::Traced,
-                &[430.0, 440.0, 435.0],
-            ),
-            (
-                TracerKind::Ftrace,
-                None,
-                Case::Traced,
-                &[1030.0, 1040.0, 1035.0],
-            ),
+            (Lttng, Some("tracepoint"), Traced, &[230.0, 240.0, 235.0]),
+            (Lttng, Some("tracef"), Traced, &[430.0, 440.0, 435.0]),
+            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
         ]);
         let got: Vec<(String, f64)> = reference_ratios(&r)
             .into_iter()
@@ -836,13 +755,8 @@ mod tests {
     fn dormant_runs_are_differences_from_case_0() {
         let r = result(&[
             BASE,
-            (TracerKind::Ftrace, None, Case::Dormant, &[30.5, 40.5, 35.5]),
-            (
-                TracerKind::Ftrace,
-                None,
-                Case::Instrumented,
-                &[31.0, 39.0, 37.0],
-            ),
+            (Ftrace, None, Dormant, &[30.5, 40.5, 35.5]),
+            (Ftrace, None, Instrumented, &[31.0, 39.0, 37.0]),
         ]);
         let d = dormant(&r);
         assert_eq!(d.len(), 2);
@@ -862,18 +776,13 @@ mod tests {
             (
                 TracerKind::None,
                 None,
-                Case::Baseline,
+                Baseline,
                 &[21.7, 25.7, 21.7, 25.7, 21.7, 25.7],
             ),
-            (
-                TracerKind::Ftrace,
-                None,
-                Case::Dormant,
-                &[25.8, 21.8, 25.8, 21.8, 25.8, 21.8],
-            ),
+            (Ftrace, None, Dormant, &[25.8, 21.8, 25.8, 21.8, 25.8, 21.8]),
         ]);
         for c in &mut r.runs {
-            let extra = if c.case == Case::Dormant { 0.1 } else { 0.0 };
+            let extra = if c.case == Dormant { 0.1 } else { 0.0 };
             for round in &mut c.rounds {
                 round.timer_median_ns = Some(round.median_ns.unwrap() - 0.7 - extra);
             }
@@ -894,13 +803,8 @@ mod tests {
     fn uprobe_runs_are_measured_against_the_call_baseline() {
         let mut r = result(&[
             BASE,
-            (TracerKind::None, None, Case::Baseline, &[50.0, 50.0, 50.0]),
-            (
-                TracerKind::Ftrace,
-                None,
-                Case::Traced,
-                &[1050.0, 1050.0, 1050.0],
-            ),
+            (TracerKind::None, None, Baseline, &[50.0, 50.0, 50.0]),
+            (Ftrace, None, Traced, &[1050.0, 1050.0, 1050.0]),
         ]);
         r.runs[1].hook_kind = HookKind::Uprobe;
         r.runs[2].hook_kind = HookKind::Uprobe;
