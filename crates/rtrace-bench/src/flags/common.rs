@@ -300,6 +300,16 @@ pub fn tracer_choice(args: &[TracerArg]) -> TracerChoice {
     TracerChoice::These(unique(args.iter().filter_map(|&t| tracer_kind(t))))
 }
 
+/// The tracers `--tracer` names but `none` (`all`: every tracer): experiments whose untraced runs
+/// are always made.
+pub fn tracers(args: &[TracerArg]) -> Vec<TracerKind> {
+    let (kinds, _) = tracer_choice(args).kinds();
+    kinds
+        .into_iter()
+        .filter(|k| *k != TracerKind::None)
+        .collect()
+}
+
 pub fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
     match t {
         TracerArg::None => Some(TracerKind::None),

@@ -1,11 +1,10 @@
 //! `events`' flags and their lowering into [`crate::events::Options`].
 
-use super::common::{tracer_choice, CommonArgs, TracerArg};
+use super::common::{tracers, CommonArgs, TracerArg};
 use crate::events::{parse_features, Options};
-use crate::options::{unique, OptionsError, Spec, Take, TracerChoice, DEFAULT_BUFFER_KB};
+use crate::options::{unique, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use clap::{Args, ValueEnum};
 use rtrace_measure::events::Workload;
-use rtrace_tracer::TracerKind;
 
 pub const SPEC: Spec = Spec {
     experiment: "events",
@@ -56,13 +55,7 @@ impl EventsArgs {
         if self.reads == 0 {
             return Err(OptionsError::Zero { what: "reads" });
         }
-        let tracers: Vec<TracerKind> = match tracer_choice(&self.tracer) {
-            TracerChoice::These(k) => k,
-            TracerChoice::AllAvailable => TracerKind::ALL.to_vec(),
-        }
-        .into_iter()
-        .filter(|k| *k != TracerKind::None)
-        .collect();
+        let tracers = tracers(&self.tracer);
         if tracers.is_empty() {
             return Err(OptionsError::Other("--tracer none measures nothing here: name a tracer, e.g. --tracer bpftrace,ebpf (the untraced runs are always made)".into()));
         }

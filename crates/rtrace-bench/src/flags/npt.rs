@@ -1,8 +1,8 @@
 //! `npt`'s flags and their lowering into [`crate::npt::Options`].
 
-use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
+use super::common::{CommonArgs, TracerArg, TracerArgs};
 use crate::npt::Options;
-use crate::options::{OptionsError, Spec, Take, TracerChoice, DEFAULT_BUFFER_KB};
+use crate::options::{OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use clap::Args;
 use rtrace_tracer::{RecordMode, TracerKind};
 
@@ -45,13 +45,9 @@ impl NptArgs {
                     .into(),
             ));
         }
-        let asked = match tracer_choice(&self.tracer) {
-            TracerChoice::These(k) => k,
-            TracerChoice::AllAvailable => TracerKind::ALL.to_vec(),
-        };
         // The run without a tracer is the baseline of every other: always first.
         let mut tracers = vec![TracerKind::None];
-        tracers.extend(asked.into_iter().filter(|k| *k != TracerKind::None));
+        tracers.extend(super::common::tracers(&self.tracer));
         Ok(Options {
             common: self.common.lower(&SPEC, self.tracer_args)?,
             tracers,

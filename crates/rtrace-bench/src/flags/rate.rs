@@ -1,11 +1,11 @@
 //! `rate`'s flags and their lowering into [`crate::rate::Options`].
 
-use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
+use super::common::{tracers, CommonArgs, TracerArg, TracerArgs};
 use crate::options::{check_threads, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use crate::rate::Options;
 use clap::Args;
 use rtrace_measure::rate::SearchPlan;
-use rtrace_tracer::{RecordMode, TracerKind};
+use rtrace_tracer::RecordMode;
 
 pub const SPEC: Spec = Spec {
     experiment: "rate",
@@ -67,13 +67,7 @@ impl RateArgs {
         }
         let one_size = self.common.buffer.buffer_size_kb;
         let common = self.common.lower(&SPEC, self.tracer_args)?;
-        let tracers: Vec<TracerKind> = match tracer_choice(&self.tracer) {
-            crate::options::TracerChoice::These(k) => k,
-            crate::options::TracerChoice::AllAvailable => TracerKind::ALL.to_vec(),
-        }
-        .into_iter()
-        .filter(|k| *k != TracerKind::None)
-        .collect();
+        let tracers = tracers(&self.tracer);
         if tracers.is_empty() {
             return Err(OptionsError::Other(
                 "--tracer names no tracer: pick ftrace, ebpf, lttng, bpftrace or all".into(),

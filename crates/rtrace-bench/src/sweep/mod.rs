@@ -146,21 +146,9 @@ fn prepare(o: &Options, config: Configuration) -> Result<Prepared> {
             cross: None,
         });
     };
-    let hook = match (config.hook_kind(), config.instrumentation()) {
-        (Some(kind @ (HookKind::Uprobe | HookKind::Uretprobe)), _) => Hook::uprobe(
-            &workload,
-            rtrace_protocol::MARKER_HIT,
-            kind == HookKind::Uretprobe,
-        )?,
-        (Some(_), Instrumentation::Usdt) => Hook::Usdt {
-            binary: workload.clone(),
-            sites: rtrace_sdt::find(&workload, "rtrace", "event")?,
-        },
-        (Some(_), Instrumentation::LttngUst) => Hook::LttngUst {
-            provider: "rtrace".into(),
-            event: "event".into(),
-        },
-        (None, _) => Hook::KernelTracepoint {
+    let hook = match config.hook_kind() {
+        Some(kind) => crate::workload::hooks(&workload, config.instrumentation(), kind)?.0,
+        None => Hook::KernelTracepoint {
             category: NANOSLEEP_EXIT.0.into(),
             name: NANOSLEEP_EXIT.1.into(),
         },
