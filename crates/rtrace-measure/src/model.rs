@@ -33,7 +33,29 @@ pub enum AccountingError {
     Short { hits: u64, recorded: u64, lost: u64 },
 }
 
+impl std::ops::Add for Events {
+    type Output = Events;
+    fn add(self, b: Events) -> Events {
+        Events {
+            hits: self.hits + b.hits,
+            recorded: self.recorded + b.recorded,
+            lost: self.lost + b.lost,
+            overwritten: self.overwritten + b.overwritten,
+        }
+    }
+}
+
 impl Events {
+    /// `hits` hits, `recorded` recorded, `lost` dropped.
+    pub fn of(hits: u64, recorded: u64, lost: u64) -> Events {
+        Events {
+            hits,
+            recorded,
+            lost,
+            overwritten: 0,
+        }
+    }
+
     pub fn new(hits: u64, stats: EventStats) -> Events {
         Events {
             hits,
@@ -92,13 +114,9 @@ impl Events {
 mod tests {
     use super::*;
 
+    use Events as E;
     fn ev(hits: u64, recorded: u64, lost: u64) -> Events {
-        Events {
-            hits,
-            recorded,
-            lost,
-            overwritten: 0,
-        }
+        E::of(hits, recorded, lost)
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::{Environment, Events, Summary};
 use hdrhistogram::Histogram;
-use rtrace_protocol::{decode_histogram, encode_histogram, HistogramError, NptDone};
+use rtrace_protocol::{decode_histogram, HistogramError, NptDone};
 use serde::{Deserialize, Serialize};
 
 /// Gaps at or above this many ns count as interruptions in the report (a gap of the loop is
@@ -83,30 +83,16 @@ impl crate::Pool for NptRun {
     /// Adds the later round's loop: iterations, time, hits and both gap histograms; the
     /// summaries and interruptions are made again over every round.
     fn absorb(&mut self, round: NptRun) -> anyhow::Result<()> {
-        let add = |a: &str, b: &str| -> anyhow::Result<String> {
-            let mut h = decode_histogram(a)?;
-            h.add(decode_histogram(b)?)
-                .map_err(|e| anyhow::anyhow!("cannot pool gap histograms: {e:?}"))?;
-            Ok(encode_histogram(&h)?)
-        };
-        let d = &mut self.done;
+        let (d, quiet, fired);
+        d = &mut self.done;
         d.hits += round.done.hits;
         d.iterations += round.done.iterations;
         d.elapsed_ns += round.done.elapsed_ns;
-        d.quiet = add(&d.quiet, &round.done.quiet)?;
-        d.fired = add(&d.fired, &round.done.fired)?;
-        self.events = match (self.events, round.events) {
-            (Some(a), Some(b)) => Some(Events {
-                hits: a.hits + b.hits,
-                recorded: a.recorded + b.recorded,
-                lost: a.lost + b.lost,
-                overwritten: a.overwritten + b.overwritten,
-            }),
-            (a, b) => a.or(b),
-        };
-        let quiet = decode_histogram(&self.done.quiet)?;
+        (d.quiet, quiet) = crate::pool::histograms(&d.quiet, &round.done.quiet)?;
+        (d.fired, fired) = crate::pool::histograms(&d.fired, &round.done.fired)?;
+        self.events = crate::pool::sum(self.events, round.events);
         self.quiet = Summary::of(&quiet);
-        self.fired = Summary::of(&decode_histogram(&self.done.fired)?);
+        self.fired = Summary::of(&fired);
         self.interruptions = above(&quiet, INTERRUPTION_NS);
         Ok(())
     }

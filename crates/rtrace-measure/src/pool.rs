@@ -19,6 +19,22 @@ pub trait Pool: Accounted + Sized {
     fn absorb(&mut self, round: Self) -> anyhow::Result<()>;
 }
 
+/// Two rounds' optional totals pooled: their sum, or whichever there is.
+pub fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Two rounds' encoded histograms pooled: the sum, encoded, and decoded.
+pub fn histograms(a: &str, b: &str) -> anyhow::Result<(String, hdrhistogram::Histogram<u64>)> {
+    let mut h = rtrace_protocol::decode_histogram(a)?;
+    h.add(rtrace_protocol::decode_histogram(b)?)
+        .map_err(|e| anyhow::anyhow!("cannot pool histograms: {e:?}"))?;
+    Ok((rtrace_protocol::encode_histogram(&h)?, h))
+}
+
 /// Adds `round` to the run of `runs` it belongs to, or appends it as a new run.
 pub fn keep<R: Pool>(runs: &mut Vec<R>, round: R) -> anyhow::Result<()> {
     match runs.iter_mut().find(|p| p.is_same_run(&round)) {

@@ -602,12 +602,7 @@ mod tests {
             (Lttng, None, Traced, &[230.0, 240.0, 235.0]),
             (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
         ]);
-        r.runs[1].events = Some(crate::Events {
-            hits: 100,
-            recorded: 90,
-            lost: 10,
-            overwritten: 0,
-        });
+        r.runs[1].events = Some(crate::Events::of(100, 90, 10));
         assert!(reference_ratios(&r).is_empty());
         assert!(over_cheapest(&r).is_empty());
         let notes = lossy_notes(&r);

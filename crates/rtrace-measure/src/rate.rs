@@ -343,12 +343,7 @@ mod tests {
                 rate_hz: rate,
                 achieved_hz: achieved,
                 late: 0,
-                events: Events {
-                    hits,
-                    recorded: hits - lost,
-                    lost,
-                    overwritten: 0,
-                },
+                events: Events::of(hits, hits - lost, lost),
             })
         }
     }

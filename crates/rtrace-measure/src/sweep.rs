@@ -414,26 +414,14 @@ impl crate::Pool for SweepRun {
             round.config,
             round.source
         );
-        let mut pooled = rtrace_protocol::decode_histogram(&self.histogram)?;
-        pooled.add(rtrace_protocol::decode_histogram(&round.histogram)?)?;
-        self.histogram = rtrace_protocol::encode_histogram(&pooled)?;
+        let pooled;
+        (self.histogram, pooled) = crate::pool::histograms(&self.histogram, &round.histogram)?;
         self.latency = Summary::of(&pooled).unwrap_or(self.latency);
         self.overflows += round.overflows;
         self.loops += round.loops;
-        self.overruns = match (self.overruns, round.overruns) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
+        self.overruns = crate::pool::sum(self.overruns, round.overruns);
         self.accounting = match (self.accounting.take(), round.accounting) {
-            (Some(a), Some(b)) => Some(Accounting::judge(
-                a.rule,
-                Events {
-                    hits: a.events.hits + b.events.hits,
-                    recorded: a.events.recorded + b.events.recorded,
-                    lost: a.events.lost + b.events.lost,
-                    overwritten: a.events.overwritten + b.events.overwritten,
-                },
-            )),
+            (Some(a), Some(b)) => Some(Accounting::judge(a.rule, a.events + b.events)),
             (a, b) => a.or(b),
         };
         self.mlocked = match (self.mlocked, round.mlocked) {
@@ -617,12 +605,7 @@ mod tests {
 
     #[test]
     fn accounting_rules() {
-        let ev = |hits, recorded, lost| Events {
-            hits,
-            recorded,
-            lost,
-            overwritten: 0,
-        };
+        let ev = Events::of;
         let exact = Accounting::judge(AccountingRule::Exact, ev(100, 90, 10));
         assert!(exact.ok && exact.extra == 0);
         let bad = Accounting::judge(AccountingRule::Exact, ev(100, 101, 0));

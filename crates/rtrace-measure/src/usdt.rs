@@ -516,28 +516,16 @@ impl crate::Pool for CaseResult {
             round.tracer,
             round.case.number()
         );
-        let mut pooled = rtrace_protocol::decode_histogram(&self.histogram)?;
-        pooled.add(rtrace_protocol::decode_histogram(&round.histogram)?)?;
-        self.histogram = rtrace_protocol::encode_histogram(&pooled)?;
+        let pooled;
+        (self.histogram, pooled) = crate::pool::histograms(&self.histogram, &round.histogram)?;
         self.summary = Summary::of(&pooled).unwrap_or(self.summary);
         self.disturbed = Disturbed::of(&pooled);
-        self.events = match (self.events, round.events) {
-            (Some(a), Some(b)) => Some(Events {
-                hits: a.hits + b.hits,
-                recorded: a.recorded + b.recorded,
-                lost: a.lost + b.lost,
-                overwritten: a.overwritten + b.overwritten,
-            }),
-            (a, b) => a.or(b),
-        };
+        self.events = crate::pool::sum(self.events, round.events);
         self.workload_max_rss_kb = self.workload_max_rss_kb.max(round.workload_max_rss_kb);
         self.mlocked &= round.mlocked;
         self.wall_s += round.wall_s;
         self.rests += round.rests;
-        self.trace_data = match (self.trace_data, round.trace_data) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
+        self.trace_data = crate::pool::sum(self.trace_data, round.trace_data);
         self.rounds.extend(round.rounds);
         anyhow::ensure!(
             self.per_thread.len() == round.per_thread.len(),
@@ -546,9 +534,8 @@ impl crate::Pool for CaseResult {
             self.case.number()
         );
         for (mine, theirs) in self.per_thread.iter_mut().zip(round.per_thread) {
-            let mut pooled = rtrace_protocol::decode_histogram(&mine.histogram)?;
-            pooled.add(rtrace_protocol::decode_histogram(&theirs.histogram)?)?;
-            mine.histogram = rtrace_protocol::encode_histogram(&pooled)?;
+            let pooled;
+            (mine.histogram, pooled) = crate::pool::histograms(&mine.histogram, &theirs.histogram)?;
             mine.summary = Summary::of(&pooled).unwrap_or(mine.summary);
             mine.rounds.extend(theirs.rounds);
         }
@@ -624,12 +611,7 @@ mod tests {
             summary,
             histogram: rtrace_protocol::encode_histogram(&h).unwrap(),
             timer_overhead: summary,
-            events: Some(Events {
-                hits,
-                recorded: hits,
-                lost: 0,
-                overwritten: 0,
-            }),
+            events: Some(Events::of(hits, hits, 0)),
             tsc_hz: 1e9,
             tsc_step_ns: None,
             trace_data: None,
@@ -681,27 +663,12 @@ mod tests {
     fn accounting_follows_the_case() {
         let mut r = traced(&[100], 5);
         assert!(r.accounting().is_ok());
-        r.events = Some(Events {
-            hits: 5,
-            recorded: 3,
-            lost: 0,
-            overwritten: 0,
-        });
+        r.events = Some(Events::of(5, 3, 0));
         assert!(r.accounting().unwrap_err().contains("missed events"));
         r.case = Case::Dormant;
-        r.events = Some(Events {
-            hits: 0,
-            recorded: 0,
-            lost: 0,
-            overwritten: 0,
-        });
+        r.events = Some(Events::of(0, 0, 0));
         assert!(r.accounting().is_ok());
-        r.events = Some(Events {
-            hits: 0,
-            recorded: 1,
-            lost: 0,
-            overwritten: 0,
-        });
+        r.events = Some(Events::of(0, 1, 0));
         assert!(r.accounting().is_err());
         r.events = None;
         assert!(r.accounting().is_ok());

@@ -535,12 +535,7 @@ mod tests {
         assert!(outliers([("x".to_owned(), &calm)], ns).is_none());
         let us = outliers([("none/builtin".to_owned(), &s)], (1000.0, "µs")).unwrap();
         assert!(us.message.contains("max 58 µs, p99.99 5 µs"), "{us}");
-        let ev = Events {
-            hits: 1000,
-            recorded: 250,
-            lost: 750,
-            overwritten: 0,
-        };
+        let ev = Events::of(1000, 250, 750);
         let w = lost("ftrace case 1", &ev).unwrap();
         assert!(w.message.contains("750 of 1000 events (75.0%)"), "{w}");
         assert!(w.to_string().starts_with("ftrace case 1: "));
