@@ -193,6 +193,8 @@ mod tests {
     use super::*;
     use crate::options::TracerOptions;
     use rtrace_tracer::RecordMode;
+    use BpfMode::{Aggregate, Count, Floor, Record, RecordWakeup};
+    use TracerKind::{Bpftrace, Ebpf, Ftrace};
 
     fn opts(bpf_modes: Vec<BpfMode>) -> TracerOptions {
         TracerOptions {
@@ -212,14 +214,9 @@ mod tests {
 
     #[test]
     fn decomposition_modes_are_columns_where_a_tracer_has_them() {
-        let mut o = opts(vec![
-            BpfMode::Floor,
-            BpfMode::Count,
-            BpfMode::Aggregate,
-            BpfMode::Record,
-        ]);
+        let mut o = opts(vec![Floor, Count, Aggregate, Record]);
         assert_eq!(
-            names(TracerKind::Ebpf, &o),
+            names(Ebpf, &o),
             [
                 Some("floor"),
                 Some("count"),
@@ -228,18 +225,15 @@ mod tests {
             ]
         );
         // bpftrace: count() is its aggregate, and it has no floor.
-        assert_eq!(
-            names(TracerKind::Bpftrace, &o),
-            [Some("aggregate"), Some("record")]
-        );
-        assert_eq!(names(TracerKind::Ftrace, &o), [None]);
+        assert_eq!(names(Bpftrace, &o), [Some("aggregate"), Some("record")]);
+        assert_eq!(names(Ftrace, &o), [None]);
         o.ftrace_modes = vec![
             rtrace_ftrace::FtraceMode::Off,
             rtrace_ftrace::FtraceMode::Overwrite,
             rtrace_ftrace::FtraceMode::Stream,
         ];
         assert_eq!(
-            names(TracerKind::Ftrace, &o),
+            names(Ftrace, &o),
             [Some("off"), Some("overwrite"), Some("stream")]
         );
     }
@@ -248,7 +242,7 @@ mod tests {
     fn every_tracer_gets_the_same_per_cpu_buffer_by_default() {
         let o = TracerOptions {
             buffer_size_kb: Some(crate::options::DEFAULT_BUFFER_KB),
-            ..opts(vec![BpfMode::Record])
+            ..opts(vec![Record])
         };
         let b = buffers(&TracerKind::ALL, &o).unwrap();
         assert_eq!(b.len(), 4, "{b:?}");
@@ -311,21 +305,14 @@ mod tests {
 
     #[test]
     fn record_wakeup_is_an_ebpf_column_and_bpftrace_record() {
-        let o = opts(vec![
-            BpfMode::Record,
-            BpfMode::RecordWakeup,
-            BpfMode::Aggregate,
-        ]);
+        let o = opts(vec![Record, RecordWakeup, Aggregate]);
         assert_eq!(
-            names(TracerKind::Ebpf, &o),
+            names(Ebpf, &o),
             [Some("record"), Some("record-wakeup"), Some("aggregate")]
         );
-        assert_eq!(
-            names(TracerKind::Bpftrace, &o),
-            [Some("record"), Some("aggregate")]
-        );
-        let only = opts(vec![BpfMode::RecordWakeup]);
-        assert_eq!(names(TracerKind::Bpftrace, &only), [Some("record")]);
-        assert_eq!(names(TracerKind::Ftrace, &only), [None]);
+        assert_eq!(names(Bpftrace, &o), [Some("record"), Some("aggregate")]);
+        let only = opts(vec![RecordWakeup]);
+        assert_eq!(names(Bpftrace, &only), [Some("record")]);
+        assert_eq!(names(Ftrace, &only), [None]);
     }
 }

@@ -219,6 +219,9 @@ mod tests {
     use crate::sweep::{SweepConfig, SweepRun};
     use crate::Environment;
     use rtrace_tracer::TracerKind;
+    use Configuration::{KernelFtrace, UsdtLttng};
+    use Source::{Builtin, Cyclictest};
+    use Stat::{Max, Min, P99};
 
     fn summary(base: f64) -> Summary {
         Summary {
@@ -288,17 +291,17 @@ mod tests {
 
     #[test]
     fn differences_are_b_minus_a_per_statistic() {
-        let a = sweep(200, vec![run(Configuration::None, Source::Builtin, 1000.0)]);
-        let b = sweep(200, vec![run(Configuration::None, Source::Builtin, 1500.0)]);
+        let a = sweep(200, vec![run(Configuration::None, Builtin, 1000.0)]);
+        let b = sweep(200, vec![run(Configuration::None, Builtin, 1500.0)]);
         let c = compare("a.json", &a, "b.json", &b);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
         assert_eq!(c.pairs.len(), 1);
         let stats = &c.pairs[0].stats;
         assert_eq!(stats.len(), Stat::ALL.len());
-        let p99 = stats.iter().find(|s| s.stat == Stat::P99).unwrap();
+        let p99 = stats.iter().find(|s| s.stat == P99).unwrap();
         assert_eq!((p99.a_ns, p99.b_ns, p99.diff_ns), (5000.0, 7500.0, 2500.0));
         assert_eq!(p99.ratio, Some(1.5));
-        let max = stats.iter().find(|s| s.stat == Stat::Max).unwrap();
+        let max = stats.iter().find(|s| s.stat == Max).unwrap();
         assert_eq!(max.diff_ns, 5000.0);
     }
 
@@ -307,15 +310,15 @@ mod tests {
         let a = sweep(
             200,
             vec![
-                run(Configuration::None, Source::Builtin, 1000.0),
-                run(Configuration::KernelFtrace, Source::Cyclictest, 1000.0),
+                run(Configuration::None, Builtin, 1000.0),
+                run(KernelFtrace, Cyclictest, 1000.0),
             ],
         );
         let b = sweep(
             30,
             vec![
-                run(Configuration::None, Source::Builtin, 1000.0),
-                run(Configuration::UsdtLttng, Source::Builtin, 1000.0),
+                run(Configuration::None, Builtin, 1000.0),
+                run(UsdtLttng, Builtin, 1000.0),
             ],
         );
         let c = compare("a", &a, "b", &b);
@@ -332,7 +335,7 @@ mod tests {
     fn zero_baseline_has_no_ratio() {
         let mut a = summary(0.0);
         a.max_ns = 0.0;
-        let d = StatDiff::new(Stat::Min, &a, &summary(10.0));
+        let d = StatDiff::new(Min, &a, &summary(10.0));
         assert_eq!(d.diff_ns, 10.0);
         assert_eq!(d.ratio, None);
     }

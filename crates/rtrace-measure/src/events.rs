@@ -288,10 +288,13 @@ pub fn piotrowski(feature: Feature) -> Option<(u64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Feature::{Control, Map, TracepointEntry};
+    use TracerKind::{Bpftrace, Ebpf, Ftrace};
+    use Workload::Loop;
 
     fn run(round: u32, elapsed_ns: u64) -> FeatureRun {
         FeatureRun {
-            workload: Workload::Loop,
+            workload: Loop,
             round,
             elapsed_ns,
             reads: 1000,
@@ -314,7 +317,7 @@ mod tests {
                 },
                 kprobes: false,
                 libc: "/lib/libc.so.6".into(),
-                workloads: vec![Workload::Loop],
+                workloads: vec![Loop],
             },
             baseline: vec![run(0, 300_000), run(1, 310_000), run(2, 290_000)],
             cells,
@@ -326,8 +329,8 @@ mod tests {
 
     fn cell(tracer: TracerKind, extra: [u64; 3]) -> Cell {
         Cell {
-            workload: Workload::Loop,
-            feature: Feature::Map,
+            workload: Loop,
+            feature: Map,
             tracer,
             hook: String::new(),
             program: String::new(),
@@ -354,10 +357,7 @@ mod tests {
 
     #[test]
     fn per_event_cost_is_paired_by_round() {
-        let r = result(vec![cell(
-            TracerKind::Bpftrace,
-            [100_000, 100_000, 100_000],
-        )]);
+        let r = result(vec![cell(Bpftrace, [100_000, 100_000, 100_000])]);
         let c = r.cost(&r.cells[0]).unwrap();
         assert!((c.per_event_ns.estimate - 100.0).abs() < 1e-9);
         // Gregg: fastest traced (390,000) - fastest untraced (290,000), over 1000 reads.
@@ -368,33 +368,19 @@ mod tests {
     #[test]
     fn ratio_of_two_tracers() {
         let r = result(vec![
-            cell(TracerKind::Bpftrace, [100_000, 100_000, 100_000]),
-            cell(TracerKind::Ebpf, [50_000, 50_000, 50_000]),
+            cell(Bpftrace, [100_000, 100_000, 100_000]),
+            cell(Ebpf, [50_000, 50_000, 50_000]),
         ]);
-        let e = r
-            .ratio(
-                Workload::Loop,
-                Feature::Map,
-                TracerKind::Ebpf,
-                TracerKind::Bpftrace,
-            )
-            .unwrap();
+        let e = r.ratio(Loop, Map, Ebpf, Bpftrace).unwrap();
         assert!((e.estimate - 0.5).abs() < 1e-9);
-        assert!(r
-            .ratio(
-                Workload::Loop,
-                Feature::Map,
-                TracerKind::Ebpf,
-                TracerKind::Ftrace
-            )
-            .is_none());
+        assert!(r.ratio(Loop, Map, Ebpf, Ftrace).is_none());
     }
 
     #[test]
     fn reference_slowdown_is_against_its_control() {
-        let (ns, pct) = piotrowski(Feature::TracepointEntry).unwrap();
+        let (ns, pct) = piotrowski(TracepointEntry).unwrap();
         assert_eq!(ns, 99);
         assert!((pct - (6.95894 / 5.97243 - 1.0) * 100.0).abs() < 1e-9);
-        assert_eq!(piotrowski(Feature::Control).unwrap().0, 0);
+        assert_eq!(piotrowski(Control).unwrap().0, 0);
     }
 }

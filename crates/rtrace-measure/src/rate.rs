@@ -331,6 +331,7 @@ pub struct RateSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Phase::{Climb, Confirm, Over};
 
     /// A tracer that loses events above `limit` Hz and a loop that cannot fire above `cap`.
     fn fake(limit: f64, cap: f64) -> impl FnMut(f64, Phase) -> anyhow::Result<Point> {
@@ -384,8 +385,8 @@ mod tests {
         // Bisection between 160 k and 320 k, five steps: within 320/160^(1/32) of the limit.
         assert!(found <= 300_000.0 && found > 300_000.0 / 1.03, "{found}");
         let phases: Vec<Phase> = points.iter().map(|p| p.phase).collect();
-        assert_eq!(phases.iter().filter(|&&p| p == Phase::Confirm).count(), 3);
-        assert_eq!(phases.last(), Some(&Phase::Over));
+        assert_eq!(phases.iter().filter(|&&p| p == Confirm).count(), 3);
+        assert_eq!(phases.last(), Some(&Over));
     }
 
     #[test]
@@ -408,7 +409,7 @@ mod tests {
         let mut inner = fake(300_000.0, 1e9);
         let f = search(&SearchPlan::default(), |rate, phase| {
             let mut p = inner(rate, phase)?;
-            if phase == Phase::Confirm && first {
+            if phase == Confirm && first {
                 first = false;
                 p.events.lost = 1;
                 p.events.recorded -= 1;
@@ -417,11 +418,7 @@ mod tests {
         })
         .unwrap();
         assert!(f.confirmed);
-        let confirms: Vec<&Point> = f
-            .points
-            .iter()
-            .filter(|p| p.phase == Phase::Confirm)
-            .collect();
+        let confirms: Vec<&Point> = f.points.iter().filter(|p| p.phase == Confirm).collect();
         assert_eq!(confirms.len(), 1 + 3, "one failed, then three that held");
         assert!(confirms[1].rate_hz < confirms[0].rate_hz);
         assert_eq!(f.max_lossless_hz, Some(confirms[1].rate_hz));
@@ -446,7 +443,7 @@ mod tests {
         assert!(f.confirmed && f.over_lossy == Some(true), "{f:?}");
         let found = f.max_lossless_hz.unwrap();
         assert!(found <= 300_000.0 && found > 250_000.0, "{found}");
-        let overs = f.points.iter().filter(|p| p.phase == Phase::Over).count();
+        let overs = f.points.iter().filter(|p| p.phase == Over).count();
         assert_eq!(
             overs,
             OVER_RUNS as usize + 1,
@@ -461,7 +458,7 @@ mod tests {
         let mut inner = fake(300_000.0, 1e9);
         let f = search(&SearchPlan::default(), |rate, phase| {
             let mut p = inner(rate, phase)?;
-            if chance && phase == Phase::Over {
+            if chance && phase == Over {
                 chance = false;
                 p.events.recorded += p.events.lost;
                 p.events.lost = 0;
@@ -471,12 +468,9 @@ mod tests {
         .unwrap();
         assert!(f.confirmed && f.over_lossy == Some(true), "{f:?}");
         let phases: Vec<Phase> = f.points.iter().map(|p| p.phase).collect();
+        assert_eq!(&phases[phases.len() - 3..], [Confirm, Over, Over]);
         assert_eq!(
-            &phases[phases.len() - 3..],
-            [Phase::Confirm, Phase::Over, Phase::Over]
-        );
-        assert_eq!(
-            f.points.iter().filter(|p| p.phase == Phase::Climb).count(),
+            f.points.iter().filter(|p| p.phase == Climb).count(),
             6,
             "no resume"
         );

@@ -580,6 +580,10 @@ impl SweepResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use AccountingRule::{AtLeast, Exact};
+    use Configuration::{KernelLttng, UsdtEbpf, UsdtFtrace, UsdtLttng};
+    use LatencyStat::{Mean, P50};
+    use Source::Builtin;
 
     #[test]
     fn names_round_trip_through_serde() {
@@ -593,27 +597,24 @@ mod tests {
     #[test]
     fn every_traced_configuration_is_accounted_exactly() {
         for c in Configuration::ALL {
-            let expected = (c != Configuration::None).then_some(AccountingRule::Exact);
+            let expected = (c != Configuration::None).then_some(Exact);
             assert_eq!(c.rule(), expected, "{c}");
         }
-        assert_eq!(
-            Configuration::UsdtLttng.instrumentation(),
-            Instrumentation::LttngUst
-        );
-        assert_eq!(Configuration::KernelLttng.tracer(), TracerKind::Lttng);
+        assert_eq!(UsdtLttng.instrumentation(), Instrumentation::LttngUst);
+        assert_eq!(KernelLttng.tracer(), TracerKind::Lttng);
     }
 
     #[test]
     fn accounting_rules() {
         let ev = Events::of;
-        let exact = Accounting::judge(AccountingRule::Exact, ev(100, 90, 10));
+        let exact = Accounting::judge(Exact, ev(100, 90, 10));
         assert!(exact.ok && exact.extra == 0);
-        let bad = Accounting::judge(AccountingRule::Exact, ev(100, 101, 0));
+        let bad = Accounting::judge(Exact, ev(100, 101, 0));
         assert!(!bad.ok && bad.error.is_some());
-        let kernel = Accounting::judge(AccountingRule::AtLeast, ev(100, 103, 0));
+        let kernel = Accounting::judge(AtLeast, ev(100, 103, 0));
         assert!(kernel.ok);
         assert_eq!(kernel.extra, 3);
-        let short = Accounting::judge(AccountingRule::AtLeast, ev(100, 98, 1));
+        let short = Accounting::judge(AtLeast, ev(100, 98, 1));
         assert!(!short.ok);
         assert_eq!(short.extra, -1);
     }
@@ -633,7 +634,7 @@ mod tests {
         };
         SweepRun {
             config,
-            source: Source::Builtin,
+            source: Builtin,
             tracer: config.tracer(),
             hook: None,
             program: String::new(),
@@ -669,48 +670,32 @@ mod tests {
                 (1, Some(7), 10.0),
             ],
         );
-        let usdt = run_with(
-            Configuration::UsdtFtrace,
-            &[(0, Some(1), 11.0), (1, Some(6), 16.0)],
-        );
-        let s = shift(&usdt, &none, LatencyStat::P50).unwrap();
+        let usdt = run_with(UsdtFtrace, &[(0, Some(1), 11.0), (1, Some(6), 16.0)]);
+        let s = shift(&usdt, &none, P50).unwrap();
         // Round 0: 11 - 10; round 1: 16 - (20 + 10) / 2.
         assert!((s.estimate - 1000.0).abs() < 1e-6, "{s:?}");
-        let later = run_with(
-            Configuration::UsdtEbpf,
-            &[(0, Some(3), 17.0), (1, Some(8), 12.0)],
-        );
+        let later = run_with(UsdtEbpf, &[(0, Some(3), 17.0), (1, Some(8), 12.0)]);
         // Round 0: 17 - (10 + 20) / 2; round 1: only a `none` before it.
-        let s = shift(&later, &none, LatencyStat::P50).unwrap();
+        let s = shift(&later, &none, P50).unwrap();
         assert!((s.estimate - 2000.0).abs() < 1e-6, "{s:?}");
         // Files of older versions: no positions, rounds pair by index.
         let old_none = run_with(Configuration::None, &[(0, None, 10.0), (1, None, 20.0)]);
-        let old = run_with(
-            Configuration::UsdtFtrace,
-            &[(0, None, 12.0), (1, None, 23.0)],
-        );
-        let s = shift(&old, &old_none, LatencyStat::P50).unwrap();
+        let old = run_with(UsdtFtrace, &[(0, None, 12.0), (1, None, 23.0)]);
+        let s = shift(&old, &old_none, P50).unwrap();
         assert!((s.estimate - 2500.0).abs() < 1e-6, "{s:?}");
     }
 
     #[test]
     fn an_alternating_run_is_paired_with_its_own_untraced_wake_ups() {
-        let mut run = run_with(
-            Configuration::UsdtEbpf,
-            &[(0, Some(1), 11.0), (1, Some(3), 15.0)],
-        );
+        let mut run = run_with(UsdtEbpf, &[(0, Some(1), 11.0), (1, Some(3), 15.0)]);
         run.rounds[0].untraced = Some((10_000.0, 10_500.0));
         run.rounds[1].untraced = Some((14_000.0, 14_500.0));
-        let p50 = paired_shift(&run, LatencyStat::P50).unwrap();
+        let p50 = paired_shift(&run, P50).unwrap();
         assert!((p50.estimate - 1000.0).abs() < 1e-6, "{p50:?}");
         assert_eq!(p50.rounds, 2);
-        let mean = paired_shift(&run, LatencyStat::Mean).unwrap();
+        let mean = paired_shift(&run, Mean).unwrap();
         assert!((mean.estimate - 500.0).abs() < 1e-6, "{mean:?}");
         run.rounds.iter_mut().for_each(|r| r.untraced = None);
-        assert_eq!(
-            paired_shift(&run, LatencyStat::P50),
-            None,
-            "not alternating"
-        );
+        assert_eq!(paired_shift(&run, P50), None, "not alternating");
     }
 }

@@ -568,24 +568,20 @@ impl crate::pool::Accounted for CaseResult {
 mod tests {
     use super::*;
     use crate::{Accounted, Pool};
+    use Case::{Baseline, Dormant, Instrumented, Traced};
+    use HookKind::{Uprobe, Uretprobe, Usdt, UsdtNop5};
 
     #[test]
     fn variants_carry_the_mode_and_the_dynamic_hook() {
+        assert_eq!(Usdt.variant(Some("record")).as_deref(), Some("record"));
+        assert_eq!(Usdt.variant(None), None);
         assert_eq!(
-            HookKind::Usdt.variant(Some("record")).as_deref(),
-            Some("record")
-        );
-        assert_eq!(HookKind::Usdt.variant(None), None);
-        assert_eq!(
-            HookKind::UsdtNop5.variant(Some("aggregate")).as_deref(),
+            UsdtNop5.variant(Some("aggregate")).as_deref(),
             Some("aggregate, usdt-nop5")
         );
-        assert_eq!(
-            serde_json::to_string(&HookKind::UsdtNop5).unwrap(),
-            "\"usdt-nop5\""
-        );
-        assert_eq!(HookKind::Uprobe.variant(None).as_deref(), Some("uprobe"));
-        let v = HookKind::Uretprobe.variant(Some("record"));
+        assert_eq!(serde_json::to_string(&UsdtNop5).unwrap(), "\"usdt-nop5\"");
+        assert_eq!(Uprobe.variant(None).as_deref(), Some("uprobe"));
+        let v = Uretprobe.variant(Some("record"));
         assert_eq!(v.as_deref(), Some("record, uretprobe"));
         for h in HookKind::ALL {
             for m in [None, Some("record"), Some("aggregate")] {
@@ -603,11 +599,11 @@ mod tests {
         let summary = Summary::of(&h).unwrap();
         CaseResult {
             tracer: TracerKind::Ebpf,
-            case: Case::Traced,
+            case: Traced,
             variant: Some("aggregate".into()),
             workload: "workload".into(),
             hook: Some("rtrace:event".into()),
-            hook_kind: HookKind::Usdt,
+            hook_kind: Usdt,
             summary,
             histogram: rtrace_protocol::encode_histogram(&h).unwrap(),
             timer_overhead: summary,
@@ -629,10 +625,10 @@ mod tests {
     #[test]
     fn bodies_follow_hook_kind_and_case() {
         use rtrace_protocol::Body;
-        assert_eq!(HookKind::Usdt.body(Case::Traced), Body::Event);
-        assert_eq!(HookKind::UsdtNop5.body(Case::Instrumented), Body::EventNop5);
-        assert_eq!(HookKind::UsdtNop5.body(Case::Dormant), Body::Barrier);
-        assert_eq!(HookKind::Uretprobe.body(Case::Baseline), Body::Call);
+        assert_eq!(Usdt.body(Traced), Body::Event);
+        assert_eq!(UsdtNop5.body(Instrumented), Body::EventNop5);
+        assert_eq!(UsdtNop5.body(Dormant), Body::Barrier);
+        assert_eq!(Uretprobe.body(Baseline), Body::Call);
     }
 
     #[test]
@@ -655,7 +651,7 @@ mod tests {
     fn only_the_same_run_pools() {
         let mut a = traced(&[100], 1);
         let mut b = traced(&[100], 1);
-        b.case = Case::Dormant;
+        b.case = Dormant;
         assert!(a.absorb(b).is_err());
     }
 
@@ -665,7 +661,7 @@ mod tests {
         assert!(r.accounting().is_ok());
         r.events = Some(Events::of(5, 3, 0));
         assert!(r.accounting().unwrap_err().contains("missed events"));
-        r.case = Case::Dormant;
+        r.case = Dormant;
         r.events = Some(Events::of(0, 0, 0));
         assert!(r.accounting().is_ok());
         r.events = Some(Events::of(0, 1, 0));
@@ -682,10 +678,7 @@ mod tests {
             hook_kind: HookKind,
         }
         let old: Old = serde_json::from_str("{}").unwrap();
-        assert_eq!(old.hook_kind, HookKind::Usdt);
-        assert_eq!(
-            serde_json::to_string(&HookKind::Uretprobe).unwrap(),
-            "\"uretprobe\""
-        );
+        assert_eq!(old.hook_kind, Usdt);
+        assert_eq!(serde_json::to_string(&Uretprobe).unwrap(), "\"uretprobe\"");
     }
 }

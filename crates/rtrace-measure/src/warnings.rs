@@ -375,6 +375,7 @@ pub fn sweep(r: &SweepResult) -> Vec<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use WarningKind::FirstRun;
 
     fn quiet_machine() -> Environment {
         Environment {
@@ -458,7 +459,7 @@ mod tests {
         }))
         .unwrap();
         let w = first_run(std::slice::from_ref(&run)).unwrap();
-        assert_eq!(w.kind, WarningKind::FirstRun);
+        assert_eq!(w.kind, FirstRun);
         assert_eq!(w.scope.as_deref(), Some("ftrace case 2"));
         assert!(
             w.message.contains("30.50 ns, outside 22.10–22.30 ns"),

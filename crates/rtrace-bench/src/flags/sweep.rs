@@ -203,6 +203,9 @@ impl SweepArgs {
 mod tests {
     use super::*;
     use crate::flags::Command;
+    use Configuration::{KernelEbpf, KernelFtrace, KernelLttng, UsdtLttng};
+    use CyclictestChoice::{At, Off, OnPath};
+    use SweepOptionsError::{Common, Histogram, Interval, MainCpuNotUsable, SameCpu};
 
     fn parse(args: &[&str], online: usize) -> Result<Options, SweepOptionsError> {
         match crate::flags::tests::parse(&[&["cyclictest-sweep"], args].concat()).unwrap() {
@@ -222,7 +225,7 @@ mod tests {
         assert_eq!(o.common.rounds, 3);
         assert_eq!(o.configs, Configuration::ALL.to_vec());
         assert_eq!(o.shuffle_seed, None);
-        assert_eq!(o.cyclictest, CyclictestChoice::OnPath);
+        assert_eq!(o.cyclictest, OnPath);
     }
 
     #[test]
@@ -230,24 +233,16 @@ mod tests {
         let o = parse(&["--configs", "kernel,none,kernel-ftrace"], 2).unwrap();
         assert_eq!(
             o.configs,
-            vec![
-                Configuration::None,
-                Configuration::KernelFtrace,
-                Configuration::KernelEbpf,
-                Configuration::KernelLttng
-            ]
+            vec![Configuration::None, KernelFtrace, KernelEbpf, KernelLttng]
         );
         let o = parse(&["--configs", "usdt-lttng", "--configs", "none"], 2).unwrap();
-        assert_eq!(
-            o.configs,
-            vec![Configuration::None, Configuration::UsdtLttng]
-        );
+        assert_eq!(o.configs, vec![Configuration::None, UsdtLttng]);
     }
 
     #[test]
     fn bad_values_name_the_fix() {
         let e = |args: &[&str]| parse(args, 4).unwrap_err();
-        assert_eq!(e(&["--interval-us", "0"]), SweepOptionsError::Interval(0));
+        assert_eq!(e(&["--interval-us", "0"]), Interval(0));
         assert_eq!(
             e(&["--loops", "0"]),
             OptionsError::Zero { what: "loops" }.into()
@@ -256,17 +251,11 @@ mod tests {
         assert!(e(&["--rounds", "5", "--loops", "4"])
             .to_string()
             .contains("pass --rounds 1..4"));
-        assert_eq!(
-            e(&["--histogram-us", "2000000"]),
-            SweepOptionsError::Histogram(2_000_000)
-        );
-        assert_eq!(
-            e(&["--cpu", "2", "--main-cpu", "2"]),
-            SweepOptionsError::SameCpu(2)
-        );
+        assert_eq!(e(&["--histogram-us", "2000000"]), Histogram(2_000_000));
+        assert_eq!(e(&["--cpu", "2", "--main-cpu", "2"]), SameCpu(2));
         assert_eq!(
             e(&["--main-cpu", "9"]),
-            SweepOptionsError::MainCpuNotUsable {
+            MainCpuNotUsable {
                 cpu: 9,
                 usable: "0-3".into()
             }
@@ -274,19 +263,16 @@ mod tests {
         assert!(e(&["--cpu", "7"]).to_string().contains("--cpu 3"));
         assert!(matches!(
             parse(&[], 1).unwrap_err(),
-            SweepOptionsError::Common(OptionsError::NoHarnessCpu { cpu: 0, .. })
+            Common(OptionsError::NoHarnessCpu { cpu: 0, .. })
         ));
     }
 
     #[test]
     fn seed_needs_shuffle_and_cyclictest_can_be_chosen_or_skipped() {
-        assert_eq!(
-            parse(&["--no-cyclictest"], 2).unwrap().cyclictest,
-            CyclictestChoice::Off
-        );
+        assert_eq!(parse(&["--no-cyclictest"], 2).unwrap().cyclictest, Off);
         assert_eq!(
             parse(&["--cyclictest", "/opt/ct"], 2).unwrap().cyclictest,
-            CyclictestChoice::At("/opt/ct".into())
+            At("/opt/ct".into())
         );
     }
 

@@ -169,6 +169,10 @@ mod tests {
     use crate::options::{BpfMode, OptionsError, TracerChoice, DEFAULT_BUFFER_KB};
     use rtrace_measure::usdt::{Case, HookKind};
     use rtrace_tracer::TracerKind;
+    use BpfMode::{Aggregate, Record, RecordWakeup};
+    use Case::{Instrumented, Traced};
+    use HookKind::{Usdt, UsdtNop5};
+    use TracerKind::{Ebpf, Ftrace};
 
     #[test]
     fn out_of_range_cpu_message_names_the_fix() {
@@ -202,17 +206,14 @@ mod tests {
     #[test]
     fn cases_are_sorted_and_deduplicated() {
         let o = usdt(&["--case", "3,1,3"]).unwrap();
-        assert_eq!(o.cases, vec![Case::Traced, Case::Instrumented]);
+        assert_eq!(o.cases, vec![Traced, Instrumented]);
         assert_eq!(usdt(&[]).unwrap().cases, Case::ALL.to_vec());
     }
 
     #[test]
     fn tracers_and_defaults() {
         let o = usdt(&["-t", "ftrace,ebpf", "-t", "ftrace"]).unwrap();
-        assert_eq!(
-            o.tracers,
-            TracerChoice::These(vec![TracerKind::Ftrace, TracerKind::Ebpf])
-        );
+        assert_eq!(o.tracers, TracerChoice::These(vec![Ftrace, Ebpf]));
         assert_eq!(o.iterations, 1_000_000);
         assert_eq!(
             usdt(&["-t", "all"]).unwrap().tracers,
@@ -235,29 +236,23 @@ mod tests {
     #[test]
     fn modes_keep_their_order_without_repeats_and_buffers_are_equal() {
         let o = usdt(&[]).unwrap();
-        assert_eq!(o.common.tracer.bpf_modes, [BpfMode::Record]);
+        assert_eq!(o.common.tracer.bpf_modes, [Record]);
         assert_eq!(
             o.common.tracer.buffer_size_kb,
             Some(DEFAULT_BUFFER_KB),
             "one buffer size for every tracer by default"
         );
         let o = usdt(&["--bpf-mode", "record-wakeup,record,record-wakeup,aggregate"]).unwrap();
-        assert_eq!(
-            o.common.tracer.bpf_modes,
-            [BpfMode::RecordWakeup, BpfMode::Record, BpfMode::Aggregate]
-        );
+        assert_eq!(o.common.tracer.bpf_modes, [RecordWakeup, Record, Aggregate]);
         let o = usdt(&["--bpf-mode", "aggregate", "--bpf-mode", "record,aggregate"]).unwrap();
-        assert_eq!(
-            o.common.tracer.bpf_modes,
-            vec![BpfMode::Aggregate, BpfMode::Record]
-        );
+        assert_eq!(o.common.tracer.bpf_modes, vec![Aggregate, Record]);
         let o = usdt(&["--buffer-size-kb", "256"]).unwrap();
         assert_eq!(o.common.tracer.buffer_size_kb, Some(256));
     }
 
     #[test]
     fn hooks_are_ordered_and_default_to_usdt() {
-        assert_eq!(usdt(&[]).unwrap().hooks, vec![HookKind::Usdt]);
+        assert_eq!(usdt(&[]).unwrap().hooks, vec![Usdt]);
         let o = usdt(&["--hook", "uretprobe,usdt,uprobe,usdt-nop5,uretprobe"]).unwrap();
         assert_eq!(o.hooks, HookKind::ALL.to_vec());
     }
@@ -267,7 +262,7 @@ mod tests {
         let o = usdt(&["--decompose", "--buffer-size-kb", "256"]).unwrap();
         assert!(o.decompose);
         assert_eq!(o.tracers, TracerChoice::AllAvailable);
-        assert_eq!(o.hooks, [HookKind::Usdt, HookKind::UsdtNop5]);
+        assert_eq!(o.hooks, [Usdt, UsdtNop5]);
         assert_eq!(o.common.tracer.bpf_modes.len(), 5);
         assert_eq!(o.common.tracer.buffer_size_kb, Some(256), "honoured");
         assert!(crate::flags::tests::parse(&["usdt", "--decompose", "-t", "ebpf"]).is_err());

@@ -618,6 +618,7 @@ fn run_cyclictest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Configuration::{KernelEbpf, KernelFtrace, UsdtEbpf, UsdtFtrace};
 
     fn plan(config: Configuration, cross: bool) -> Prepared {
         Prepared {
@@ -637,9 +638,9 @@ mod tests {
     #[test]
     fn none_runs_by_the_same_source_before_every_configuration_and_after_the_last() {
         let plans = [
-            plan(Configuration::UsdtFtrace, true),
+            plan(UsdtFtrace, true),
             plan(Configuration::None, true),
-            plan(Configuration::KernelFtrace, false),
+            plan(KernelFtrace, false),
         ];
         assert_eq!(
             interleaved(&plans),
@@ -658,19 +659,13 @@ mod tests {
 
     #[test]
     fn without_a_cyclictest_for_none_cross_checks_run_without_neighbours() {
-        let plans = [
-            plan(Configuration::None, false),
-            plan(Configuration::UsdtEbpf, true),
-        ];
+        let plans = [plan(Configuration::None, false), plan(UsdtEbpf, true)];
         assert_eq!(interleaved(&plans), [(0, B), (1, B), (1, C), (0, B)]);
     }
 
     #[test]
     fn without_none_each_configuration_runs_once_per_source() {
-        let plans = [
-            plan(Configuration::UsdtEbpf, true),
-            plan(Configuration::KernelEbpf, false),
-        ];
+        let plans = [plan(UsdtEbpf, true), plan(KernelEbpf, false)];
         assert_eq!(interleaved(&plans), [(0, B), (0, C), (1, B)]);
     }
 }
