@@ -216,76 +216,17 @@ pub fn compare(a_file: &str, a: &SweepResult, b_file: &str, b: &SweepResult) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::{SweepConfig, SweepRun};
-    use crate::Environment;
+    use crate::sweep::SweepRun;
+    use crate::testing::{summary, sweep};
     use rtrace_tracer::TracerKind;
     use Configuration::{KernelFtrace, UsdtLttng};
     use Source::{Builtin, Cyclictest};
     use Stat::{Max, Min, P99};
 
-    fn summary(base: f64) -> Summary {
-        Summary {
-            count: 100,
-            min_ns: base,
-            max_ns: base * 10.0,
-            mean_ns: base * 2.0,
-            stddev_ns: 1.0,
-            p50_ns: base * 2.0,
-            p99_ns: base * 5.0,
-            p999_ns: base * 8.0,
-            p9999_ns: base * 9.0,
-        }
-    }
-
     fn run(config: Configuration, source: Source, base: f64) -> SweepRun {
         SweepRun {
-            config,
-            source,
             tracer: TracerKind::None,
-            hook: None,
-            program: "workload".into(),
-            latency: summary(base),
-            histogram: String::new(),
-            overflows: 0,
-            loops: 100,
-            overruns: Some(0),
-            accounting: None,
-            mlocked: Some(true),
-            pm_qos_zero: Some(true),
-            trace_data: None,
-            wall_s: 1.0,
-            rounds: Vec::new(),
-            untraced: None,
-        }
-    }
-
-    fn sweep(interval_us: u64, runs: Vec<SweepRun>) -> SweepResult {
-        SweepResult {
-            experiment: "cyclictest-sweep".into(),
-            tool_version: "0".into(),
-            started_unix: 0,
-            environment: Environment::collect(0),
-            config: SweepConfig {
-                probe_at: None,
-                configs: vec![],
-                shuffle_seed: None,
-                interval_us,
-                loops: 100,
-                run: crate::RunSettings {
-                    cpu: 1,
-                    harness_cpus: vec![0],
-                    priority: Some(99),
-                    ..Default::default()
-                },
-                main_cpu: 0,
-                histogram_limit_us: 10_000,
-                cyclictest: None,
-                cyclictest_version: None,
-            },
-            runs,
-            unavailable: vec![],
-            failed: vec![],
-            warnings: vec![],
+            ..crate::testing::sweep_run(config, source, summary(base))
         }
     }
 

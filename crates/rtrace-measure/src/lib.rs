@@ -19,6 +19,8 @@ pub mod spawn;
 pub mod staircase;
 pub mod summary;
 pub mod sweep;
+#[cfg(test)]
+mod testing;
 pub mod trace_data;
 pub mod usdt;
 pub mod warnings;

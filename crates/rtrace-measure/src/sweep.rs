@@ -633,26 +633,11 @@ mod tests {
             p9999_ns: p50,
         };
         SweepRun {
-            config,
-            source: Builtin,
-            tracer: config.tracer(),
-            hook: None,
-            program: String::new(),
-            latency: summary(rounds[0].2 * 1000.0),
-            histogram: String::new(),
-            overflows: 0,
-            loops: 100,
-            overruns: None,
-            accounting: None,
-            mlocked: None,
-            pm_qos_zero: None,
-            trace_data: None,
-            wall_s: 0.0,
-            untraced: None,
             rounds: rounds
                 .iter()
                 .map(|&(round, seq, p50)| RoundLatency::of(round, seq, &summary(p50 * 1000.0), 100))
                 .collect(),
+            ..crate::testing::sweep_run(config, Builtin, summary(rounds[0].2 * 1000.0))
         }
     }
 
