@@ -121,14 +121,8 @@ impl Tracer for EbpfTracer {
 
     fn check(&self, hook: &Hook) -> Result<()> {
         rtrace_tracer::require_root("eBPF tracing")?;
-        if let Hook::Read {
-            program,
-            libc,
-            kprobes,
-            ..
-        } = hook
-        {
-            return events::check(*program, *kprobes, libc);
+        if let Hook::Read(read) = hook {
+            return events::check(read);
         }
         let probe = plan::Probe::from_hook(hook)?;
         if let Some(binary) = probe.binary() {
@@ -150,30 +144,17 @@ impl Tracer for EbpfTracer {
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
         let ncpus = libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")?;
-        if let Hook::Read {
-            program,
-            libc,
-            read_offset,
-            kprobes,
-        } = &target.hook
-        {
-            return Ok(Box::new(events::ReadAttachment::start(events::ReadPlan {
-                program: *program,
-                kprobes: *kprobes,
-                libc: libc.clone(),
-                read_offset: *read_offset,
-                ring_bytes: plan::ring_bytes(target.buffer_size_kb, ncpus)?,
-                pid: target.pid,
-                out_dir: target.out_dir.clone(),
-                consumer_cpus: target.consumer_cpus.clone(),
-            })?));
+        let ring_bytes = plan::ring_bytes(target.buffer_size_kb, ncpus)?;
+        if let Hook::Read(read) = &target.hook {
+            let a = events::ReadAttachment::start(read, target, ring_bytes)?;
+            return Ok(Box::new(a));
         }
         let plan = session::Plan {
             probe: plan::Probe::from_hook(&target.hook)?,
             mode: self.mode,
             pid: target.pid,
             skip_tid: target.skip_tid,
-            ring_bytes: plan::ring_bytes(target.buffer_size_kb, ncpus)?,
+            ring_bytes,
             out_dir: target.out_dir.clone(),
             consumer_cpus: target.consumer_cpus.clone(),
         };
@@ -184,7 +165,7 @@ impl Tracer for EbpfTracer {
 
     fn program(&self, hook: &Hook) -> String {
         match hook {
-            Hook::Read { program, .. } => events::describe(*program),
+            Hook::Read(read) => events::describe(read.program),
             h => h.label(),
         }
     }

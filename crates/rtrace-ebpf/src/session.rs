@@ -315,7 +315,7 @@ pub(crate) fn explain(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
 }
 
 /// Waits up to `timeout` in epoll for a wake-up, then drains the ring buffer.
-fn poll(ring: &libbpf_rs::RingBuffer<'_>, timeout: Duration) -> Result<()> {
+pub(crate) fn poll(ring: &libbpf_rs::RingBuffer<'_>, timeout: Duration) -> Result<()> {
     let n = ring.poll_raw(timeout);
     if n < 0 && n != -(nix::errno::Errno::EINTR as i32) {
         bail!(
@@ -327,7 +327,7 @@ fn poll(ring: &libbpf_rs::RingBuffer<'_>, timeout: Duration) -> Result<()> {
 }
 
 /// Drains the ring buffer once; number of records consumed.
-fn consume(ring: &libbpf_rs::RingBuffer<'_>) -> Result<u64> {
+pub(crate) fn consume(ring: &libbpf_rs::RingBuffer<'_>) -> Result<u64> {
     let n = ring.consume_raw();
     if n < 0 {
         bail!(

@@ -62,9 +62,9 @@ mod session;
 pub use cli::{ToolsMissing, TOOLS};
 pub use daemon::daemons_allowed_on;
 
-use anyhow::{bail, ensure, Result};
+use anyhow::{bail, Result};
 use daemon::Sessiond;
-use rtrace_tracer::features::{Ordinary, ReadProgram, Unsupported};
+use rtrace_tracer::features::{Ordinary, ReadHook, Unsupported};
 use rtrace_tracer::{Attachment, Hook, Target, Tracer, TracerKind};
 use std::sync::{Arc, Mutex};
 
@@ -208,7 +208,7 @@ impl Tracer for LttngTracer {
 
     fn program(&self, hook: &Hook) -> String {
         match hook {
-            Hook::Read { program, .. } => events::describe(*program),
+            Hook::Read(read) => events::describe(read.program),
             h => h.label(),
         }
     }
@@ -239,16 +239,13 @@ impl Tracer for LttngTracer {
             Hook::Uprobe { .. } => bail!(
                 "LTTng has no uprobe/uretprobe hook: use --tracer ftrace|ebpf|bpftrace for dynamic instrumentation"
             ),
-            Hook::Read { program, .. } => {
+            Hook::Read(read) => {
                 // This machine first (no kernel modules: every program is unavailable), then
                 // the program.
-                let syscall = Hook::KernelTracepoint {
-                    category: "syscalls".into(),
-                    name: "sys_enter_read".into(),
-                };
+                let syscall = read.ordinary(ReadHook::Enter).expect("a tracepoint");
                 self.check(&syscall)
                     .map_err(|e| Unsupported::Unavailable(format!("{e:#}")))?;
-                events::plan(*program)?;
+                events::plan(read.program)?;
                 Ok(())
             }
         }
@@ -256,23 +253,9 @@ impl Tracer for LttngTracer {
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
-        if let Hook::Read { program, .. } = &target.hook {
-            let account = match *program {
-                ReadProgram::Account(h) => {
-                    ensure!(
-                        target.pid.is_some(),
-                        "the accounting program on {} counts one process: give the target's pid",
-                        h.label()
-                    );
-                    Some(h)
-                }
-                ReadProgram::Feature(_) => None,
-            };
-            let inner = self.attach(&Target {
-                hook: events::plan(*program)?,
-                ..target.clone()
-            })?;
-            return Ok(Box::new(Ordinary { inner, account }));
+        if let Hook::Read(read) = &target.hook {
+            let hook = events::plan(read.program)?;
+            return Ordinary::attach(read.program, target, hook, |t| self.attach(t));
         }
         let sessiond = self.sessiond(&target.consumer_cpus)?;
         Ok(Box::new(session::LttngSession::start(
@@ -323,12 +306,14 @@ mod tests {
             .buffer_description(Some(64))
             .contains("4 sub-buffers × 16 KiB = 64 KiB per CPU"));
         let t = LttngTracer::new(o).unwrap();
-        let hook = Hook::Read {
-            program: ReadProgram::Feature(rtrace_tracer::features::Feature::Histogram),
+        let hook = Hook::Read(rtrace_tracer::features::Read {
+            program: rtrace_tracer::features::ReadProgram::Feature(
+                rtrace_tracer::features::Feature::Histogram,
+            ),
             libc: "/lib/libc.so.6".into(),
             read_offset: 1,
             kprobes: false,
-        };
+        });
         assert!(t.program(&hook).contains("no in-kernel maps"));
     }
 

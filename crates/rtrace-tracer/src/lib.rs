@@ -21,7 +21,7 @@ pub use process::{
     die_with_parent, in_initial_pid_namespace, is_alive, is_running, require_root, NotRoot,
 };
 
-use features::{Evidence, ReadProgram};
+use features::{Evidence, Read};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -109,17 +109,7 @@ pub enum Hook {
     /// A program of the events suite (Gregg's per-event cost benchmark) on the `read` calls:
     /// an experiment's program, which traces every process (`Target::pid` is `None`), or the
     /// accounting program of one hook, which counts the events of `Target::pid` only.
-    Read {
-        program: ReadProgram,
-        /// The libc whose `read` the uprobe experiments (6, 7) and accounting programs hook.
-        libc: PathBuf,
-        /// The file offset of `read` in `libc` (as found by `rtrace_sdt::function`).
-        read_offset: u64,
-        /// Whether the program hooks `vfs_read` with kprobes where Gregg's one-liner does: the
-        /// kernel has kprobes and the backend drives them ([`Tracer::drives_kprobes`]). Else
-        /// experiments 8-18 hook the `read` syscall's tracepoints, and 2 and 3 cannot run.
-        kprobes: bool,
-    },
+    Read(Read),
 }
 
 impl Hook {
@@ -135,9 +125,7 @@ impl Hook {
             Hook::Uprobe { function, ret, .. } => {
                 format!("{}:{function}", if *ret { "uretprobe" } else { "uprobe" })
             }
-            Hook::Read {
-                program, kprobes, ..
-            } => program.site(*kprobes).to_owned(),
+            Hook::Read(r) => r.program.site(r.kprobes),
         }
     }
 
