@@ -183,10 +183,10 @@ pub fn bucket_range(k: usize) -> (i128, Option<i128>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtrace_sdt::Probe as Site;
+    use EbpfMode::*;
 
-    fn site(provider: &str, name: &str) -> Site {
-        Site {
+    fn usdt(sites: &[(&str, &str)]) -> Hook {
+        let site = |&(provider, name): &(&str, &str)| rtrace_sdt::Probe {
             provider: provider.into(),
             name: name.into(),
             address: 0x1000,
@@ -194,41 +194,42 @@ mod tests {
             semaphore_address: None,
             semaphore_offset: None,
             args: vec![],
+        };
+        Hook::Usdt {
+            binary: "/bin/x".into(),
+            sites: sites.iter().map(site).collect(),
         }
     }
 
-    fn usdt(sites: Vec<Site>) -> Hook {
-        Hook::Usdt {
-            binary: "/bin/x".into(),
-            sites,
-        }
+    /// The probe's program in each mode.
+    fn programs(p: &Probe) -> [&'static str; 5] {
+        [Record, RecordWakeup, Aggregate, Count, Floor].map(|m| p.program(m))
     }
 
     #[test]
     fn usdt_hook_becomes_provider_and_name() {
-        let p = Probe::from_hook(&usdt(vec![site("rtest", "hit"), site("rtest", "hit")])).unwrap();
-        assert_eq!(
-            p,
-            Probe::Usdt {
-                binary: "/bin/x".into(),
-                provider: "rtest".into(),
-                name: "hit".into()
-            }
-        );
-        assert_eq!(p.program(EbpfMode::Record), "usdt_record");
-        assert_eq!(p.program(EbpfMode::RecordWakeup), "usdt_record");
-        assert_eq!(p.program(EbpfMode::Aggregate), "usdt_aggregate");
-        assert_eq!(p.program(EbpfMode::Count), "usdt_aggregate");
-        assert_eq!(p.program(EbpfMode::Floor), "usdt_aggregate");
+        let p = Probe::from_hook(&usdt(&[("rtest", "hit"), ("rtest", "hit")])).unwrap();
+        let expected = Probe::Usdt {
+            binary: "/bin/x".into(),
+            provider: "rtest".into(),
+            name: "hit".into(),
+        };
+        assert_eq!(p, expected);
+        let [record, wakeup, aggregate, count, floor] = programs(&p);
+        assert_eq!([record, wakeup], ["usdt_record"; 2]);
+        assert_eq!([aggregate, count, floor], ["usdt_aggregate"; 3]);
     }
 
     #[test]
     fn bad_names_and_mixed_sites_are_rejected() {
-        assert!(Probe::from_hook(&usdt(vec![site("a b", "hit")])).is_err());
-        assert!(Probe::from_hook(&usdt(vec![site("rtest", "x:y")])).is_err());
-        assert!(Probe::from_hook(&usdt(vec![])).is_err());
-        let mixed = usdt(vec![site("rtest", "hit"), site("rtest", "sem")]);
-        assert!(Probe::from_hook(&mixed).is_err());
+        for bad in [
+            usdt(&[("a b", "hit")]),
+            usdt(&[("rtest", "x:y")]),
+            usdt(&[]),
+            usdt(&[("rtest", "hit"), ("rtest", "sem")]),
+        ] {
+            assert!(Probe::from_hook(&bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
@@ -239,7 +240,7 @@ mod tests {
         };
         let p = Probe::from_hook(&tp("syscalls", "sys_exit_clock_nanosleep")).unwrap();
         assert_eq!(p, Probe::NanosleepExit);
-        assert_eq!(p.program(EbpfMode::Record), "tp_record");
+        assert_eq!(p.program(Record), "tp_record");
         let err = Probe::from_hook(&tp("sched", "sched_switch")).unwrap_err();
         assert!(format!("{err:#}").contains("ftrace"), "{err:#}");
         let lttng = Hook::LttngUst {
@@ -251,26 +252,21 @@ mod tests {
 
     #[test]
     fn uprobe_hooks_pick_the_entry_or_return_program() {
-        let hook = |ret| Hook::Uprobe {
+        let hook = |ret, offset| Hook::Uprobe {
             binary: "/bin/x".into(),
             function: "f".into(),
-            offset: 0x1a0,
+            offset,
             ret,
         };
-        let p = Probe::from_hook(&hook(false)).unwrap();
-        assert_eq!(p.program(EbpfMode::Record), "up_record");
-        assert_eq!(p.program(EbpfMode::Aggregate), "up_aggregate");
+        let p = Probe::from_hook(&hook(false, 0x1a0)).unwrap();
+        assert_eq!(programs(&p)[1..3], ["up_record", "up_aggregate"]);
         assert_eq!(p.binary(), Some(std::path::Path::new("/bin/x")));
-        let r = Probe::from_hook(&hook(true)).unwrap();
-        assert_eq!(r.program(EbpfMode::Record), "uret_record");
-        assert_eq!(r.program(EbpfMode::Aggregate), "uret_aggregate");
-        let zero = Hook::Uprobe {
-            binary: "/bin/x".into(),
-            function: "f".into(),
-            offset: 0,
-            ret: false,
-        };
-        let e = format!("{:#}", Probe::from_hook(&zero).unwrap_err());
+        let r = Probe::from_hook(&hook(true, 0x1a0)).unwrap();
+        assert_eq!(
+            programs(&r)[..3],
+            ["uret_record", "uret_record", "uret_aggregate"]
+        );
+        let e = format!("{:#}", Probe::from_hook(&hook(false, 0)).unwrap_err());
         assert!(e.contains("--symbols"), "{e}");
     }
 
