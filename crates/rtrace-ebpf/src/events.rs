@@ -287,7 +287,7 @@ fn trace(
     stop: &Receiver<()>,
     ids: &mut KernelIds,
 ) -> Result<Output> {
-    crate::session::pin(&target.consumer_cpus)?;
+    rtrace_tracer::pin(0, &target.consumer_cpus, "the eBPF consumer")?;
     libbpf_log::capture();
     libbpf_log::clear();
     let mut storage = MaybeUninit::<OpenObject>::uninit();

@@ -73,7 +73,7 @@ fn trace(
     stop: &Receiver<()>,
     ids: &mut KernelIds,
 ) -> Result<EventStats> {
-    pin(&plan.consumer_cpus)?;
+    rtrace_tracer::pin(0, &plan.consumer_cpus, "the eBPF consumer")?;
     let mut storage = MaybeUninit::uninit();
     let skel = load(plan, &mut storage)?;
     *ids = KernelIds::collect(&skel);
@@ -143,26 +143,6 @@ fn trace(
             })
         }
     }
-}
-
-/// Pins the calling thread to `cpus` (no-op if empty).
-pub(crate) fn pin(cpus: &[usize]) -> Result<()> {
-    use nix::sched::{sched_setaffinity, CpuSet};
-    if cpus.is_empty() {
-        return Ok(());
-    }
-    let mut set = CpuSet::new();
-    for &c in cpus {
-        set.set(c).with_context(|| {
-            format!(
-                "consumer CPU {c} is out of range: pass CPUs below {}",
-                CpuSet::count()
-            )
-        })?;
-    }
-    sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).with_context(|| {
-        format!("cannot pin the eBPF consumer to CPUs {cpus:?}: pass online CPUs (see `nproc`)")
-    })
 }
 
 /// open → rodata/map sizes/autoload → load.

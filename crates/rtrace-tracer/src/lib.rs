@@ -18,7 +18,8 @@ mod process;
 pub use names::{validate_name, NameError};
 pub use owner::{run_tag, PREFIX};
 pub use process::{
-    die_with_parent, in_initial_pid_namespace, is_alive, is_running, require_root, NotRoot,
+    cpu_set, die_with_parent, in_initial_pid_namespace, is_alive, is_running, pin, require_root,
+    NotRoot,
 };
 
 use features::{Evidence, Read};
