@@ -109,14 +109,7 @@ impl Tracer for BpftraceTracer {
             return events::program(read).map(drop);
         }
         script::program(hook, self.mode, script::PidFilter::None, None, None)?;
-        if let Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. } = hook {
-            ensure!(
-                binary.is_file(),
-                "cannot read {}: check the path of the binary",
-                binary.display()
-            );
-        }
-        Ok(())
+        hook.check_binary()
     }
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {

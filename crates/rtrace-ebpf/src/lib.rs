@@ -39,7 +39,7 @@ mod skel;
 mod worker;
 
 use anyhow::{Context, Result};
-use rtrace_tracer::{Attachment, EventStats, Hook, Target, Tracer, TracerKind};
+use rtrace_tracer::{Attachment, Hook, Target, Tracer, TracerKind};
 use serde::{Deserialize, Serialize};
 
 pub use plan::NANOSLEEP_EXIT;
@@ -124,21 +124,8 @@ impl Tracer for EbpfTracer {
         if let Hook::Read(read) = hook {
             return events::check(read);
         }
-        let probe = plan::Probe::from_hook(hook)?;
-        if let Some(binary) = probe.binary() {
-            let meta = std::fs::metadata(binary).with_context(|| {
-                format!(
-                    "cannot read {}: check the path of the binary",
-                    binary.display()
-                )
-            })?;
-            anyhow::ensure!(
-                meta.is_file(),
-                "{} is not a file: give the path of a compiled binary or shared library",
-                binary.display()
-            );
-        }
-        Ok(())
+        plan::Probe::from_hook(hook)?;
+        hook.check_binary()
     }
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
@@ -158,9 +145,7 @@ impl Tracer for EbpfTracer {
             out_dir: target.out_dir.clone(),
             consumer_cpus: target.consumer_cpus.clone(),
         };
-        Ok(Box::new(EbpfAttachment {
-            session: session::Session::start(plan)?,
-        }))
+        Ok(Box::new(session::Session::start(plan)?))
     }
 
     fn program(&self, hook: &Hook) -> String {
@@ -172,17 +157,6 @@ impl Tracer for EbpfTracer {
 
     fn drives_kprobes(&self) -> bool {
         true
-    }
-}
-
-/// A live eBPF session: the programs are attached until `finish` or drop.
-pub struct EbpfAttachment {
-    session: session::Session,
-}
-
-impl Attachment for EbpfAttachment {
-    fn finish(self: Box<Self>) -> Result<EventStats> {
-        self.session.finish()
     }
 }
 

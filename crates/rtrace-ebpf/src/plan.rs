@@ -104,14 +104,6 @@ impl Probe {
         }
     }
 
-    /// The binary libbpf attaches to, if the probe is in user space.
-    pub fn binary(&self) -> Option<&std::path::Path> {
-        match self {
-            Probe::Usdt { binary, .. } | Probe::Uprobe { binary, .. } => Some(binary),
-            Probe::NanosleepExit => None,
-        }
-    }
-
     /// Name of the BPF program (in `rtrace.bpf.c`) for this probe in `mode` (`record-wakeup`
     /// runs the record program with its rodata flag `wakeup_per_event` set, `count` and `floor`
     /// the aggregate program with its rodata `agg_level` lowered).
@@ -260,7 +252,6 @@ mod tests {
         };
         let p = Probe::from_hook(&hook(false, 0x1a0)).unwrap();
         assert_eq!(programs(&p)[1..3], ["up_record", "up_aggregate"]);
-        assert_eq!(p.binary(), Some(std::path::Path::new("/bin/x")));
         let r = Probe::from_hook(&hook(true, 0x1a0)).unwrap();
         assert_eq!(
             programs(&r)[..3],

@@ -8,7 +8,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{ErrorKind, Link, OpenObject, RingBufferBuilder};
-use rtrace_tracer::EventStats;
+use rtrace_tracer::{Attachment, EventStats};
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
@@ -48,7 +48,7 @@ pub struct Plan {
     pub consumer_cpus: Vec<usize>,
 }
 
-/// A running session; see the module doc.
+/// A running session, its programs attached until `finish` or drop; see the module doc.
 pub struct Session(Worker<EventStats>);
 
 impl Session {
@@ -60,9 +60,11 @@ impl Session {
         )
         .map(Session)
     }
+}
 
+impl Attachment for Session {
     /// Stops tracing, drains, counts, closes everything.
-    pub fn finish(self) -> Result<EventStats> {
+    fn finish(self: Box<Self>) -> Result<EventStats> {
         self.0.finish()
     }
 }

@@ -150,12 +150,7 @@ impl Tracer for FtraceTracer {
                 offset,
                 ret,
             } => {
-                if !binary.is_file() {
-                    bail!(
-                        "cannot read {}: check the path of the binary",
-                        binary.display()
-                    );
-                }
+                hook.check_binary()?;
                 uprobe::function_definition("check", binary, function, *offset, *ret)?;
                 Ok(())
             }

@@ -130,6 +130,24 @@ impl Hook {
         }
     }
 
+    /// The binary of a user-space hook (USDT, uprobe).
+    pub fn binary(&self) -> Option<&std::path::Path> {
+        match self {
+            Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. } => Some(binary),
+            _ => None,
+        }
+    }
+
+    /// Fails unless a user-space hook's binary is a file; the error names the fix.
+    pub fn check_binary(&self) -> anyhow::Result<()> {
+        match self.binary() {
+            Some(b) if !b.is_file() => {
+                anyhow::bail!("cannot read {}: check the path of the binary", b.display())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// A uprobe (`ret: false`) or uretprobe (`ret: true`) on the function `name` of `binary`,
     /// resolved to its file offset; the error names `rtrace-bench probes BIN --symbols`.
     pub fn uprobe(
