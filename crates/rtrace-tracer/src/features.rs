@@ -72,39 +72,24 @@ impl Feature {
 
     /// Gregg's and Piotrowski's experiment number (1..=18).
     pub fn number(self) -> u8 {
-        Feature::ALL
-            .iter()
-            .position(|&f| f == self)
-            .expect("listed") as u8
-            + 1
+        self as u8 + 1
     }
 
     pub fn from_number(n: u8) -> Option<Feature> {
         Feature::ALL.get(usize::from(n).checked_sub(1)?).copied()
     }
 
-    /// The experiment's name as in Piotrowski's tables ("Tracepoint Entry").
-    pub fn title(self) -> &'static str {
-        match self {
-            Feature::Control => "Control",
-            Feature::Kprobe => "Kprobe",
-            Feature::Kretprobe => "Kretprobe",
-            Feature::TracepointEntry => "Tracepoint Entry",
-            Feature::TracepointReturn => "Tracepoint Return",
-            Feature::Uprobe => "Uprobe",
-            Feature::Uretprobe => "Uretprobe",
-            Feature::Filter => "Filter",
-            Feature::Map => "Map",
-            Feature::SingleKey => "Single Key",
-            Feature::StringKey => "String Key",
-            Feature::TwoKeys => "Two Keys",
-            Feature::KernelStack => "Kernel Stack",
-            Feature::UserStack => "User Stack",
-            Feature::Histogram => "Histogram",
-            Feature::Timing => "Timing",
-            Feature::Multiple => "Multiple",
-            Feature::PerEvent => "Per Event",
+    /// The experiment's name as in Piotrowski's tables: its name here in words
+    /// (`TracepointEntry`: "Tracepoint Entry").
+    pub fn title(self) -> String {
+        let mut title = String::new();
+        for c in format!("{self:?}").chars() {
+            if c.is_ascii_uppercase() && !title.is_empty() {
+                title.push(' ');
+            }
+            title.push(c);
         }
+        title
     }
 }
 
@@ -406,30 +391,40 @@ mod tests {
         }
         assert_eq!(Feature::from_number(0), None);
         assert_eq!(Feature::from_number(19), None);
+        assert_eq!(Feature::TracepointEntry.to_string(), "04 Tracepoint Entry");
+        assert_eq!(Feature::PerEvent.to_string(), "18 Per Event");
     }
 
     #[test]
     fn programs_hook_where_the_kernel_lets_them() {
-        let p = |f| ReadProgram::Feature(f);
-        assert_eq!(p(Feature::Histogram).site(true), "kprobe:vfs_read");
-        assert_eq!(
-            p(Feature::SingleKey).site(false),
-            "tracepoint:syscalls:sys_enter_read"
-        );
-        assert_eq!(p(Feature::Uprobe).site(false), "uprobe:libc:read");
-        assert_eq!(p(Feature::Control).site(true), "BEGIN");
-        assert_eq!(
-            p(Feature::Timing).site(true),
-            "kprobe:vfs_read + kretprobe:vfs_read"
-        );
-        assert_eq!(
-            p(Feature::Timing).site(false),
-            "tracepoint:syscalls:sys_enter_read + sys_exit_read"
-        );
+        let p = ReadProgram::Feature;
+        let timing_tp = "tracepoint:syscalls:sys_enter_read + sys_exit_read";
+        for (program, kprobes, site) in [
+            (p(Feature::Histogram), true, "kprobe:vfs_read"),
+            (
+                p(Feature::SingleKey),
+                false,
+                "tracepoint:syscalls:sys_enter_read",
+            ),
+            (p(Feature::Uprobe), false, "uprobe:libc:read"),
+            (p(Feature::Control), true, "BEGIN"),
+            (
+                p(Feature::Timing),
+                true,
+                "kprobe:vfs_read + kretprobe:vfs_read",
+            ),
+            (p(Feature::Timing), false, timing_tp),
+            (
+                ReadProgram::Account(ReadHook::Uretprobe),
+                true,
+                "uretprobe:libc:read",
+            ),
+        ] {
+            assert_eq!(program.site(kprobes), site, "{program:?}");
+        }
         assert_eq!(p(Feature::Histogram).hooks(false), [ReadHook::Enter]);
         assert_eq!(p(Feature::Histogram).hooks(true), [ReadHook::Kprobe]);
         let a = ReadProgram::Account(ReadHook::Uretprobe);
-        assert_eq!(a.site(true), "uretprobe:libc:read");
         assert_eq!(a.hooks(true), [ReadHook::Uretprobe]);
         assert!(ReadProgram::Account(ReadHook::Kprobe).needs_kprobes());
         assert!(p(Feature::Kretprobe).needs_kprobes());
@@ -441,70 +436,55 @@ mod tests {
 
     #[test]
     fn reads_map_to_ordinary_hooks_and_need_kprobes_they_have() {
-        let read = |program, kprobes| Read {
-            program,
+        let read = |f, kprobes| Read {
+            program: ReadProgram::Feature(f),
             libc: "/lib/libc.so.6".into(),
             read_offset: 0x1234,
             kprobes,
         };
-        let r = read(ReadProgram::Feature(Feature::Uretprobe), false);
+        let r = read(Feature::Uretprobe, false);
         assert_eq!(r.on_libc(), Some(true));
         assert!(matches!(
             r.ordinary(ReadHook::Uretprobe),
             Some(Hook::Uprobe { ret: true, offset: 0x1234, ref function, .. }) if function == "read"
         ));
-        assert_eq!(
-            r.ordinary(ReadHook::Exit).unwrap().label(),
-            "syscalls:sys_exit_read"
-        );
+        let exit = r.ordinary(ReadHook::Exit).unwrap();
+        assert_eq!(exit.label(), "syscalls:sys_exit_read");
         assert!(r.ordinary(ReadHook::Kprobe).is_none());
+        assert_eq!(read(Feature::Map, false).on_libc(), None);
+        let unavailable = Unsupported::Unavailable(NO_KPROBES.into());
         assert_eq!(
-            read(ReadProgram::Feature(Feature::Map), false).on_libc(),
-            None
+            read(Feature::Kprobe, false).check_kprobes(),
+            Err(unavailable)
         );
-        let kprobe = ReadProgram::Feature(Feature::Kprobe);
-        assert_eq!(
-            read(kprobe, false).check_kprobes(),
-            Err(Unsupported::Unavailable(NO_KPROBES.into()))
-        );
-        assert!(read(kprobe, true).check_kprobes().is_ok());
+        assert!(read(Feature::Kprobe, true).check_kprobes().is_ok());
     }
 
     #[test]
     fn unsupported_is_found_inside_anyhow_with_context() {
-        let e = anyhow::Error::new(Unsupported::Inexpressible("no printf".into()))
-            .context("experiment 18");
-        assert_eq!(
-            e.downcast_ref::<Unsupported>(),
-            Some(&Unsupported::Inexpressible("no printf".into()))
-        );
-        assert_eq!(
-            Unsupported::Unavailable("no kprobes".into()).to_string(),
-            "no kprobes"
-        );
+        let no_printf = Unsupported::Inexpressible("no printf".into());
+        let e = anyhow::Error::new(no_printf.clone()).context("experiment 18");
+        assert_eq!(e.downcast_ref::<Unsupported>(), Some(&no_printf));
+        let no_kprobes = Unsupported::Unavailable("no kprobes".into());
+        assert_eq!(no_kprobes.to_string(), "no kprobes");
     }
 
     #[test]
     fn evidence_is_checked_against_the_reads() {
-        let exact = Evidence {
-            workload: Some(100),
-            ..Evidence::default()
+        let ev = |workload, all, lost| Evidence {
+            workload,
+            all,
+            lost,
+            source: String::new(),
         };
+        let exact = ev(Some(100), None, 0);
         assert!(exact.check(100).is_ok());
         assert!(exact.check(101).is_err());
         assert!(exact.check(99).is_err());
-        let all = Evidence {
-            all: Some(105),
-            ..Evidence::default()
-        };
+        let all = ev(None, Some(105), 0);
         assert!(all.check(100).is_ok());
         assert!(all.check(106).is_err());
-        let lossy = Evidence {
-            workload: Some(90),
-            lost: 10,
-            ..Evidence::default()
-        };
-        assert!(lossy.check(100).is_ok());
+        assert!(ev(Some(90), None, 10).check(100).is_ok());
         assert!(Evidence::default().check(100).is_ok());
     }
 }
