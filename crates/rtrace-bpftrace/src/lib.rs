@@ -119,18 +119,14 @@ impl Tracer for BpftraceTracer {
             let a = events::ReadAttachment::start(&self.program, read, target, pages)?;
             return Ok(Box::new(a));
         }
-        let events = match self.mode {
+        let (events, flush) = match self.mode {
             BpftraceMode::Record => {
                 let f = target.out_dir.join(EVENTS_FILE);
                 std::fs::File::create(&f)
                     .with_context(|| format!("cannot create {} (check --out-dir)", f.display()))?;
-                Some(f)
+                (Some(f), flush::probe())
             }
-            BpftraceMode::Aggregate => None,
-        };
-        let flush = match self.mode {
-            BpftraceMode::Record => flush::probe(),
-            BpftraceMode::Aggregate => None,
+            BpftraceMode::Aggregate => (None, None),
         };
         let args = script::args(
             &target.hook,

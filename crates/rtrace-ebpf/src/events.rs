@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
+use libbpf_rs::{Link, MapCore, OpenObject, RingBufferBuilder};
 use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram};
 use rtrace_tracer::{Attachment, EventStats, Target};
 use std::cell::RefCell;
@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::freed::KernelIds;
 use crate::libbpf_log;
+use crate::readout::sum_percpu;
 use crate::worker::Worker;
 
 #[allow(clippy::all, unused_imports)]
@@ -404,19 +405,6 @@ fn lines(
         lines,
         lost: sum_percpu(&skel.maps.ev_lost, &0u32.to_ne_bytes())?,
     })
-}
-
-fn sum_percpu(map: &dyn MapCore, key: &[u8]) -> Result<u64> {
-    Ok(map
-        .lookup_percpu(key, MapFlags::ANY)
-        .with_context(|| format!("cannot read the BPF map {}", map.name().to_string_lossy()))?
-        .unwrap_or_default()
-        .iter()
-        .map(|v| {
-            v.get(..8)
-                .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-        })
-        .sum())
 }
 
 fn comm_bytes(comm: &str) -> [u8; 16] {

@@ -6,7 +6,7 @@
 //! every BPF fd (programs, maps, links) is closed before either returns.
 
 use anyhow::{anyhow, bail, Context, Result};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{ErrorKind, Link, OpenObject, RingBufferBuilder};
 use rtrace_tracer::{Attachment, EventStats};
 use std::cell::RefCell;
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::freed::KernelIds;
 use crate::plan::{Probe, NANOSLEEP_EXIT};
-use crate::readout::{floor_hits, sum_lost, write_aggregate};
+use crate::readout::{floor_hits, sum_percpu, write_aggregate};
 use crate::sink::EventSink;
 use crate::worker::Worker;
 use crate::{libbpf_log, skel, EbpfMode};
@@ -78,8 +78,8 @@ fn trace(
     rtrace_tracer::pin(0, &plan.consumer_cpus, "the eBPF consumer")?;
     let mut storage = MaybeUninit::uninit();
     let skel = load(plan, &mut storage)?;
-    *ids = KernelIds::collect(&skel);
-    match plan.mode {
+    *ids = KernelIds::of(skel.object());
+    let recorded = match plan.mode {
         EbpfMode::Record | EbpfMode::RecordWakeup => {
             let path = plan.out_dir.join(EVENTS_FILE);
             let sink = RefCell::new(EventSink::create(&path)?);
@@ -118,33 +118,28 @@ fn trace(
             drop(link);
             while consume(&ring)? > 0 {}
             drop(ring);
-            let recorded = sink.into_inner().finish()?;
-            Ok(EventStats {
-                recorded,
-                lost: sum_lost(&skel)?,
-                overwritten: 0,
-            })
+            sink.into_inner().finish()?
         }
         EbpfMode::Aggregate | EbpfMode::Count | EbpfMode::Floor => {
             let link = attach(plan, &skel)?;
             attached();
             let _ = stop.recv();
             drop(link);
-            let recorded = match plan.mode {
+            match plan.mode {
                 EbpfMode::Floor => floor_hits(&skel)?,
                 mode => write_aggregate(
                     &skel,
                     &plan.out_dir.join(AGGREGATE_FILE),
                     mode == EbpfMode::Aggregate,
                 )?,
-            };
-            Ok(EventStats {
-                recorded,
-                lost: sum_lost(&skel)?,
-                overwritten: 0,
-            })
+            }
         }
-    }
+    };
+    Ok(EventStats {
+        recorded,
+        lost: sum_percpu(&skel.maps.lost, &0u32.to_ne_bytes())?,
+        overwritten: 0,
+    })
 }
 
 /// open → rodata/map sizes/autoload → load.
