@@ -124,7 +124,7 @@ impl Tracer for EbpfTracer {
         if let Hook::Read(read) = hook {
             return events::check(read);
         }
-        plan::Probe::from_hook(hook)?;
+        plan::check(hook)?;
         hook.check_binary()
     }
 
@@ -137,7 +137,7 @@ impl Tracer for EbpfTracer {
             return Ok(Box::new(a));
         }
         let plan = session::Plan {
-            probe: plan::Probe::from_hook(&target.hook)?,
+            hook: target.hook.clone(),
             mode: self.mode,
             pid: target.pid,
             skip_tid: target.skip_tid,

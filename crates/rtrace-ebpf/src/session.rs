@@ -8,7 +8,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{ErrorKind, Link, OpenObject, RingBufferBuilder};
-use rtrace_tracer::{Attachment, EventStats};
+use rtrace_tracer::{Attachment, EventStats, Hook};
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
 use crate::freed::KernelIds;
-use crate::plan::{Probe, NANOSLEEP_EXIT};
+use crate::plan::NANOSLEEP_EXIT;
 use crate::readout::{floor_hits, sum_percpu, write_aggregate};
 use crate::sink::EventSink;
 use crate::worker::Worker;
@@ -38,7 +38,8 @@ pub const AGGREGATE_FILE: &str = "ebpf-aggregate.txt";
 /// Everything the session thread needs, decided before it starts.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub probe: Probe,
+    /// A hook `plan::check` let through.
+    pub hook: Hook,
     pub mode: EbpfMode,
     pub pid: Option<u32>,
     /// Hits of this thread are ignored in BPF (rodata `skip_tid`).
@@ -154,10 +155,10 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         .rodata_data
         .as_deref_mut()
         .context("the BPF object has no rodata (a build bug: rebuild rtrace-bench)")?;
-    rodata.target_tgid = match plan.probe {
-        // USDT: the kernel filters the pid at attach; the tracepoint filters in BPF.
-        Probe::NanosleepExit => plan.pid.unwrap_or(0),
-        Probe::Usdt { .. } | Probe::Uprobe { .. } => 0,
+    rodata.target_tgid = match plan.hook {
+        // USDT, uprobes: the kernel filters the pid at attach; the tracepoint filters in BPF.
+        Hook::Usdt { .. } | Hook::Uprobe { .. } => 0,
+        _ => plan.pid.unwrap_or(0),
     };
     rodata.wakeup_per_event = plan.mode == EbpfMode::RecordWakeup;
     rodata.skip_tid = plan.skip_tid.unwrap_or(0);
@@ -175,7 +176,7 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         .events
         .set_max_entries(ring)
         .context("cannot size the ring buffer")?;
-    let wanted = plan.probe.program(plan.mode);
+    let wanted = crate::plan::program(&plan.hook, plan.mode);
     for (name, prog) in [
         ("usdt_record", &mut open.progs.usdt_record),
         ("usdt_aggregate", &mut open.progs.usdt_aggregate),
@@ -195,19 +196,15 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
 fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
     libbpf_log::clear();
     let pid = plan.pid.map_or(-1, |p| p as i32);
-    match (&plan.probe, plan.mode) {
-        (
-            Probe::Usdt {
-                binary,
-                provider,
-                name,
-            },
-            mode,
-        ) => {
-            let prog = if mode.records() {
-                &skel.progs.usdt_record
+    let (progs, record) = (&skel.progs, plan.mode.records());
+    match &plan.hook {
+        Hook::Usdt { binary, sites } => {
+            // `plan::check` let through the sites of one probe.
+            let (provider, name) = (&sites[0].provider, &sites[0].name);
+            let prog = if record {
+                &progs.usdt_record
             } else {
-                &skel.progs.usdt_aggregate
+                &progs.usdt_aggregate
             };
             prog.attach_usdt(pid, binary, provider, name).map_err(|e| {
                 if e.kind() == ErrorKind::NotFound {
@@ -223,20 +220,17 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
                 }
             })
         }
-        (
-            Probe::Uprobe {
-                binary,
-                function,
-                offset,
-                ret,
-            },
-            mode,
-        ) => {
-            let prog = match (ret, mode.records()) {
-                (false, true) => &skel.progs.up_record,
-                (false, false) => &skel.progs.up_aggregate,
-                (true, true) => &skel.progs.uret_record,
-                (true, false) => &skel.progs.uret_aggregate,
+        Hook::Uprobe {
+            binary,
+            function,
+            offset,
+            ret,
+        } => {
+            let prog = match (ret, record) {
+                (false, true) => &progs.up_record,
+                (false, false) => &progs.up_aggregate,
+                (true, true) => &progs.uret_record,
+                (true, false) => &progs.uret_aggregate,
             };
             let kind = if *ret { "uretprobe" } else { "uprobe" };
             let offset = usize::try_from(*offset).context("function offset out of range")?;
@@ -252,25 +246,16 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
                 }
             })
         }
-        (Probe::NanosleepExit, mode) => {
-            let prog = if mode.records() {
-                &skel.progs.tp_record
+        // `syscalls:sys_exit_clock_nanosleep`, the one tracepoint `plan::check` lets through.
+        _ => {
+            let prog = if record {
+                &progs.tp_record
             } else {
-                &skel.progs.tp_aggregate
+                &progs.tp_aggregate
             };
-            prog.attach_tracepoint(
-                libbpf_rs::TracepointCategory::Custom(NANOSLEEP_EXIT.0.into()),
-                NANOSLEEP_EXIT.1,
-            )
-            .map_err(|e| {
-                explain(
-                    e,
-                    &format!(
-                        "attaching to tracepoint {}:{}",
-                        NANOSLEEP_EXIT.0, NANOSLEEP_EXIT.1
-                    ),
-                )
-            })
+            let (category, name) = NANOSLEEP_EXIT;
+            prog.attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), name)
+                .map_err(|e| explain(e, &format!("attaching to tracepoint {category}:{name}")))
         }
     }
 }
