@@ -165,22 +165,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn mode_serializes_lowercase() {
-        assert_eq!(
-            serde_json::to_string(&EbpfMode::Aggregate).unwrap(),
-            "\"aggregate\""
-        );
-        let m: EbpfMode = serde_json::from_str("\"record\"").unwrap();
-        assert_eq!(m, EbpfMode::Record);
+    fn mode_serializes_as_its_name() {
+        assert_eq!(EbpfMode::Aggregate.name(), "aggregate");
         for m in [
             EbpfMode::Record,
             EbpfMode::RecordWakeup,
             EbpfMode::Aggregate,
         ] {
-            assert_eq!(
-                serde_json::to_string(&m).unwrap(),
-                format!("\"{}\"", m.name())
-            );
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+            assert_eq!(serde_json::from_str::<EbpfMode>(&json).unwrap(), m);
         }
     }
 }
