@@ -201,7 +201,7 @@ fn feature_number(f: &serde_json::Value) -> u64 {
 /// why not when its modules are absent.
 #[test]
 fn read_programs_get_the_buffer_size_they_ask_for() {
-    use rtrace_tracer::features::{Feature, ReadProgram, Unsupported};
+    use rtrace_tracer::features::{Feature, Read, ReadProgram, Unsupported};
     use rtrace_tracer::{Hook, RecordMode, Target, Tracer};
     let before = tracefs_snapshot();
     let libc = [
@@ -215,12 +215,12 @@ fn read_programs_get_the_buffer_size_they_ask_for() {
     let read_offset = rtrace_sdt::function(&libc, "read").unwrap().offset;
     let dir = tempfile::tempdir().unwrap();
     let target = |feature| Target {
-        hook: Hook::Read {
+        hook: Hook::Read(Read {
             program: ReadProgram::Feature(feature),
             libc: libc.clone(),
             read_offset,
             kprobes: false,
-        },
+        }),
         pid: None,
         follow_children: false,
         skip_tid: None,

@@ -169,7 +169,8 @@ impl Bpftrace {
             stdout: Some(stdout),
             stderr: Some(stderr),
         };
-        if let Err(e) = pin(pid, cpus) {
+        // Threads it starts later inherit the mask.
+        if let Err(e) = rtrace_tracer::pin(pid, cpus, "bpftrace") {
             bt.kill();
             return Err(e);
         }
@@ -285,26 +286,6 @@ fn lines(r: impl Read, mut keep: impl FnMut(&str) -> bool) -> Vec<String> {
         .map_while(Result::ok)
         .filter(|l| keep(l))
         .collect()
-}
-
-/// Moves the (just started) bpftrace to `cpus`; threads it starts later inherit the mask.
-fn pin(pid: u32, cpus: &[usize]) -> Result<()> {
-    use nix::sched::{sched_setaffinity, CpuSet};
-    if cpus.is_empty() {
-        return Ok(());
-    }
-    let mut set = CpuSet::new();
-    for &c in cpus {
-        set.set(c).with_context(|| {
-            format!(
-                "consumer CPU {c} is out of range: pass CPUs below {}",
-                CpuSet::count()
-            )
-        })?;
-    }
-    sched_setaffinity(Pid::from_raw(pid as i32), &set).with_context(|| {
-        format!("cannot pin bpftrace to CPUs {cpus:?}: pass online CPUs (see `nproc`)")
-    })
 }
 
 #[cfg(test)]

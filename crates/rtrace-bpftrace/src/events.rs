@@ -6,7 +6,7 @@
 //! removed (the suite keeps no per-event output).
 
 use anyhow::{bail, Context, Result};
-use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram, Unsupported, NO_KPROBES};
+use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram};
 use rtrace_tracer::{Attachment, EventStats, Target};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -16,29 +16,22 @@ use crate::child::Bpftrace;
 /// bpftrace's output below the run's directory.
 const OUTPUT_FILE: &str = "bpftrace-output.txt";
 
-/// The experiment's one-liner. `kprobes`: whether the kernel has them (Gregg's own hooks);
-/// `libc`: the library whose `read` experiments 6 and 7 hook. `None`: the experiment needs
-/// kprobes and the kernel has none.
-fn script(feature: Feature, kprobes: bool, libc: &Path) -> Option<String> {
-    let (entry, ret, arg) = if kprobes {
-        ("kprobe:vfs_read", "kretprobe:vfs_read", "arg2")
-    } else {
-        (
-            "tracepoint:syscalls:sys_enter_read",
-            "tracepoint:syscalls:sys_exit_read",
-            "args->count",
-        )
+/// The script bpftrace runs for `read`: the experiment's one-liner, on the hooks of
+/// [`Read::hooks`] (libc's path in the uprobes; `args->count` for vfs_read's arg2 on the
+/// syscall's tracepoint), or the accounting script of a hook (its output reads as experiment
+/// 10's `@[pid]`); `Unsupported` where it needs kprobes and the kernel has none.
+pub fn program(read: &Read) -> Result<String> {
+    read.check_kprobes()?;
+    let libc = format!(":{}:", read.libc.display());
+    let probe = |h: ReadHook| h.label().replacen(":libc:", &libc, 1);
+    let hooks: Vec<String> = read.hooks().into_iter().map(probe).collect();
+    let entry = hooks.first().map_or("BEGIN", String::as_str);
+    let arg = if read.kprobes { "arg2" } else { "args->count" };
+    let feature = match read.program {
+        ReadProgram::Account(_) => return Ok(format!("{entry} {{ @[pid] = count(); }}")),
+        ReadProgram::Feature(f) => f,
     };
-    let libc = libc.display();
-    Some(match feature {
-        Feature::Control => "BEGIN { 1 }".into(),
-        Feature::Kprobe | Feature::Kretprobe if !kprobes => return None,
-        Feature::Kprobe => "kprobe:vfs_read { 1 }".into(),
-        Feature::Kretprobe => "kretprobe:vfs_read { 1 }".into(),
-        Feature::TracepointEntry => "tracepoint:syscalls:sys_enter_read { 1 }".into(),
-        Feature::TracepointReturn => "tracepoint:syscalls:sys_exit_read { 1 }".into(),
-        Feature::Uprobe => format!("uprobe:{libc}:read {{ 1 }}"),
-        Feature::Uretprobe => format!("uretprobe:{libc}:read {{ 1 }}"),
+    Ok(match feature {
         Feature::Filter => format!("{entry} /{arg} > 0/ {{ 1 }}"),
         Feature::Map => format!("{entry} {{ @ = count(); }}"),
         Feature::SingleKey => format!("{entry} {{ @[pid] = count(); }}"),
@@ -48,36 +41,14 @@ fn script(feature: Feature, kprobes: bool, libc: &Path) -> Option<String> {
         Feature::UserStack => format!("{entry} {{ @[ustack] = count(); }}"),
         Feature::Histogram => format!("{entry} {{ @ = hist({arg}); }}"),
         Feature::Timing => format!(
-            "{entry} {{ @s[tid] = nsecs; }} {ret} /@s[tid]/ {{ @ = hist(nsecs - @s[tid]); delete(@s[tid]); }}"
+            "{entry} {{ @s[tid] = nsecs; }} {} /@s[tid]/ {{ @ = hist(nsecs - @s[tid]); delete(@s[tid]); }}",
+            hooks[1]
         ),
         Feature::Multiple => format!("{entry} {{ @[kstack, ustack] = hist({arg}); }}"),
         Feature::PerEvent => format!("{entry} {{ printf(\"%d bytes\\n\", {arg}); }}"),
+        // 1-7: an empty action on the hook.
+        _ => format!("{entry} {{ 1 }}"),
     })
-}
-
-/// The accounting run of `hook`: the workload's events on it, per process. Its output reads as
-/// experiment 10's (`@[pid]`).
-fn account_script(hook: ReadHook, libc: &Path) -> String {
-    let libc = libc.display();
-    let probe = match hook {
-        ReadHook::Enter => "tracepoint:syscalls:sys_enter_read".to_owned(),
-        ReadHook::Exit => "tracepoint:syscalls:sys_exit_read".to_owned(),
-        ReadHook::Uprobe => format!("uprobe:{libc}:read"),
-        ReadHook::Uretprobe => format!("uretprobe:{libc}:read"),
-        ReadHook::Kprobe => "kprobe:vfs_read".to_owned(),
-        ReadHook::Kretprobe => "kretprobe:vfs_read".to_owned(),
-    };
-    format!("{probe} {{ @[pid] = count(); }}")
-}
-
-/// The program bpftrace runs for `program`; `Unsupported` where it cannot run here.
-pub fn program(program: ReadProgram, kprobes: bool, libc: &Path) -> Result<String> {
-    let script = match program {
-        ReadProgram::Feature(f) => script(f, kprobes, libc),
-        ReadProgram::Account(_) if program.needs_kprobes() && !kprobes => None,
-        ReadProgram::Account(h) => Some(account_script(h, libc)),
-    };
-    script.ok_or_else(|| Unsupported::Unavailable(NO_KPROBES.into()).into())
 }
 
 /// bpftrace running a program of the suite; killed if dropped without `finish` / `evidence`.
@@ -90,29 +61,29 @@ pub struct ReadAttachment {
 }
 
 impl ReadAttachment {
-    /// Starts `bpftrace` on `script` (from [`program`]) with `perf_rb_pages` pages of perf
+    /// Starts `bpftrace` on `read`'s script ([`program`]) with `perf_rb_pages` pages of perf
     /// buffer per CPU, pinned to the target's consumer CPUs; returns once its probes are
     /// attached.
     pub fn start(
         bpftrace: &Path,
-        program: ReadProgram,
-        script: &str,
+        read: &Read,
         target: &Target,
         perf_rb_pages: u64,
     ) -> Result<ReadAttachment> {
+        let script = program(read)?;
         let output = target.out_dir.join(OUTPUT_FILE);
         let args: Vec<OsString> = vec![
             "-o".into(),
             output.clone().into(),
             "-e".into(),
-            script.into(),
+            script.as_str().into(),
         ];
         let env = vec![("BPFTRACE_PERF_RB_PAGES", perf_rb_pages.to_string())];
         let bpftrace = Bpftrace::start(bpftrace, &args, &env, &target.consumer_cpus)
             .with_context(|| format!("bpftrace program: {script}"))?;
         Ok(ReadAttachment {
             bpftrace,
-            program,
+            program: read.program,
             pid: target.pid,
             output,
         })
@@ -211,118 +182,116 @@ impl Printed {
     /// Events in the output: every process's, an accounting program's at `pid`; `None` where
     /// the program prints nothing to count.
     fn total(&self, program: ReadProgram, pid: Option<u32>) -> Option<u64> {
-        let keyed = || self.keyed.iter().map(|r| r.1).sum();
+        use Feature::*;
         Some(match program {
             ReadProgram::Account(_) => self.at(&pid?.to_string()),
-            ReadProgram::Feature(f) => match f {
-                Feature::Map | Feature::SingleKey | Feature::StringKey | Feature::TwoKeys => {
-                    keyed()
-                }
-                Feature::KernelStack | Feature::UserStack => self.closed,
-                Feature::Histogram | Feature::Timing | Feature::Multiple => self.buckets,
-                Feature::PerEvent => self.lines,
-                _ => return None,
-            },
+            ReadProgram::Feature(Map | SingleKey | StringKey | TwoKeys) => {
+                self.keyed.iter().map(|r| r.1).sum()
+            }
+            ReadProgram::Feature(KernelStack | UserStack) => self.closed,
+            ReadProgram::Feature(Histogram | Timing | Multiple) => self.buckets,
+            ReadProgram::Feature(PerEvent) => self.lines,
+            ReadProgram::Feature(_) => return None,
         })
     }
 
     /// What the output shows of the workload `pid` / `comm`.
     fn evidence(&self, program: ReadProgram, pid: u32, comm: &str) -> Evidence {
-        let e = |workload, all, source: String| Evidence {
+        use Feature::*;
+        let feature = match program {
+            // Printed as experiment 10's `@[pid]`.
+            ReadProgram::Account(_) => SingleKey,
+            ReadProgram::Feature(f) => f,
+        };
+        let key = match feature {
+            SingleKey => Some(pid.to_string()),
+            StringKey => Some(comm.to_owned()),
+            TwoKeys => Some(format!("{pid}, {comm}")),
+            _ => None,
+        };
+        let every = |n: u64, what: &str| (None, Some(n), format!("{n} {what} (every process)"));
+        let (workload, all, source) = match (feature, key) {
+            (_, Some(key)) => {
+                let n = self.at(&key);
+                (Some(n), None, format!("@[{key}]: {n}"))
+            }
+            (Map, _) => {
+                let n = self.at("");
+                (None, Some(n), format!("@: {n} (every process)"))
+            }
+            (KernelStack | UserStack, _) => every(self.closed, "over the printed stacks"),
+            (Histogram | Timing | Multiple, _) => {
+                every(self.buckets, "in the printed histogram buckets")
+            }
+            (PerEvent, _) => every(self.lines, "printed lines"),
+            _ => (None, None, "no output (the action is empty)".into()),
+        };
+        Evidence {
             workload,
             all,
             lost: self.lost,
             source,
-        };
-        let feature = match program {
-            // Printed as experiment 10's `@[pid]`.
-            ReadProgram::Account(_) => Feature::SingleKey,
-            ReadProgram::Feature(f) => f,
-        };
-        match feature {
-            Feature::Map => {
-                let n = self.at("");
-                e(None, Some(n), format!("@: {n} (every process)"))
-            }
-            Feature::SingleKey => {
-                let n = self.at(&pid.to_string());
-                e(Some(n), None, format!("@[{pid}]: {n}"))
-            }
-            Feature::StringKey => {
-                let n = self.at(comm);
-                e(Some(n), None, format!("@[{comm}]: {n}"))
-            }
-            Feature::TwoKeys => {
-                let n = self.at(&format!("{pid}, {comm}"));
-                e(Some(n), None, format!("@[{pid}, {comm}]: {n}"))
-            }
-            Feature::KernelStack | Feature::UserStack => e(
-                None,
-                Some(self.closed),
-                format!("{} over the printed stacks (every process)", self.closed),
-            ),
-            Feature::Histogram | Feature::Timing | Feature::Multiple => e(
-                None,
-                Some(self.buckets),
-                format!(
-                    "{} in the printed histogram buckets (every process)",
-                    self.buckets
-                ),
-            ),
-            Feature::PerEvent => e(
-                None,
-                Some(self.lines),
-                format!("{} printed lines (every process)", self.lines),
-            ),
-            _ => e(None, None, "no output (the action is empty)".into()),
         }
     }
-}
-
-/// What bpftrace 0.17's printed maps (or lines) show of the workload's events.
-#[cfg(test)]
-fn evidence(feature: Feature, text: &str, pid: u32, comm: &str) -> Evidence {
-    Printed::parse(text).evidence(ReadProgram::Feature(feature), pid, comm)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtrace_tracer::features::{Unsupported, NO_KPROBES};
 
-    #[test]
-    fn published_one_liners_move_to_the_syscall_tracepoint_without_kprobes() {
-        let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
-        assert_eq!(script(Feature::Kprobe, false, libc), None);
-        assert_eq!(
-            script(Feature::Filter, true, libc).unwrap(),
-            "kprobe:vfs_read /arg2 > 0/ { 1 }"
-        );
-        assert_eq!(
-            script(Feature::Filter, false, libc).unwrap(),
-            "tracepoint:syscalls:sys_enter_read /args->count > 0/ { 1 }"
-        );
-        assert!(script(Feature::Uretprobe, false, libc)
-            .unwrap()
-            .starts_with("uretprobe:/lib/x86_64-linux-gnu/libc.so.6:read"));
-        assert!(script(Feature::Timing, false, libc)
-            .unwrap()
-            .contains("tracepoint:syscalls:sys_exit_read /@s[tid]/"));
+    fn script(program: ReadProgram, kprobes: bool) -> Result<String> {
+        super::program(&Read {
+            program,
+            libc: "/lib/x86_64-linux-gnu/libc.so.6".into(),
+            read_offset: 1,
+            kprobes,
+        })
+    }
+
+    /// What bpftrace 0.17's printed maps (or lines) show of the workload's events.
+    fn evidence(feature: Feature, text: &str, pid: u32, comm: &str) -> Evidence {
+        Printed::parse(text).evidence(ReadProgram::Feature(feature), pid, comm)
     }
 
     #[test]
-    fn accounting_reads_the_workloads_pid_and_kprobes_need_a_kernel_with_them() {
-        let libc = Path::new("/lib/x86_64-linux-gnu/libc.so.6");
-        let acct = ReadProgram::Account(ReadHook::Exit);
+    fn published_one_liners_move_to_the_syscall_tracepoint_without_kprobes() {
+        let f = ReadProgram::Feature;
+        let e = script(f(Feature::Kprobe), false).unwrap_err();
+        let unavailable = Unsupported::Unavailable(NO_KPROBES.into());
+        assert_eq!(e.downcast_ref::<Unsupported>(), Some(&unavailable));
+        let e = script(ReadProgram::Account(ReadHook::Kprobe), false).unwrap_err();
+        assert_eq!(e.downcast_ref::<Unsupported>(), Some(&unavailable));
+        assert_eq!(script(f(Feature::Control), false).unwrap(), "BEGIN { 1 }");
         assert_eq!(
-            program(acct, false, libc).unwrap(),
+            script(f(Feature::Filter), true).unwrap(),
+            "kprobe:vfs_read /arg2 > 0/ { 1 }"
+        );
+        assert_eq!(
+            script(f(Feature::Filter), false).unwrap(),
+            "tracepoint:syscalls:sys_enter_read /args->count > 0/ { 1 }"
+        );
+        assert_eq!(
+            script(f(Feature::Uretprobe), false).unwrap(),
+            "uretprobe:/lib/x86_64-linux-gnu/libc.so.6:read { 1 }"
+        );
+        assert_eq!(
+            script(f(Feature::Timing), false).unwrap(),
+            "tracepoint:syscalls:sys_enter_read { @s[tid] = nsecs; } tracepoint:syscalls:sys_exit_read /@s[tid]/ { @ = hist(nsecs - @s[tid]); delete(@s[tid]); }"
+        );
+        assert_eq!(
+            script(f(Feature::PerEvent), true).unwrap(),
+            r#"kprobe:vfs_read { printf("%d bytes\n", arg2); }"#
+        );
+        assert_eq!(
+            script(ReadProgram::Account(ReadHook::Exit), false).unwrap(),
             "tracepoint:syscalls:sys_exit_read { @[pid] = count(); }"
         );
-        let e = program(ReadProgram::Account(ReadHook::Kprobe), false, libc).unwrap_err();
-        assert_eq!(
-            e.downcast_ref::<Unsupported>(),
-            Some(&Unsupported::Unavailable(NO_KPROBES.into()))
-        );
-        assert!(program(ReadProgram::Feature(Feature::Kretprobe), false, libc).is_err());
+    }
+
+    #[test]
+    fn accounting_reads_the_workloads_pid() {
+        let acct = ReadProgram::Account(ReadHook::Exit);
         let printed = Printed::parse("@[1]: 3\n@[4242]: 1000\n");
         assert_eq!(printed.evidence(acct, 4242, "w").workload, Some(1000));
         assert_eq!(printed.total(acct, Some(4242)), Some(1000));
@@ -337,27 +306,29 @@ mod tests {
     fn keyed_counts_are_the_workloads() {
         let text = "Attaching 1 probe...\n\n\n@[1]: 3\n@[4242]: 1000\n@[77]: 9\n";
         let ev = evidence(Feature::SingleKey, text, 4242, "workload");
-        assert_eq!(ev.workload, Some(1000));
+        assert_eq!(
+            (ev.workload, ev.source.as_str()),
+            (Some(1000), "@[4242]: 1000")
+        );
         let text = "@[4242, workload]: 1000\n@[4242, other]: 2\n";
-        assert_eq!(
-            evidence(Feature::TwoKeys, text, 4242, "workload").workload,
-            Some(1000)
-        );
+        let ev = evidence(Feature::TwoKeys, text, 4242, "workload");
+        assert_eq!(ev.workload, Some(1000));
         let text = "@[workload]: 1000\n@[sshd]: 4\n";
+        let ev = evidence(Feature::StringKey, text, 1, "workload");
+        assert_eq!(ev.workload, Some(1000));
+        let ev = evidence(Feature::Map, "@: 1004\n", 1, "w");
         assert_eq!(
-            evidence(Feature::StringKey, text, 1, "workload").workload,
-            Some(1000)
+            (ev.all, ev.source.as_str()),
+            (Some(1004), "@: 1004 (every process)")
         );
-        assert_eq!(evidence(Feature::Map, "@: 1004\n", 1, "w").all, Some(1004));
     }
 
     #[test]
     fn stacks_hist_buckets_and_lines_are_summed() {
         let stacks = "@[\n    ksys_read+5\n    do_syscall_64+80\n]: 1000\n@[\n    x+1\n]: 4\n";
-        assert_eq!(
-            evidence(Feature::KernelStack, stacks, 1, "w").all,
-            Some(1004)
-        );
+        let ev = evidence(Feature::KernelStack, stacks, 1, "w");
+        assert_eq!(ev.all, Some(1004));
+        assert_eq!(ev.source, "1004 over the printed stacks (every process)");
         let hist = "@: \n[1]                 1000 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n[2, 4)                 3 |                                                    |\n[1K, 2K)               1 |                                                    |\n";
         assert_eq!(evidence(Feature::Histogram, hist, 1, "w").all, Some(1004));
         let lines = "1 bytes\n1 bytes\nLost 5 events\n";

@@ -105,57 +105,28 @@ impl Tracer for BpftraceTracer {
             return Err(missing.into());
         }
         rtrace_tracer::require_root("bpftrace")?;
-        if let Hook::Read {
-            program,
-            libc,
-            kprobes,
-            ..
-        } = hook
-        {
-            events::program(*program, *kprobes, libc)?;
-            return Ok(());
+        if let Hook::Read(read) = hook {
+            return events::program(read).map(drop);
         }
         script::program(hook, self.mode, script::PidFilter::None, None, None)?;
-        if let Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. } = hook {
-            ensure!(
-                binary.is_file(),
-                "cannot read {}: check the path of the binary",
-                binary.display()
-            );
-        }
-        Ok(())
+        hook.check_binary()
     }
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
-        if let Hook::Read {
-            program,
-            libc,
-            kprobes,
-            ..
-        } = &target.hook
-        {
-            let script = events::program(*program, *kprobes, libc)?;
-            return Ok(Box::new(events::ReadAttachment::start(
-                &self.program,
-                *program,
-                &script,
-                target,
-                perf_rb_pages(target.buffer_size_kb)?,
-            )?));
+        let pages = perf_rb_pages(target.buffer_size_kb)?;
+        if let Hook::Read(read) = &target.hook {
+            let a = events::ReadAttachment::start(&self.program, read, target, pages)?;
+            return Ok(Box::new(a));
         }
-        let events = match self.mode {
+        let (events, flush) = match self.mode {
             BpftraceMode::Record => {
                 let f = target.out_dir.join(EVENTS_FILE);
                 std::fs::File::create(&f)
                     .with_context(|| format!("cannot create {} (check --out-dir)", f.display()))?;
-                Some(f)
+                (Some(f), flush::probe())
             }
-            BpftraceMode::Aggregate => None,
-        };
-        let flush = match self.mode {
-            BpftraceMode::Record => flush::probe(),
-            BpftraceMode::Aggregate => None,
+            BpftraceMode::Aggregate => (None, None),
         };
         let args = script::args(
             &target.hook,
@@ -165,10 +136,7 @@ impl Tracer for BpftraceTracer {
             events.as_deref(),
             flush.as_ref().map(|f| f.probe.as_str()),
         )?;
-        let env = vec![(
-            "BPFTRACE_PERF_RB_PAGES",
-            perf_rb_pages(target.buffer_size_kb)?.to_string(),
-        )];
+        let env = vec![("BPFTRACE_PERF_RB_PAGES", pages.to_string())];
         let bpftrace = child::Bpftrace::start(&self.program, &args, &env, &target.consumer_cpus)
             .map_err(|e| explain_attach(e, &target.hook, target.pid, &args))?;
         Ok(Box::new(BpftraceAttachment {
@@ -181,12 +149,7 @@ impl Tracer for BpftraceTracer {
 
     fn program(&self, hook: &Hook) -> String {
         match hook {
-            Hook::Read {
-                program,
-                libc,
-                kprobes,
-                ..
-            } => events::program(*program, *kprobes, libc).unwrap_or_else(|e| format!("{e:#}")),
+            Hook::Read(read) => events::program(read).unwrap_or_else(|e| format!("{e:#}")),
             h => h.label(),
         }
     }

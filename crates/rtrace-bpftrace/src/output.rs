@@ -75,33 +75,34 @@ pub fn error_line(stderr: &[String]) -> Option<String> {
 mod tests {
     use super::*;
 
+    fn lines(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
     #[test]
     fn record_file_with_losses() {
         let mut t = Tally::default();
         t.text("Attaching 2 probes...\n325899621505 1 13585 0\nLost 6 events\n325899722607 1 13585 1\nLost 1 events\nLost 3 events\nrtrace-flush 1\nrtrace-flush 0\n")
             .unwrap();
-        assert_eq!(
-            t,
-            Tally {
-                events: 2,
-                lost: 10,
-                count: None,
-                attaching: Some(2),
-                flushes: 2,
-            }
-        );
+        let expected = Tally {
+            events: 2,
+            lost: 10,
+            count: None,
+            attaching: Some(2),
+            flushes: 2,
+        };
+        assert_eq!(t, expected);
     }
 
     #[test]
     fn aggregate_stdout() {
         let mut t = Tally::default();
-        t.text(&format!(
-            "Attaching 2 probes...\n{NOTIFY_ATTACHED}\n\n\n@c: 100000\n"
-        ))
-        .unwrap();
-        assert_eq!(t.count, Some(100_000));
-        assert_eq!(t.attaching, Some(2));
-        assert_eq!(t.events, 0);
+        let out = format!("Attaching 2 probes...\n{NOTIFY_ATTACHED}\n\n\n@c: 100000\n");
+        t.text(&out).unwrap();
+        assert_eq!(
+            (t.count, t.attaching, t.events),
+            (Some(100_000), Some(2), 0)
+        );
     }
 
     #[test]
@@ -112,32 +113,22 @@ mod tests {
 
     #[test]
     fn picks_the_real_error() {
-        let lines: Vec<String> = [
+        let l = lines(&[
             "ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading, you can try \"ulimit -l 8192\" to fix the problem",
             "ERROR: usdt probe not found",
             "",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(error_line(&lines).unwrap(), "ERROR: usdt probe not found");
-        assert_eq!(error_line(&lines[..1]), None);
-        assert_eq!(
-            error_line(&["No probes to attach".to_string()]).unwrap(),
-            "No probes to attach"
-        );
+        ]);
+        assert_eq!(error_line(&l).unwrap(), "ERROR: usdt probe not found");
+        assert_eq!(error_line(&l[..1]), None);
+        let plain = lines(&["No probes to attach"]);
+        assert_eq!(error_line(&plain).unwrap(), "No probes to attach");
         // bpftrace 0.17 on an unquoted path with `+`: the underline comes last.
-        let parse: Vec<String> = [
+        let parse = lines(&[
             "stdin:1:1-36: ERROR: syntax error, unexpected +",
             "usdt:/lib/libstdc++.so.6:libstdcxx:throw { @c = count(); }",
             "~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            error_line(&parse).unwrap(),
-            "stdin:1:1-36: ERROR: syntax error, unexpected +"
-        );
+        ]);
+        let want = "stdin:1:1-36: ERROR: syntax error, unexpected +";
+        assert_eq!(error_line(&parse).unwrap(), want);
     }
 }

@@ -197,8 +197,15 @@ pub fn perf_rb_pages(buffer_size_kb: u64) -> Result<u64> {
 mod tests {
     use super::*;
     use rtrace_sdt::{Arg, ArgLocation, Probe};
+    use BpftraceMode::{Aggregate as Agg, Record as Rec};
+    use PidFilter::{DashP, Predicate};
 
     fn usdt(bin: &str, provider: &str, name: &str, nargs: usize) -> Hook {
+        let arg = Arg {
+            size: 8,
+            signed: true,
+            location: ArgLocation::Register("rdx".into()),
+        };
         Hook::Usdt {
             binary: bin.into(),
             sites: vec![Probe {
@@ -208,14 +215,7 @@ mod tests {
                 offset: 0,
                 semaphore_address: None,
                 semaphore_offset: None,
-                args: vec![
-                    Arg {
-                        size: 8,
-                        signed: true,
-                        location: ArgLocation::Register("rdx".into()),
-                    };
-                    nargs
-                ],
+                args: vec![arg; nargs],
             }],
         }
     }
@@ -227,40 +227,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn usdt_scripts() {
-        let h = usdt("/tmp/x/sdt_loop", "rtest", "hit", 1);
-        assert_eq!(
-            program(&h, BpftraceMode::Aggregate, PidFilter::DashP(7), None, None).unwrap(),
-            r#"usdt:"/tmp/x/sdt_loop":rtest:hit { @c = count(); }"#
-        );
-        assert_eq!(
-            program(&h, BpftraceMode::Record, PidFilter::None, None, None).unwrap(),
-            r#"usdt:"/tmp/x/sdt_loop":rtest:hit { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
-        );
-        assert_eq!(
-            program(
-                &h,
-                BpftraceMode::Record,
-                PidFilter::Predicate(7),
-                None,
-                None
-            )
-            .unwrap(),
-            r#"usdt:"/tmp/x/sdt_loop":rtest:hit /pid == 7/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0); }"#
-        );
-        let plus = usdt("/lib/libstdc++.so.6", "libstdcxx", "throw", 2);
-        assert!(
-            program(&plus, BpftraceMode::Aggregate, PidFilter::None, None, None)
-                .unwrap()
-                .starts_with(r#"usdt:"/lib/libstdc++.so.6":libstdcxx:throw "#)
-        );
-        let no_arg = usdt("/b", "p", "n", 0);
-        assert!(
-            program(&no_arg, BpftraceMode::Record, PidFilter::None, None, None)
-                .unwrap()
-                .ends_with("pid, 0); }")
-        );
+    fn uprobe(binary: &str, function: &str, ret: bool) -> Hook {
+        Hook::Uprobe {
+            binary: binary.into(),
+            function: function.into(),
+            offset: 0x10,
+            ret,
+        }
+    }
+
+    /// The program without a flush probe.
+    fn prog(h: &Hook, mode: BpftraceMode, filter: PidFilter, skip_tid: Option<u32>) -> String {
+        program(h, mode, filter, skip_tid, None).unwrap()
     }
 
     fn strs(a: &[OsString]) -> Vec<&str> {
@@ -268,69 +246,72 @@ mod tests {
     }
 
     #[test]
+    fn usdt_scripts() {
+        let h = usdt("/tmp/x/sdt_loop", "rtest", "hit", 1);
+        let point = r#"usdt:"/tmp/x/sdt_loop":rtest:hit"#;
+        let record = r#"printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0);"#;
+        assert_eq!(
+            prog(&h, Agg, DashP(7), None),
+            format!("{point} {{ @c = count(); }}")
+        );
+        assert_eq!(
+            prog(&h, Rec, PidFilter::None, None),
+            format!("{point} {{ {record} }}")
+        );
+        assert_eq!(
+            prog(&h, Rec, Predicate(7), None),
+            format!("{point} /pid == 7/ {{ {record} }}")
+        );
+        let plus = usdt("/lib/libstdc++.so.6", "libstdcxx", "throw", 2);
+        let plus = prog(&plus, Agg, PidFilter::None, None);
+        assert!(plus.starts_with(r#"usdt:"/lib/libstdc++.so.6":libstdcxx:throw "#));
+        let no_arg = usdt("/b", "p", "n", 0);
+        assert!(prog(&no_arg, Rec, PidFilter::None, None).ends_with("pid, 0); }"));
+    }
+
+    #[test]
     fn usdt_counts_use_dash_p_printed_events_a_predicate() {
         let h = usdt("/b", "p", "n", 1);
-        let a = args(&h, BpftraceMode::Aggregate, Some(42), None, None, None).unwrap();
+        let a = args(&h, Agg, Some(42), None, None, None).unwrap();
         assert_eq!(&strs(&a)[..3], ["-p", "42", "-e"]);
+        let flush = "usdt:\"/h\":rtrace_bench:bpftrace_flush { }";
         let a = args(
             &h,
-            BpftraceMode::Record,
+            Rec,
             Some(42),
             None,
             Some(Path::new("/o/f")),
-            Some("usdt:\"/h\":rtrace_bench:bpftrace_flush { }"),
+            Some(flush),
         )
         .unwrap();
         let a = strs(&a);
         assert_eq!(&a[..3], ["-o", "/o/f", "-e"]);
         assert!(a[3].contains("/pid == 42/"), "{}", a[3]);
+        let carried = a[3].ends_with(&format!(" {flush}"));
         assert!(
-            a[3].ends_with(" usdt:\"/h\":rtrace_bench:bpftrace_flush { }"),
+            carried,
             "a record program carries the flush probe: {}",
             a[3]
         );
-        let a = args(&h, BpftraceMode::Aggregate, None, None, None, None).unwrap();
+        let a = args(&h, Agg, None, None, None, None).unwrap();
         assert_eq!(a[0], "-e");
     }
 
     #[test]
     fn skipped_thread_joins_the_predicate() {
-        let h = Hook::Uprobe {
-            binary: "/lib/libc.so.6".into(),
-            function: "clock_nanosleep".into(),
-            offset: 0x10,
-            ret: true,
-        };
+        let h = uprobe("/lib/libc.so.6", "clock_nanosleep", true);
         assert_eq!(
-            program(
-                &h,
-                BpftraceMode::Aggregate,
-                PidFilter::DashP(7),
-                Some(7),
-                None
-            )
-            .unwrap(),
+            prog(&h, Agg, DashP(7), Some(7)),
             r#"uretprobe:"/lib/libc.so.6":clock_nanosleep /tid != 7/ { @c = count(); }"#
         );
-        assert!(program(
-            &h,
-            BpftraceMode::Record,
-            PidFilter::Predicate(7),
-            Some(7),
-            None
-        )
-        .unwrap()
-        .contains(" /pid == 7 && tid != 7/ "),);
+        assert!(prog(&h, Rec, Predicate(7), Some(7)).contains(" /pid == 7 && tid != 7/ "));
     }
 
     #[test]
     fn tracepoint_pid_goes_to_a_predicate() {
         let h = tp("syscalls", "sys_exit_clock_nanosleep");
-        assert_eq!(
-            PidFilter::choose(&h, BpftraceMode::Aggregate, Some(9)),
-            PidFilter::Predicate(9)
-        );
-        let a = args(&h, BpftraceMode::Aggregate, Some(9), None, None, None).unwrap();
+        assert_eq!(PidFilter::choose(&h, Agg, Some(9)), Predicate(9));
+        let a = args(&h, Agg, Some(9), None, None, None).unwrap();
         assert_eq!(
             strs(&a),
             [
@@ -338,11 +319,7 @@ mod tests {
                 "tracepoint:syscalls:sys_exit_clock_nanosleep /pid == 9/ { @c = count(); }"
             ]
         );
-        assert!(
-            program(&h, BpftraceMode::Record, PidFilter::None, None, None)
-                .unwrap()
-                .contains("args->ret")
-        );
+        assert!(prog(&h, Rec, PidFilter::None, None).contains("args->ret"));
     }
 
     #[test]
@@ -354,69 +331,36 @@ mod tests {
             usdt("/b/a:b", "p", "n", 1),
             usdt("relative", "p", "n", 1),
             tp("syscalls", "x/y"),
+            uprobe("/b/w", "f } END { x", false),
+            Hook::LttngUst {
+                provider: "p".into(),
+                event: "e".into(),
+            },
         ] {
-            assert!(
-                program(&h, BpftraceMode::Aggregate, PidFilter::None, None, None).is_err(),
-                "{h:?}"
-            );
+            let refused = program(&h, Agg, PidFilter::None, None, None).is_err();
+            assert!(refused, "{h:?}");
         }
-        let lttng = Hook::LttngUst {
-            provider: "p".into(),
-            event: "e".into(),
-        };
-        assert!(program(&lttng, BpftraceMode::Aggregate, PidFilter::None, None, None).is_err());
     }
 
     #[test]
     fn uprobe_scripts() {
-        let h = |ret| Hook::Uprobe {
-            binary: "/b/w".into(),
-            function: "rtrace_marker_hit".into(),
-            offset: 0x10,
-            ret,
-        };
         assert_eq!(
-            program(
-                &h(false),
-                BpftraceMode::Aggregate,
-                PidFilter::DashP(3),
-                None,
+            prog(
+                &uprobe("/b/w", "rtrace_marker_hit", false),
+                Agg,
+                DashP(3),
                 None
-            )
-            .unwrap(),
+            ),
             r#"uprobe:"/b/w":rtrace_marker_hit { @c = count(); }"#
         );
+        let ret = uprobe("/b/w", "rtrace_marker_hit", true);
         assert_eq!(
-            program(
-                &h(true),
-                BpftraceMode::Record,
-                PidFilter::Predicate(3),
-                None,
-                None
-            )
-            .unwrap(),
+            prog(&ret, Rec, Predicate(3), None),
             r#"uretprobe:"/b/w":rtrace_marker_hit /pid == 3/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, retval); }"#
         );
-        let a = args(&h(true), BpftraceMode::Aggregate, Some(3), None, None, None).unwrap();
+        let a = args(&ret, Agg, Some(3), None, None, None).unwrap();
         assert_eq!(&strs(&a)[..2], ["-p", "3"]);
-        assert_eq!(
-            program_of(&a).unwrap(),
-            program(
-                &h(true),
-                BpftraceMode::Aggregate,
-                PidFilter::DashP(3),
-                None,
-                None
-            )
-            .unwrap()
-        );
-        let bad = Hook::Uprobe {
-            binary: "/b/w".into(),
-            function: "f } END { x".into(),
-            offset: 0x10,
-            ret: false,
-        };
-        assert!(program(&bad, BpftraceMode::Aggregate, PidFilter::None, None, None).is_err());
+        assert_eq!(program_of(&a).unwrap(), prog(&ret, Agg, DashP(3), None));
     }
 
     #[test]

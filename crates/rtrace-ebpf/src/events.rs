@@ -7,19 +7,19 @@
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, OpenObject, RingBufferBuilder};
-use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram, Unsupported, NO_KPROBES};
-use rtrace_tracer::{Attachment, EventStats};
+use libbpf_rs::{Link, MapCore, OpenObject, RingBufferBuilder};
+use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram};
+use rtrace_tracer::{Attachment, EventStats, Target};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::mem::MaybeUninit;
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::Duration;
 
 use crate::freed::KernelIds;
 use crate::libbpf_log;
+use crate::readout::sum_percpu;
 use crate::worker::Worker;
 
 #[allow(clippy::all, unused_imports)]
@@ -36,33 +36,14 @@ const LINES_FILE: &str = "ebpf-per-event.txt";
 /// Log2 buckets of `ev_hist` (`EV_HIST_BUCKETS` in `bpf/events.h`).
 const HIST_BUCKETS: u32 = 64;
 
-/// Everything one program's session needs.
-#[derive(Debug, Clone)]
-pub struct ReadPlan {
-    pub program: ReadProgram,
-    /// Whether 8-18 hook `vfs_read` with kprobes as Gregg's do (else the syscall's tracepoint).
-    pub kprobes: bool,
-    /// libc and the file offset of its `read` (experiments 6 and 7, libc accounting).
-    pub libc: PathBuf,
-    pub read_offset: u64,
-    /// Size of the `ev_lines` ring buffer (experiment 18), as `plan::ring_bytes` gives it.
-    pub ring_bytes: u32,
-    /// The process an accounting program counts (`None` for an experiment's program).
-    pub pid: Option<u32>,
-    pub out_dir: PathBuf,
-    pub consumer_cpus: Vec<usize>,
-}
-
-/// Whether this backend can run `program` here; `Unsupported` when not.
-pub fn check(program: ReadProgram, kprobes: bool, libc: &Path) -> Result<()> {
-    if program.needs_kprobes() && !kprobes {
-        return Err(Unsupported::Unavailable(NO_KPROBES.into()).into());
-    }
-    if on_libc(program).is_some() {
+/// Whether this backend can run the program here; `Unsupported` when not.
+pub fn check(read: &Read) -> Result<()> {
+    read.check_kprobes()?;
+    if read.on_libc().is_some() {
         anyhow::ensure!(
-            libc.is_file(),
+            read.libc.is_file(),
             "cannot read {}: check the path of libc",
-            libc.display()
+            read.libc.display()
         );
     }
     Ok(())
@@ -84,19 +65,17 @@ pub struct ReadAttachment {
 }
 
 impl ReadAttachment {
-    /// Loads and attaches the program; returns once it is attached.
-    pub fn start(plan: ReadPlan) -> Result<ReadAttachment> {
-        if let ReadProgram::Account(h) = plan.program {
-            anyhow::ensure!(
-                plan.pid.is_some(),
-                "the accounting program on {} counts one process: give the target's pid",
-                h.label()
-            );
-        }
-        let (program, pid) = (plan.program, plan.pid);
+    /// Loads and attaches the program, experiment 18's ring of `ring_bytes`; returns once it
+    /// is attached.
+    pub fn start(read: &Read, target: &Target, ring_bytes: u32) -> Result<ReadAttachment> {
+        read.program.account(target.pid)?;
+        let (program, pid) = (read.program, target.pid);
+        let (read, target) = (read.clone(), target.clone());
         let worker = Worker::start(
             "rtrace-ebpf-ev",
-            Box::new(move |attached, stop, ids| trace(&plan, attached, stop, ids)),
+            Box::new(move |attached, stop, ids| {
+                trace(&read, &target, ring_bytes, attached, stop, ids)
+            }),
         )?;
         Ok(ReadAttachment {
             worker,
@@ -134,8 +113,9 @@ impl Attachment for ReadAttachment {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 struct Output {
     /// Every key of the program's counting map with its count summed over CPUs (a per-CPU
-    /// array's entries keyed by index); empty for the empty-action experiments and 18.
-    rows: Vec<(Vec<u8>, u64)>,
+    /// array's entries keyed by index); `None` for the programs that count in no map (the
+    /// empty-action experiments, and 18).
+    rows: Option<Vec<(Vec<u8>, u64)>>,
     /// Experiment 18: lines written, by pid.
     lines: BTreeMap<u32, u64>,
     /// Experiment 18: ring-buffer reservations that failed.
@@ -144,22 +124,19 @@ struct Output {
 
 impl Output {
     fn sum(&self) -> u64 {
-        self.rows.iter().map(|r| r.1).sum()
+        self.rows.iter().flatten().map(|r| r.1).sum()
     }
 
-    fn at(&self, key: &[u8]) -> u64 {
+    /// Rows whose key is `key` (`at`: `None`), or holds it at byte `at`.
+    fn at(&self, key: &[u8], at: Option<usize>) -> u64 {
+        let hit = |k: &[u8]| match at {
+            None => k == key,
+            Some(at) => k.get(at..at + key.len()) == Some(key),
+        };
         self.rows
             .iter()
-            .filter(|(k, _)| k == key)
-            .map(|r| r.1)
-            .sum()
-    }
-
-    /// Rows whose key holds `pid` at byte `at`.
-    fn of_pid_at(&self, pid: u32, at: usize) -> u64 {
-        self.rows
-            .iter()
-            .filter(|(k, _)| k.get(at..at + 4) == Some(&pid.to_ne_bytes()[..]))
+            .flatten()
+            .filter(|(k, _)| hit(k))
             .map(|r| r.1)
             .sum()
     }
@@ -168,150 +145,112 @@ impl Output {
     /// the output counts nothing.
     fn total(&self, program: ReadProgram, pid: Option<u32>) -> Option<u64> {
         match program {
-            ReadProgram::Account(_) => Some(self.at(&pid?.to_ne_bytes())),
+            ReadProgram::Account(_) => Some(self.at(&pid?.to_ne_bytes(), None)),
             ReadProgram::Feature(Feature::PerEvent) => Some(self.lines.values().sum()),
-            ReadProgram::Feature(f) if counts(f) => Some(self.sum()),
-            ReadProgram::Feature(_) => None,
+            ReadProgram::Feature(_) => self.rows.as_ref().map(|_| self.sum()),
         }
     }
 
     /// What the output shows of the workload `pid` / `comm`.
     fn evidence(&self, program: ReadProgram, pid: u32, comm: &str) -> Evidence {
-        let e = |workload, all, source: String| Evidence {
+        let (sum, keys, p) = (
+            self.sum(),
+            self.rows.iter().flatten().count(),
+            pid.to_ne_bytes(),
+        );
+        let at_pid = self.at(&p, None);
+        let (workload, all, source) = match program {
+            ReadProgram::Account(h) => (
+                Some(at_pid),
+                None,
+                format!("{}: {at_pid} at the workload's pid", h.label()),
+            ),
+            ReadProgram::Feature(f) => match f {
+                Feature::Map => (
+                    None,
+                    Some(sum),
+                    format!("@ = count(): {sum} (every process)"),
+                ),
+                Feature::SingleKey => (
+                    Some(at_pid),
+                    None,
+                    format!("@[pid]: {at_pid} at the workload's pid"),
+                ),
+                Feature::StringKey => {
+                    let n = self.at(&comm_bytes(comm), None);
+                    (Some(n), None, format!("@[comm]: {n} at \"{comm}\""))
+                }
+                Feature::TwoKeys => {
+                    let n = self.at(&[&p[..], &comm_bytes(comm)].concat(), None);
+                    (
+                        Some(n),
+                        None,
+                        format!("@[pid, comm]: {n} at the workload's"),
+                    )
+                }
+                Feature::KernelStack => (
+                    None,
+                    Some(sum),
+                    format!("@[kstack]: {sum} over {keys} stacks (every process)"),
+                ),
+                Feature::UserStack | Feature::Multiple => {
+                    // The pid sits after the stack id(s): offset 8 (ev_stack_key) or 16
+                    // (ev_multi_key).
+                    let n = self.at(&p, Some(if f == Feature::UserStack { 8 } else { 16 }));
+                    let source = format!("{n} at the workload's pid over {keys} keys");
+                    (Some(n), Some(sum), source)
+                }
+                Feature::Histogram | Feature::Timing => (
+                    None,
+                    Some(sum),
+                    format!("@ = hist(): {sum} values (every process)"),
+                ),
+                Feature::PerEvent => {
+                    let all: u64 = self.lines.values().sum();
+                    let n = self.lines.get(&pid).copied().unwrap_or(0);
+                    let source = format!("{all} lines in {LINES_FILE}, {n} of the workload's pid");
+                    (Some(n), Some(all), source)
+                }
+                _ => (None, None, "no output (the action is empty)".into()),
+            },
+        };
+        Evidence {
             workload,
             all,
             lost: self.lost,
             source,
-        };
-        let feature = match program {
-            ReadProgram::Account(h) => {
-                let n = self.at(&pid.to_ne_bytes());
-                return e(
-                    Some(n),
-                    None,
-                    format!("{}: {n} at the workload's pid", h.label()),
-                );
-            }
-            ReadProgram::Feature(f) => f,
-        };
-        match feature {
-            Feature::Map => {
-                let n = self.sum();
-                e(None, Some(n), format!("@ = count(): {n} (every process)"))
-            }
-            Feature::SingleKey => {
-                let n = self.at(&pid.to_ne_bytes());
-                e(Some(n), None, format!("@[pid]: {n} at the workload's pid"))
-            }
-            Feature::StringKey => {
-                let n = self.at(&comm_bytes(comm));
-                e(Some(n), None, format!("@[comm]: {n} at \"{comm}\""))
-            }
-            Feature::TwoKeys => {
-                let mut key = pid.to_ne_bytes().to_vec();
-                key.extend_from_slice(&comm_bytes(comm));
-                let n = self.at(&key);
-                e(
-                    Some(n),
-                    None,
-                    format!("@[pid, comm]: {n} at the workload's"),
-                )
-            }
-            Feature::KernelStack => {
-                let n = self.sum();
-                e(
-                    None,
-                    Some(n),
-                    format!(
-                        "@[kstack]: {n} over {} stacks (every process)",
-                        self.rows.len()
-                    ),
-                )
-            }
-            Feature::UserStack | Feature::Multiple => {
-                // The pid sits after the stack id(s): offset 8 (ev_stack_key) or 16 (ev_multi_key).
-                let at = if feature == Feature::UserStack { 8 } else { 16 };
-                let n = self.of_pid_at(pid, at);
-                e(
-                    Some(n),
-                    Some(self.sum()),
-                    format!("{n} at the workload's pid over {} keys", self.rows.len()),
-                )
-            }
-            Feature::Histogram | Feature::Timing => {
-                let n = self.sum();
-                e(
-                    None,
-                    Some(n),
-                    format!("@ = hist(): {n} values (every process)"),
-                )
-            }
-            Feature::PerEvent => {
-                let all: u64 = self.lines.values().sum();
-                let workload = self.lines.get(&pid).copied().unwrap_or(0);
-                e(
-                    Some(workload),
-                    Some(all),
-                    format!("{all} lines in {LINES_FILE}, {workload} of the workload's pid"),
-                )
-            }
-            _ => e(None, None, "no output (the action is empty)".into()),
         }
     }
 }
 
-/// Whether an experiment counts its events in a map (else its action is empty, or it prints).
-fn counts(feature: Feature) -> bool {
-    Counted::of(ReadProgram::Feature(feature)).is_some()
+/// The map of `events.bpf.c` a program counts in, with the number of indices of a per-CPU
+/// array (`None`: a hash map, read by its keys); `None` for a program that counts in no map.
+fn counting_map<'a>(
+    program: ReadProgram,
+    m: &'a skel::EventsMaps<'_>,
+) -> Option<(&'a dyn MapCore, Option<u32>)> {
+    Some(match program {
+        ReadProgram::Account(_) | ReadProgram::Feature(Feature::SingleKey) => (&m.ev_by_pid, None),
+        ReadProgram::Feature(f) => match f {
+            Feature::Map => (&m.ev_count, Some(1)),
+            Feature::StringKey => (&m.ev_by_comm, None),
+            Feature::TwoKeys => (&m.ev_by_pid_comm, None),
+            Feature::KernelStack | Feature::UserStack => (&m.ev_by_stack, None),
+            Feature::Multiple => (&m.ev_by_multi, None),
+            Feature::Histogram | Feature::Timing => (&m.ev_hist, Some(HIST_BUCKETS)),
+            _ => return None,
+        },
+    })
 }
 
-/// The map of `events.bpf.c` a program counts in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Counted {
-    /// `ev_count` (a per-CPU array of one entry).
-    Count,
-    ByPid,
-    ByComm,
-    ByPidComm,
-    ByStack,
-    ByMulti,
-    /// `ev_hist` (a per-CPU array of log2 buckets).
-    Hist,
-}
-
-impl Counted {
-    fn of(program: ReadProgram) -> Option<Counted> {
-        Some(match program {
-            ReadProgram::Account(_) => Counted::ByPid,
-            ReadProgram::Feature(f) => match f {
-                Feature::Map => Counted::Count,
-                Feature::SingleKey => Counted::ByPid,
-                Feature::StringKey => Counted::ByComm,
-                Feature::TwoKeys => Counted::ByPidComm,
-                Feature::KernelStack | Feature::UserStack => Counted::ByStack,
-                Feature::Multiple => Counted::ByMulti,
-                Feature::Histogram | Feature::Timing => Counted::Hist,
-                _ => return None,
-            },
-        })
-    }
-
-    fn map<'a>(self, m: &'a skel::EventsMaps<'_>) -> &'a dyn MapCore {
-        match self {
-            Counted::Count => &m.ev_count,
-            Counted::ByPid => &m.ev_by_pid,
-            Counted::ByComm => &m.ev_by_comm,
-            Counted::ByPidComm => &m.ev_by_pid_comm,
-            Counted::ByStack => &m.ev_by_stack,
-            Counted::ByMulti => &m.ev_by_multi,
-            Counted::Hist => &m.ev_hist,
-        }
-    }
-}
-
-/// The programs of each experiment, by name in `events.bpf.c` (8-18: `_kp` on `vfs_read` with
-/// kprobes, `_tp` on the syscall's tracepoint without).
-fn programs(feature: Feature, kprobes: bool) -> Vec<String> {
+/// The programs of `program`, by name in `events.bpf.c` (8-18: `_kp` on `vfs_read` with
+/// kprobes, `_tp` on the syscall's tracepoint without; an accounting program of `hook` is
+/// `ev_acct_<hook>`, its per-pid counts in `ev_by_pid`).
+fn programs(program: ReadProgram, kprobes: bool) -> Vec<String> {
+    let feature = match program {
+        ReadProgram::Account(h) => return vec![account_program(h)],
+        ReadProgram::Feature(f) => f,
+    };
     let one = |n: &str| vec![n.to_owned()];
     let hooked = |n: &str| vec![format!("{n}_{}", if kprobes { "kp" } else { "tp" })];
     match feature {
@@ -336,53 +275,32 @@ fn programs(feature: Feature, kprobes: bool) -> Vec<String> {
     }
 }
 
-/// The accounting program of `hook` (per-pid counts in `ev_by_pid`).
-fn account_program(hook: ReadHook) -> &'static str {
-    match hook {
-        ReadHook::Enter => "ev_acct_enter",
-        ReadHook::Exit => "ev_acct_exit",
-        ReadHook::Uprobe => "ev_acct_uprobe",
-        ReadHook::Uretprobe => "ev_acct_uretprobe",
-        ReadHook::Kprobe => "ev_acct_kprobe",
-        ReadHook::Kretprobe => "ev_acct_kretprobe",
-    }
-}
-
-/// Whether the program hooks libc's `read`, and its return (`Some(true)`) or entry.
-fn on_libc(program: ReadProgram) -> Option<bool> {
-    match program {
-        ReadProgram::Feature(Feature::Uprobe) | ReadProgram::Account(ReadHook::Uprobe) => {
-            Some(false)
-        }
-        ReadProgram::Feature(Feature::Uretprobe) | ReadProgram::Account(ReadHook::Uretprobe) => {
-            Some(true)
-        }
-        _ => None,
-    }
+/// `ev_acct_enter`, `ev_acct_uretprobe`, ...: the hook's name in lower case.
+fn account_program(hook: ReadHook) -> String {
+    format!("ev_acct_{}", format!("{hook:?}").to_lowercase())
 }
 
 fn trace(
-    plan: &ReadPlan,
+    read: &Read,
+    target: &Target,
+    ring_bytes: u32,
     attached: &mut dyn FnMut(),
     stop: &Receiver<()>,
     ids: &mut KernelIds,
 ) -> Result<Output> {
-    crate::session::pin(&plan.consumer_cpus)?;
+    rtrace_tracer::pin(0, &target.consumer_cpus, "the eBPF consumer")?;
     libbpf_log::capture();
     libbpf_log::clear();
     let mut storage = MaybeUninit::<OpenObject>::uninit();
     let mut open = skel::EventsSkelBuilder::default()
         .open(&mut storage)
         .map_err(|e| crate::session::explain(e, "opening the embedded events BPF object"))?;
-    let per_event = plan.program == ReadProgram::Feature(Feature::PerEvent);
+    let per_event = read.program == ReadProgram::Feature(Feature::PerEvent);
     open.maps
         .ev_lines
-        .set_max_entries(lines_ring(plan.program, plan.ring_bytes)?)
+        .set_max_entries(lines_ring(read.program, ring_bytes)?)
         .context("cannot size the ring buffer")?;
-    let wanted = match plan.program {
-        ReadProgram::Account(h) => vec![account_program(h).to_owned()],
-        ReadProgram::Feature(f) => programs(f, plan.kprobes),
-    };
+    let wanted = programs(read.program, read.kprobes);
     for mut prog in open.open_object_mut().progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
         prog.set_autoload(wanted.contains(&name));
@@ -397,20 +315,34 @@ fn trace(
         if !wanted.contains(&name) {
             continue;
         }
-        let link = match on_libc(plan.program) {
-            Some(ret) => prog.attach_uprobe(ret, -1, &plan.libc, plan.read_offset as usize),
+        let link = match read.on_libc() {
+            Some(ret) => prog.attach_uprobe(ret, -1, &read.libc, read.read_offset as usize),
             None => prog.attach(),
         }
         .map_err(|e| crate::session::explain(e, &format!("attaching {name}")))?;
         links.push(link);
     }
     if per_event {
-        return lines(plan, &skel, links, attached, stop);
+        return lines(target, &skel, links, attached, stop);
     }
     attached();
     let _ = stop.recv();
     drop(links);
-    read_map(plan.program, &skel)
+    let Some((map, indices)) = counting_map(read.program, &skel.maps) else {
+        return Ok(Output::default());
+    };
+    // Per-CPU arrays: their indices, not a key iteration.
+    let keys: Vec<Vec<u8>> = match indices {
+        Some(n) => (0..n).map(|i| i.to_ne_bytes().to_vec()).collect(),
+        None => map.keys().collect(),
+    };
+    let rows = keys
+        .into_iter()
+        .map(|k| Ok((k.clone(), sum_percpu(map, &k)?)));
+    Ok(Output {
+        rows: Some(rows.collect::<Result<_>>()?),
+        ..Output::default()
+    })
 }
 
 /// The size of `ev_lines`: the target's ring (`ring_bytes`) for experiment 18, which writes
@@ -425,13 +357,13 @@ fn lines_ring(program: ReadProgram, ring_bytes: u32) -> Result<u32> {
 
 /// Experiment 18: every record woken and formatted as bpftrace's printf line, counted by pid.
 fn lines(
-    plan: &ReadPlan,
+    target: &Target,
     skel: &skel::EventsSkel<'_>,
     links: Vec<Link>,
     attached: &mut dyn FnMut(),
     stop: &Receiver<()>,
 ) -> Result<Output> {
-    let path = plan.out_dir.join(LINES_FILE);
+    let path = target.out_dir.join(LINES_FILE);
     let file = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {} (check --out)", path.display()))?;
     let out = RefCell::new((std::io::BufWriter::new(file), BTreeMap::<u32, u64>::new()));
@@ -455,19 +387,13 @@ fn lines(
         .context("cannot set up the ring-buffer consumer")?;
     attached();
     loop {
-        let n = ring.poll_raw(Duration::from_millis(50));
-        if n < 0 && n != -(nix::errno::Errno::EINTR as i32) {
-            bail!(
-                "waiting on the BPF ring buffer failed: {}",
-                std::io::Error::from_raw_os_error(-n)
-            );
-        }
-        if stop.recv_timeout(Duration::ZERO) != Err(RecvTimeoutError::Timeout) {
+        crate::session::poll(&ring, Duration::from_millis(50))?;
+        if stop.try_recv() != Err(TryRecvError::Empty) {
             break;
         }
     }
     drop(links);
-    while ring.consume_raw() > 0 {}
+    while crate::session::consume(&ring)? > 0 {}
     drop(ring);
     let (mut w, lines) = out.into_inner();
     w.flush()
@@ -475,53 +401,10 @@ fn lines(
     drop(w);
     let _ = std::fs::remove_file(&path);
     Ok(Output {
-        rows: Vec::new(),
+        rows: None,
         lines,
         lost: sum_percpu(&skel.maps.ev_lost, &0u32.to_ne_bytes())?,
     })
-}
-
-/// The program's counting map, every key with its count summed over CPUs.
-fn read_map(program: ReadProgram, skel: &skel::EventsSkel<'_>) -> Result<Output> {
-    let Some(counted) = Counted::of(program) else {
-        return Ok(Output::default());
-    };
-    let map = counted.map(&skel.maps);
-    let rows = match counted {
-        // Per-CPU arrays: their indices, not a key iteration.
-        Counted::Count => vec![index_row(map, 0)?],
-        Counted::Hist => (0..HIST_BUCKETS)
-            .map(|b| index_row(map, b))
-            .collect::<Result<_>>()?,
-        _ => map
-            .keys()
-            .map(|k| Ok((k.clone(), sum_percpu(map, &k)?)))
-            .collect::<Result<_>>()?,
-    };
-    Ok(Output {
-        rows,
-        ..Output::default()
-    })
-}
-
-fn index_row(map: &dyn MapCore, index: u32) -> Result<(Vec<u8>, u64)> {
-    let key = index.to_ne_bytes();
-    Ok((key.to_vec(), sum_percpu(map, &key)?))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8)
-        .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-}
-
-fn sum_percpu(map: &dyn MapCore, key: &[u8]) -> Result<u64> {
-    Ok(map
-        .lookup_percpu(key, MapFlags::ANY)
-        .with_context(|| format!("cannot read the BPF map {}", map.name().to_string_lossy()))?
-        .unwrap_or_default()
-        .iter()
-        .map(|v| u64_at(v, 0))
-        .sum())
 }
 
 fn comm_bytes(comm: &str) -> [u8; 16] {
@@ -531,14 +414,14 @@ fn comm_bytes(comm: &str) -> [u8; 16] {
     }
     c
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtrace_tracer::features::{Unsupported, NO_KPROBES};
 
     fn rows(rows: &[(Vec<u8>, u64)]) -> Output {
         Output {
-            rows: rows.to_vec(),
+            rows: Some(rows.to_vec()),
             ..Output::default()
         }
     }
@@ -556,15 +439,17 @@ mod tests {
         assert_eq!(out.total(acct, Some(4242)), Some(1000));
         assert_eq!(out.total(acct, None), None);
         // Every process's events for an experiment's program.
-        assert_eq!(
-            out.total(ReadProgram::Feature(Feature::SingleKey), None),
-            Some(1003)
-        );
-        let mut key = 4242u32.to_ne_bytes().to_vec();
-        key.extend_from_slice(&comm_bytes("workload"));
+        let single = ReadProgram::Feature(Feature::SingleKey);
+        assert_eq!(out.total(single, None), Some(1003));
+        let key = [&4242u32.to_ne_bytes()[..], &comm_bytes("workload")].concat();
         let two = rows(&[(key, 1000)]);
         let ev = two.evidence(ReadProgram::Feature(Feature::TwoKeys), 4242, "workload");
         assert_eq!(ev.workload, Some(1000));
+        // The pid after a stack id (ev_stack_key).
+        let key = [&[9u8; 8][..], &4242u32.to_ne_bytes()].concat();
+        let stack = rows(&[(key, 7), (vec![0u8; 12], 5)]);
+        let ev = stack.evidence(ReadProgram::Feature(Feature::UserStack), 4242, "w");
+        assert_eq!((ev.workload, ev.all), (Some(7), Some(12)));
     }
 
     #[test]
@@ -574,21 +459,17 @@ mod tests {
             lost: 2,
             ..Output::default()
         };
-        let ev = out.evidence(ReadProgram::Feature(Feature::PerEvent), 4242, "w");
+        let per_event = ReadProgram::Feature(Feature::PerEvent);
+        let ev = out.evidence(per_event, 4242, "w");
         assert_eq!((ev.workload, ev.all, ev.lost), (Some(1000), Some(1005), 2));
-        assert_eq!(
-            out.total(ReadProgram::Feature(Feature::PerEvent), None),
-            Some(1005)
-        );
-        let none = Output::default();
+        assert_eq!(out.total(per_event, None), Some(1005));
         let control = ReadProgram::Feature(Feature::TracepointEntry);
-        assert_eq!(none.total(control, None), None);
-        assert_eq!(none.evidence(control, 1, "w"), {
-            Evidence {
-                source: "no output (the action is empty)".into(),
-                ..Evidence::default()
-            }
-        });
+        assert_eq!(Output::default().total(control, None), None);
+        let expected = Evidence {
+            source: "no output (the action is empty)".into(),
+            ..Evidence::default()
+        };
+        assert_eq!(Output::default().evidence(control, 1, "w"), expected);
     }
 
     #[test]
@@ -598,27 +479,35 @@ mod tests {
         let per_event = ReadProgram::Feature(Feature::PerEvent);
         assert_eq!(lines_ring(per_event, ring).unwrap(), ring);
         let page = crate::plan::ring_bytes(Some(1), 1).unwrap();
-        assert_eq!(
-            lines_ring(ReadProgram::Feature(Feature::Map), ring).unwrap(),
-            page
-        );
+        let map = ReadProgram::Feature(Feature::Map);
+        assert_eq!(lines_ring(map, ring).unwrap(), page);
     }
 
     #[test]
-    fn kprobe_programs_are_unavailable_without_kprobes() {
-        let libc = Path::new("/nonexistent/libc.so.6");
-        let e = check(ReadProgram::Feature(Feature::Kprobe), false, libc).unwrap_err();
-        assert_eq!(
-            e.downcast_ref::<Unsupported>(),
-            Some(&Unsupported::Unavailable(NO_KPROBES.into()))
-        );
-        assert!(check(ReadProgram::Feature(Feature::Kprobe), true, libc).is_ok());
-        assert!(check(ReadProgram::Account(ReadHook::Kretprobe), false, libc).is_err());
+    fn programs_and_their_checks() {
+        let read = |f, kprobes| Read {
+            program: ReadProgram::Feature(f),
+            libc: "/nonexistent/libc.so.6".into(),
+            read_offset: 1,
+            kprobes,
+        };
+        let e = check(&read(Feature::Kprobe, false)).unwrap_err();
+        let unavailable = Unsupported::Unavailable(NO_KPROBES.into());
+        assert_eq!(e.downcast_ref::<Unsupported>(), Some(&unavailable));
+        assert!(check(&read(Feature::Kprobe, true)).is_ok());
         // A uprobe needs the library.
-        assert!(check(ReadProgram::Feature(Feature::Uprobe), false, libc).is_err());
+        assert!(check(&read(Feature::Uprobe, false)).is_err());
+        let map = ReadProgram::Feature(Feature::Map);
+        assert_eq!(describe(map), "bpf/events.bpf.c, experiment 09");
+        assert_eq!(programs(map, true), ["ev_map_kp"]);
+        let timing = ReadProgram::Feature(Feature::Timing);
         assert_eq!(
-            describe(ReadProgram::Feature(Feature::Map)),
-            "bpf/events.bpf.c, experiment 09"
+            programs(timing, false),
+            ["ev_timing_enter_tp", "ev_timing_exit_tp"]
         );
+        let acct = |h| programs(ReadProgram::Account(h), true);
+        assert_eq!(acct(ReadHook::Enter), ["ev_acct_enter"]);
+        assert_eq!(acct(ReadHook::Uretprobe), ["ev_acct_uretprobe"]);
+        assert_eq!(acct(ReadHook::Kretprobe), ["ev_acct_kretprobe"]);
     }
 }

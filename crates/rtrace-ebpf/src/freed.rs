@@ -2,11 +2,8 @@
 //! uprobe program frees it only after an RCU grace period, and `finish`/`Drop` promise that
 //! nothing of ours is left when they return.
 
-use libbpf_rs::skel::Skel;
 use libbpf_rs::MapCore;
 use std::time::{Duration, Instant};
-
-use crate::skel;
 
 /// How long `finish`/`Drop` wait for the kernel to free our program and maps after their last fd
 /// is closed (uprobe programs go after an RCU grace period, ~30 ms here).
@@ -20,10 +17,6 @@ pub struct KernelIds {
 }
 
 impl KernelIds {
-    pub fn collect(skel: &skel::RtraceSkel<'_>) -> KernelIds {
-        KernelIds::of(skel.object())
-    }
-
     /// The programs and maps of a loaded object.
     pub fn of(object: &libbpf_rs::Object) -> KernelIds {
         use std::os::fd::AsFd;

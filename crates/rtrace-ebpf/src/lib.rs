@@ -39,7 +39,7 @@ mod skel;
 mod worker;
 
 use anyhow::{Context, Result};
-use rtrace_tracer::{Attachment, EventStats, Hook, Target, Tracer, TracerKind};
+use rtrace_tracer::{Attachment, Hook, Target, Tracer, TracerKind};
 use serde::{Deserialize, Serialize};
 
 pub use plan::NANOSLEEP_EXIT;
@@ -121,70 +121,36 @@ impl Tracer for EbpfTracer {
 
     fn check(&self, hook: &Hook) -> Result<()> {
         rtrace_tracer::require_root("eBPF tracing")?;
-        if let Hook::Read {
-            program,
-            libc,
-            kprobes,
-            ..
-        } = hook
-        {
-            return events::check(*program, *kprobes, libc);
+        if let Hook::Read(read) = hook {
+            return events::check(read);
         }
-        let probe = plan::Probe::from_hook(hook)?;
-        if let Some(binary) = probe.binary() {
-            let meta = std::fs::metadata(binary).with_context(|| {
-                format!(
-                    "cannot read {}: check the path of the binary",
-                    binary.display()
-                )
-            })?;
-            anyhow::ensure!(
-                meta.is_file(),
-                "{} is not a file: give the path of a compiled binary or shared library",
-                binary.display()
-            );
-        }
-        Ok(())
+        plan::check(hook)?;
+        hook.check_binary()
     }
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
         let ncpus = libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")?;
-        if let Hook::Read {
-            program,
-            libc,
-            read_offset,
-            kprobes,
-        } = &target.hook
-        {
-            return Ok(Box::new(events::ReadAttachment::start(events::ReadPlan {
-                program: *program,
-                kprobes: *kprobes,
-                libc: libc.clone(),
-                read_offset: *read_offset,
-                ring_bytes: plan::ring_bytes(target.buffer_size_kb, ncpus)?,
-                pid: target.pid,
-                out_dir: target.out_dir.clone(),
-                consumer_cpus: target.consumer_cpus.clone(),
-            })?));
+        let ring_bytes = plan::ring_bytes(target.buffer_size_kb, ncpus)?;
+        if let Hook::Read(read) = &target.hook {
+            let a = events::ReadAttachment::start(read, target, ring_bytes)?;
+            return Ok(Box::new(a));
         }
         let plan = session::Plan {
-            probe: plan::Probe::from_hook(&target.hook)?,
+            hook: target.hook.clone(),
             mode: self.mode,
             pid: target.pid,
             skip_tid: target.skip_tid,
-            ring_bytes: plan::ring_bytes(target.buffer_size_kb, ncpus)?,
+            ring_bytes,
             out_dir: target.out_dir.clone(),
             consumer_cpus: target.consumer_cpus.clone(),
         };
-        Ok(Box::new(EbpfAttachment {
-            session: session::Session::start(plan)?,
-        }))
+        Ok(Box::new(session::Session::start(plan)?))
     }
 
     fn program(&self, hook: &Hook) -> String {
         match hook {
-            Hook::Read { program, .. } => events::describe(*program),
+            Hook::Read(read) => events::describe(read.program),
             h => h.label(),
         }
     }
@@ -194,38 +160,21 @@ impl Tracer for EbpfTracer {
     }
 }
 
-/// A live eBPF session: the programs are attached until `finish` or drop.
-pub struct EbpfAttachment {
-    session: session::Session,
-}
-
-impl Attachment for EbpfAttachment {
-    fn finish(self: Box<Self>) -> Result<EventStats> {
-        self.session.finish()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn mode_serializes_lowercase() {
-        assert_eq!(
-            serde_json::to_string(&EbpfMode::Aggregate).unwrap(),
-            "\"aggregate\""
-        );
-        let m: EbpfMode = serde_json::from_str("\"record\"").unwrap();
-        assert_eq!(m, EbpfMode::Record);
+    fn mode_serializes_as_its_name() {
+        assert_eq!(EbpfMode::Aggregate.name(), "aggregate");
         for m in [
             EbpfMode::Record,
             EbpfMode::RecordWakeup,
             EbpfMode::Aggregate,
         ] {
-            assert_eq!(
-                serde_json::to_string(&m).unwrap(),
-                format!("\"{}\"", m.name())
-            );
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+            assert_eq!(serde_json::from_str::<EbpfMode>(&json).unwrap(), m);
         }
     }
 }

@@ -3,7 +3,6 @@
 
 use anyhow::{bail, ensure, Result};
 use rtrace_tracer::{validate_name, Hook};
-use std::path::PathBuf;
 
 use crate::EbpfMode;
 
@@ -17,123 +16,68 @@ pub const DEFAULT_RING_BYTES: u64 = 16 << 20;
 /// Largest ring buffer the kernel accepts (max_entries is a u32 power of two).
 const MAX_RING_BYTES: u64 = 1 << 31;
 
-/// What the BPF programs are attached to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Probe {
-    /// Every site of USDT `provider:name` in `binary` (libbpf finds the sites and semaphores).
-    Usdt {
-        binary: PathBuf,
-        provider: String,
-        name: String,
-    },
-    /// The entry (uprobe) or return (`ret`, uretprobe) of the function at file offset `offset`
-    /// of `binary`.
-    Uprobe {
-        binary: PathBuf,
-        function: String,
-        offset: u64,
-        ret: bool,
-    },
-    /// `syscalls:sys_exit_clock_nanosleep`.
-    NanosleepExit,
-}
-
-impl Probe {
-    /// Resolves a hook into a probe this backend has a program for; the error names the fix.
-    pub fn from_hook(hook: &Hook) -> Result<Probe> {
-        match hook {
-            Hook::Usdt { binary, sites } => {
-                let Some(first) = sites.first() else {
-                    bail!(
-                        "no USDT probe sites given for {}: pick a probe listed by `rtrace-bench probes {}`",
-                        binary.display(),
-                        binary.display()
-                    );
-                };
-                validate_name("USDT provider", &first.provider)?;
-                validate_name("USDT probe", &first.name)?;
-                ensure!(
-                    sites
-                        .iter()
-                        .all(|s| s.provider == first.provider && s.name == first.name),
-                    "the USDT sites given for {} belong to several probes: pass the sites of one probe",
-                    binary.display()
-                );
-                Ok(Probe::Usdt {
-                    binary: binary.clone(),
-                    provider: first.provider.clone(),
-                    name: first.name.clone(),
-                })
-            }
-            Hook::KernelTracepoint { category, name } => {
-                if (category.as_str(), name.as_str()) == NANOSLEEP_EXIT {
-                    Ok(Probe::NanosleepExit)
-                } else {
-                    bail!(
-                        "the ebpf tracer has a program only for {}:{}, not {category}:{name}: use the ftrace tracer for other tracepoints",
-                        NANOSLEEP_EXIT.0,
-                        NANOSLEEP_EXIT.1
-                    )
-                }
-            }
-            Hook::Read { .. } => {
-                bail!("the events suite's programs are not a probe of rtrace.bpf.c (a bug: please report it)")
-            }
-            Hook::LttngUst { provider, event } => bail!(
-                "{provider}:{event} is an LTTng-UST tracepoint, invisible to eBPF: use the lttng tracer, or a USDT build of the workload"
-            ),
-            Hook::Uprobe {
-                binary,
-                function,
-                offset,
-                ret,
-            } => {
-                ensure!(
-                    *offset > 0,
-                    "function {function} of {} has no file offset: pick a function listed by `rtrace-bench probes {} --symbols PATTERN`",
+/// Whether this backend has a program for `hook`; the error names the fix.
+pub fn check(hook: &Hook) -> Result<()> {
+    match hook {
+        Hook::Usdt { binary, sites } => {
+            let Some(first) = sites.first() else {
+                bail!(
+                    "no USDT probe sites given for {}: pick a probe listed by `rtrace-bench probes {}`",
                     binary.display(),
                     binary.display()
                 );
-                Ok(Probe::Uprobe {
-                    binary: binary.clone(),
-                    function: function.clone(),
-                    offset: *offset,
-                    ret: *ret,
-                })
-            }
+            };
+            validate_name("USDT provider", &first.provider)?;
+            validate_name("USDT probe", &first.name)?;
+            ensure!(
+                sites
+                    .iter()
+                    .all(|s| s.provider == first.provider && s.name == first.name),
+                "the USDT sites given for {} belong to several probes: pass the sites of one probe",
+                binary.display()
+            );
         }
+        Hook::KernelTracepoint { category, name } => ensure!(
+            (category.as_str(), name.as_str()) == NANOSLEEP_EXIT,
+            "the ebpf tracer has a program only for {}:{}, not {category}:{name}: use the ftrace tracer for other tracepoints",
+            NANOSLEEP_EXIT.0,
+            NANOSLEEP_EXIT.1
+        ),
+        Hook::Read { .. } => {
+            bail!("the events suite's programs are not a probe of rtrace.bpf.c (a bug: please report it)")
+        }
+        Hook::LttngUst { provider, event } => bail!(
+            "{provider}:{event} is an LTTng-UST tracepoint, invisible to eBPF: use the lttng tracer, or a USDT build of the workload"
+        ),
+        Hook::Uprobe {
+            binary,
+            function,
+            offset,
+            ..
+        } => ensure!(
+            *offset > 0,
+            "function {function} of {} has no file offset: pick a function listed by `rtrace-bench probes {} --symbols PATTERN`",
+            binary.display(),
+            binary.display()
+        ),
     }
+    Ok(())
+}
 
-    /// The binary libbpf attaches to, if the probe is in user space.
-    pub fn binary(&self) -> Option<&std::path::Path> {
-        match self {
-            Probe::Usdt { binary, .. } | Probe::Uprobe { binary, .. } => Some(binary),
-            Probe::NanosleepExit => None,
-        }
-    }
-
-    /// Name of the BPF program (in `rtrace.bpf.c`) for this probe in `mode` (`record-wakeup`
-    /// runs the record program with its rodata flag `wakeup_per_event` set, `count` and `floor`
-    /// the aggregate program with its rodata `agg_level` lowered).
-    pub fn program(&self, mode: EbpfMode) -> &'static str {
-        let mode = match mode {
-            EbpfMode::RecordWakeup => EbpfMode::Record,
-            EbpfMode::Count | EbpfMode::Floor => EbpfMode::Aggregate,
-            m => m,
-        };
-        match (self, mode) {
-            (Probe::Usdt { .. }, EbpfMode::Record) => "usdt_record",
-            (Probe::Usdt { .. }, EbpfMode::Aggregate) => "usdt_aggregate",
-            (Probe::Uprobe { ret: false, .. }, EbpfMode::Record) => "up_record",
-            (Probe::Uprobe { ret: false, .. }, EbpfMode::Aggregate) => "up_aggregate",
-            (Probe::Uprobe { ret: true, .. }, EbpfMode::Record) => "uret_record",
-            (Probe::Uprobe { ret: true, .. }, EbpfMode::Aggregate) => "uret_aggregate",
-            (Probe::NanosleepExit, EbpfMode::Record) => "tp_record",
-            (Probe::NanosleepExit, EbpfMode::Aggregate) => "tp_aggregate",
-            (_, EbpfMode::RecordWakeup | EbpfMode::Count | EbpfMode::Floor) => {
-                unreachable!("mapped to Record or Aggregate above")
-            }
-        }
+/// Name of the BPF program (in `rtrace.bpf.c`) for `hook` (as [`check`] lets through) in
+/// `mode` (`record-wakeup` runs the record program with its rodata flag `wakeup_per_event`
+/// set, `count` and `floor` the aggregate program with its rodata `agg_level` lowered).
+pub fn program(hook: &Hook, mode: EbpfMode) -> &'static str {
+    let record = mode.records();
+    match hook {
+        Hook::Usdt { .. } if record => "usdt_record",
+        Hook::Usdt { .. } => "usdt_aggregate",
+        Hook::Uprobe { ret: false, .. } if record => "up_record",
+        Hook::Uprobe { ret: false, .. } => "up_aggregate",
+        Hook::Uprobe { ret: true, .. } if record => "uret_record",
+        Hook::Uprobe { ret: true, .. } => "uret_aggregate",
+        _ if record => "tp_record",
+        _ => "tp_aggregate",
     }
 }
 
@@ -183,10 +127,10 @@ pub fn bucket_range(k: usize) -> (i128, Option<i128>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtrace_sdt::Probe as Site;
+    use EbpfMode::*;
 
-    fn site(provider: &str, name: &str) -> Site {
-        Site {
+    fn usdt(sites: &[(&str, &str)]) -> Hook {
+        let site = |&(provider, name): &(&str, &str)| rtrace_sdt::Probe {
             provider: provider.into(),
             name: name.into(),
             address: 0x1000,
@@ -194,41 +138,37 @@ mod tests {
             semaphore_address: None,
             semaphore_offset: None,
             args: vec![],
+        };
+        Hook::Usdt {
+            binary: "/bin/x".into(),
+            sites: sites.iter().map(site).collect(),
         }
     }
 
-    fn usdt(sites: Vec<Site>) -> Hook {
-        Hook::Usdt {
-            binary: "/bin/x".into(),
-            sites,
-        }
+    /// The hook's program in each mode.
+    fn programs(h: &Hook) -> [&'static str; 5] {
+        [Record, RecordWakeup, Aggregate, Count, Floor].map(|m| program(h, m))
     }
 
     #[test]
     fn usdt_hook_becomes_provider_and_name() {
-        let p = Probe::from_hook(&usdt(vec![site("rtest", "hit"), site("rtest", "hit")])).unwrap();
-        assert_eq!(
-            p,
-            Probe::Usdt {
-                binary: "/bin/x".into(),
-                provider: "rtest".into(),
-                name: "hit".into()
-            }
-        );
-        assert_eq!(p.program(EbpfMode::Record), "usdt_record");
-        assert_eq!(p.program(EbpfMode::RecordWakeup), "usdt_record");
-        assert_eq!(p.program(EbpfMode::Aggregate), "usdt_aggregate");
-        assert_eq!(p.program(EbpfMode::Count), "usdt_aggregate");
-        assert_eq!(p.program(EbpfMode::Floor), "usdt_aggregate");
+        let h = usdt(&[("rtest", "hit"), ("rtest", "hit")]);
+        check(&h).unwrap();
+        let [record, wakeup, aggregate, count, floor] = programs(&h);
+        assert_eq!([record, wakeup], ["usdt_record"; 2]);
+        assert_eq!([aggregate, count, floor], ["usdt_aggregate"; 3]);
     }
 
     #[test]
     fn bad_names_and_mixed_sites_are_rejected() {
-        assert!(Probe::from_hook(&usdt(vec![site("a b", "hit")])).is_err());
-        assert!(Probe::from_hook(&usdt(vec![site("rtest", "x:y")])).is_err());
-        assert!(Probe::from_hook(&usdt(vec![])).is_err());
-        let mixed = usdt(vec![site("rtest", "hit"), site("rtest", "sem")]);
-        assert!(Probe::from_hook(&mixed).is_err());
+        for bad in [
+            usdt(&[("a b", "hit")]),
+            usdt(&[("rtest", "x:y")]),
+            usdt(&[]),
+            usdt(&[("rtest", "hit"), ("rtest", "sem")]),
+        ] {
+            assert!(check(&bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
@@ -237,40 +177,37 @@ mod tests {
             category: c.into(),
             name: n.into(),
         };
-        let p = Probe::from_hook(&tp("syscalls", "sys_exit_clock_nanosleep")).unwrap();
-        assert_eq!(p, Probe::NanosleepExit);
-        assert_eq!(p.program(EbpfMode::Record), "tp_record");
-        let err = Probe::from_hook(&tp("sched", "sched_switch")).unwrap_err();
+        let h = tp("syscalls", "sys_exit_clock_nanosleep");
+        check(&h).unwrap();
+        assert_eq!(
+            programs(&h)[..3],
+            ["tp_record", "tp_record", "tp_aggregate"]
+        );
+        let err = check(&tp("sched", "sched_switch")).unwrap_err();
         assert!(format!("{err:#}").contains("ftrace"), "{err:#}");
         let lttng = Hook::LttngUst {
             provider: "p".into(),
             event: "e".into(),
         };
-        assert!(format!("{:#}", Probe::from_hook(&lttng).unwrap_err()).contains("lttng"));
+        assert!(format!("{:#}", check(&lttng).unwrap_err()).contains("lttng"));
     }
 
     #[test]
     fn uprobe_hooks_pick_the_entry_or_return_program() {
-        let hook = |ret| Hook::Uprobe {
+        let hook = |ret, offset| Hook::Uprobe {
             binary: "/bin/x".into(),
             function: "f".into(),
-            offset: 0x1a0,
+            offset,
             ret,
         };
-        let p = Probe::from_hook(&hook(false)).unwrap();
-        assert_eq!(p.program(EbpfMode::Record), "up_record");
-        assert_eq!(p.program(EbpfMode::Aggregate), "up_aggregate");
-        assert_eq!(p.binary(), Some(std::path::Path::new("/bin/x")));
-        let r = Probe::from_hook(&hook(true)).unwrap();
-        assert_eq!(r.program(EbpfMode::Record), "uret_record");
-        assert_eq!(r.program(EbpfMode::Aggregate), "uret_aggregate");
-        let zero = Hook::Uprobe {
-            binary: "/bin/x".into(),
-            function: "f".into(),
-            offset: 0,
-            ret: false,
-        };
-        let e = format!("{:#}", Probe::from_hook(&zero).unwrap_err());
+        check(&hook(false, 0x1a0)).unwrap();
+        assert_eq!(
+            programs(&hook(false, 1))[1..3],
+            ["up_record", "up_aggregate"]
+        );
+        let r = programs(&hook(true, 1));
+        assert_eq!(r[..3], ["uret_record", "uret_record", "uret_aggregate"]);
+        let e = format!("{:#}", check(&hook(false, 0)).unwrap_err());
         assert!(e.contains("--symbols"), "{e}");
     }
 

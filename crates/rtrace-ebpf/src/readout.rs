@@ -12,20 +12,18 @@ fn zero_key() -> [u8; 4] {
     0u32.to_ne_bytes()
 }
 
-/// Ring-buffer reservations that failed, summed over CPUs.
-pub fn sum_lost(skel: &skel::RtraceSkel<'_>) -> Result<u64> {
-    let per_cpu = skel
-        .maps
-        .lost
-        .lookup_percpu(&zero_key(), MapFlags::ANY)
-        .context("cannot read the lost-events map")?
-        .unwrap_or_default();
-    per_cpu
+/// The `u64` value at `key` of a per-CPU map, summed over CPUs (ring-buffer reservations that
+/// failed, the events suite's counts).
+pub fn sum_percpu(map: &dyn MapCore, key: &[u8]) -> Result<u64> {
+    let name = map.name().to_string_lossy();
+    let short = || format!("short value in the BPF map {name}");
+    map.lookup_percpu(key, MapFlags::ANY)
+        .with_context(|| format!("cannot read the BPF map {name}"))?
+        .unwrap_or_default()
         .iter()
         .map(|v| {
-            v.get(..8)
-                .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-                .context("short value in the lost-events map")
+            let b = v.get(..8).with_context(short)?;
+            Ok(u64::from_ne_bytes(b.try_into().expect("8 bytes")))
         })
         .sum()
 }

@@ -6,9 +6,9 @@
 //! every BPF fd (programs, maps, links) is closed before either returns.
 
 use anyhow::{anyhow, bail, Context, Result};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{ErrorKind, Link, OpenObject, RingBufferBuilder};
-use rtrace_tracer::EventStats;
+use rtrace_tracer::{Attachment, EventStats, Hook};
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
@@ -16,8 +16,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
 use crate::freed::KernelIds;
-use crate::plan::{Probe, NANOSLEEP_EXIT};
-use crate::readout::{floor_hits, sum_lost, write_aggregate};
+use crate::plan::NANOSLEEP_EXIT;
+use crate::readout::{floor_hits, sum_percpu, write_aggregate};
 use crate::sink::EventSink;
 use crate::worker::Worker;
 use crate::{libbpf_log, skel, EbpfMode};
@@ -38,7 +38,8 @@ pub const AGGREGATE_FILE: &str = "ebpf-aggregate.txt";
 /// Everything the session thread needs, decided before it starts.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub probe: Probe,
+    /// A hook `plan::check` let through.
+    pub hook: Hook,
     pub mode: EbpfMode,
     pub pid: Option<u32>,
     /// Hits of this thread are ignored in BPF (rodata `skip_tid`).
@@ -48,7 +49,7 @@ pub struct Plan {
     pub consumer_cpus: Vec<usize>,
 }
 
-/// A running session; see the module doc.
+/// A running session, its programs attached until `finish` or drop; see the module doc.
 pub struct Session(Worker<EventStats>);
 
 impl Session {
@@ -60,9 +61,11 @@ impl Session {
         )
         .map(Session)
     }
+}
 
+impl Attachment for Session {
     /// Stops tracing, drains, counts, closes everything.
-    pub fn finish(self) -> Result<EventStats> {
+    fn finish(self: Box<Self>) -> Result<EventStats> {
         self.0.finish()
     }
 }
@@ -73,11 +76,11 @@ fn trace(
     stop: &Receiver<()>,
     ids: &mut KernelIds,
 ) -> Result<EventStats> {
-    pin(&plan.consumer_cpus)?;
+    rtrace_tracer::pin(0, &plan.consumer_cpus, "the eBPF consumer")?;
     let mut storage = MaybeUninit::uninit();
     let skel = load(plan, &mut storage)?;
-    *ids = KernelIds::collect(&skel);
-    match plan.mode {
+    *ids = KernelIds::of(skel.object());
+    let recorded = match plan.mode {
         EbpfMode::Record | EbpfMode::RecordWakeup => {
             let path = plan.out_dir.join(EVENTS_FILE);
             let sink = RefCell::new(EventSink::create(&path)?);
@@ -116,52 +119,27 @@ fn trace(
             drop(link);
             while consume(&ring)? > 0 {}
             drop(ring);
-            let recorded = sink.into_inner().finish()?;
-            Ok(EventStats {
-                recorded,
-                lost: sum_lost(&skel)?,
-                overwritten: 0,
-            })
+            sink.into_inner().finish()?
         }
         EbpfMode::Aggregate | EbpfMode::Count | EbpfMode::Floor => {
             let link = attach(plan, &skel)?;
             attached();
             let _ = stop.recv();
             drop(link);
-            let recorded = match plan.mode {
+            match plan.mode {
                 EbpfMode::Floor => floor_hits(&skel)?,
                 mode => write_aggregate(
                     &skel,
                     &plan.out_dir.join(AGGREGATE_FILE),
                     mode == EbpfMode::Aggregate,
                 )?,
-            };
-            Ok(EventStats {
-                recorded,
-                lost: sum_lost(&skel)?,
-                overwritten: 0,
-            })
+            }
         }
-    }
-}
-
-/// Pins the calling thread to `cpus` (no-op if empty).
-pub(crate) fn pin(cpus: &[usize]) -> Result<()> {
-    use nix::sched::{sched_setaffinity, CpuSet};
-    if cpus.is_empty() {
-        return Ok(());
-    }
-    let mut set = CpuSet::new();
-    for &c in cpus {
-        set.set(c).with_context(|| {
-            format!(
-                "consumer CPU {c} is out of range: pass CPUs below {}",
-                CpuSet::count()
-            )
-        })?;
-    }
-    sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).with_context(|| {
-        format!("cannot pin the eBPF consumer to CPUs {cpus:?}: pass online CPUs (see `nproc`)")
+    };
+    Ok(EventStats {
+        recorded,
+        lost: sum_percpu(&skel.maps.lost, &0u32.to_ne_bytes())?,
+        overwritten: 0,
     })
 }
 
@@ -177,10 +155,10 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         .rodata_data
         .as_deref_mut()
         .context("the BPF object has no rodata (a build bug: rebuild rtrace-bench)")?;
-    rodata.target_tgid = match plan.probe {
-        // USDT: the kernel filters the pid at attach; the tracepoint filters in BPF.
-        Probe::NanosleepExit => plan.pid.unwrap_or(0),
-        Probe::Usdt { .. } | Probe::Uprobe { .. } => 0,
+    rodata.target_tgid = match plan.hook {
+        // USDT, uprobes: the kernel filters the pid at attach; the tracepoint filters in BPF.
+        Hook::Usdt { .. } | Hook::Uprobe { .. } => 0,
+        _ => plan.pid.unwrap_or(0),
     };
     rodata.wakeup_per_event = plan.mode == EbpfMode::RecordWakeup;
     rodata.skip_tid = plan.skip_tid.unwrap_or(0);
@@ -198,7 +176,7 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         .events
         .set_max_entries(ring)
         .context("cannot size the ring buffer")?;
-    let wanted = plan.probe.program(plan.mode);
+    let wanted = crate::plan::program(&plan.hook, plan.mode);
     for (name, prog) in [
         ("usdt_record", &mut open.progs.usdt_record),
         ("usdt_aggregate", &mut open.progs.usdt_aggregate),
@@ -218,19 +196,15 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
 fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
     libbpf_log::clear();
     let pid = plan.pid.map_or(-1, |p| p as i32);
-    match (&plan.probe, plan.mode) {
-        (
-            Probe::Usdt {
-                binary,
-                provider,
-                name,
-            },
-            mode,
-        ) => {
-            let prog = if mode.records() {
-                &skel.progs.usdt_record
+    let (progs, record) = (&skel.progs, plan.mode.records());
+    match &plan.hook {
+        Hook::Usdt { binary, sites } => {
+            // `plan::check` let through the sites of one probe.
+            let (provider, name) = (&sites[0].provider, &sites[0].name);
+            let prog = if record {
+                &progs.usdt_record
             } else {
-                &skel.progs.usdt_aggregate
+                &progs.usdt_aggregate
             };
             prog.attach_usdt(pid, binary, provider, name).map_err(|e| {
                 if e.kind() == ErrorKind::NotFound {
@@ -246,20 +220,17 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
                 }
             })
         }
-        (
-            Probe::Uprobe {
-                binary,
-                function,
-                offset,
-                ret,
-            },
-            mode,
-        ) => {
-            let prog = match (ret, mode.records()) {
-                (false, true) => &skel.progs.up_record,
-                (false, false) => &skel.progs.up_aggregate,
-                (true, true) => &skel.progs.uret_record,
-                (true, false) => &skel.progs.uret_aggregate,
+        Hook::Uprobe {
+            binary,
+            function,
+            offset,
+            ret,
+        } => {
+            let prog = match (ret, record) {
+                (false, true) => &progs.up_record,
+                (false, false) => &progs.up_aggregate,
+                (true, true) => &progs.uret_record,
+                (true, false) => &progs.uret_aggregate,
             };
             let kind = if *ret { "uretprobe" } else { "uprobe" };
             let offset = usize::try_from(*offset).context("function offset out of range")?;
@@ -275,25 +246,16 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
                 }
             })
         }
-        (Probe::NanosleepExit, mode) => {
-            let prog = if mode.records() {
-                &skel.progs.tp_record
+        // `syscalls:sys_exit_clock_nanosleep`, the one tracepoint `plan::check` lets through.
+        _ => {
+            let prog = if record {
+                &progs.tp_record
             } else {
-                &skel.progs.tp_aggregate
+                &progs.tp_aggregate
             };
-            prog.attach_tracepoint(
-                libbpf_rs::TracepointCategory::Custom(NANOSLEEP_EXIT.0.into()),
-                NANOSLEEP_EXIT.1,
-            )
-            .map_err(|e| {
-                explain(
-                    e,
-                    &format!(
-                        "attaching to tracepoint {}:{}",
-                        NANOSLEEP_EXIT.0, NANOSLEEP_EXIT.1
-                    ),
-                )
-            })
+            let (category, name) = NANOSLEEP_EXIT;
+            prog.attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), name)
+                .map_err(|e| explain(e, &format!("attaching to tracepoint {category}:{name}")))
         }
     }
 }
@@ -315,7 +277,7 @@ pub(crate) fn explain(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
 }
 
 /// Waits up to `timeout` in epoll for a wake-up, then drains the ring buffer.
-fn poll(ring: &libbpf_rs::RingBuffer<'_>, timeout: Duration) -> Result<()> {
+pub(crate) fn poll(ring: &libbpf_rs::RingBuffer<'_>, timeout: Duration) -> Result<()> {
     let n = ring.poll_raw(timeout);
     if n < 0 && n != -(nix::errno::Errno::EINTR as i32) {
         bail!(
@@ -327,7 +289,7 @@ fn poll(ring: &libbpf_rs::RingBuffer<'_>, timeout: Duration) -> Result<()> {
 }
 
 /// Drains the ring buffer once; number of records consumed.
-fn consume(ring: &libbpf_rs::RingBuffer<'_>) -> Result<u64> {
+pub(crate) fn consume(ring: &libbpf_rs::RingBuffer<'_>) -> Result<u64> {
     let n = ring.consume_raw();
     if n < 0 {
         bail!(

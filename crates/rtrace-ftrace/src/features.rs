@@ -7,16 +7,15 @@
 //! kept to the workload's threads) go through the ordinary backend.
 
 use anyhow::{bail, Context, Result};
-use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram};
+use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram, Unsupported};
 use rtrace_tracer::{Attachment, EventStats, Hook};
-use std::path::Path;
 
 use crate::instance::Instance;
 use crate::stats::account;
 use crate::tracefs::Tracefs;
 
-/// What ftrace does for a program here. Everything but the uprobes hooks the `read` syscall's
-/// tracepoints (ftrace's kprobe events are not driven by this suite).
+/// What ftrace does for a program here (else why not). Everything but the uprobes hooks the
+/// `read` syscall's tracepoints (ftrace's kprobe events are not driven by this suite).
 #[derive(Debug, Clone)]
 pub enum FtracePlan {
     /// `syscalls:EVENT` (with a filter, or with a hist trigger instead of recording) in an
@@ -29,137 +28,103 @@ pub enum FtracePlan {
     /// The ordinary backend on this hook: a uprobe event on libc's `read` (06, 07), or an
     /// accounting program's hook kept to the workload's threads.
     Ordinary(Hook),
-    /// This machine lacks the mechanism.
-    Unavailable(String),
-    /// ftrace cannot express the experiment.
-    Inexpressible(String),
 }
 
 /// Why ftrace does not run a program on `vfs_read`.
 const KPROBES_NOT_DRIVEN: &str = "ftrace kprobe events are not driven by this suite";
 
-/// The plan of `program` (see [`Hook::Read`] for the other arguments).
-pub fn plan(
-    program: ReadProgram,
-    kprobes: bool,
-    libc: &Path,
-    read_offset: u64,
-    fs: &Tracefs,
-) -> FtracePlan {
-    let libc_read = |ret| {
-        FtracePlan::Ordinary(Hook::Uprobe {
-            binary: libc.to_owned(),
-            function: "read".into(),
-            offset: read_offset,
-            ret,
-        })
+/// The plan of `read`'s program, or why ftrace does not run it here.
+pub fn plan(read: &Read, fs: &Tracefs) -> Result<FtracePlan, Unsupported> {
+    use Unsupported::{Inexpressible, Unavailable};
+    let ordinary = |h| {
+        let hook = read
+            .ordinary(h)
+            .ok_or(Unavailable(KPROBES_NOT_DRIVEN.into()))?;
+        Ok(FtracePlan::Ordinary(hook))
     };
-    let syscall = |name: &str| {
-        FtracePlan::Ordinary(Hook::KernelTracepoint {
-            category: "syscalls".into(),
-            name: name.into(),
-        })
-    };
-    let feature = match program {
-        ReadProgram::Account(h) => {
-            return match h {
-                ReadHook::Enter => syscall("sys_enter_read"),
-                ReadHook::Exit => syscall("sys_exit_read"),
-                ReadHook::Uprobe => libc_read(false),
-                ReadHook::Uretprobe => libc_read(true),
-                ReadHook::Kprobe | ReadHook::Kretprobe => {
-                    FtracePlan::Unavailable(KPROBES_NOT_DRIVEN.into())
-                }
-            }
-        }
+    let feature = match read.program {
+        ReadProgram::Account(h) => return ordinary(h),
         ReadProgram::Feature(f) => f,
     };
-    if kprobes && !feature.needs_kprobes() && feature.number() >= 8 {
-        return FtracePlan::Unavailable(format!(
+    if read.kprobes && !read.program.needs_kprobes() && feature.number() >= 8 {
+        return Err(Unavailable(format!(
             "{KPROBES_NOT_DRIVEN}: its programs hook the read syscall's tracepoints"
-        ));
+        )));
     }
+    let event = |event, filter| {
+        Ok(FtracePlan::Event {
+            event,
+            filter,
+            trigger: None,
+        })
+    };
     let hist = fs.path("events/syscalls/sys_enter_read/hist").exists();
-    let event = |event, filter| FtracePlan::Event {
-        event,
-        filter,
-        trigger: None,
-    };
     let trigger = |t| {
-        if hist {
-            FtracePlan::Event {
-                event: "sys_enter_read",
-                filter: None,
-                trigger: Some(t),
-            }
-        } else {
-            FtracePlan::Unavailable(
+        if !hist {
+            return Err(Unavailable(
                 "this kernel has no hist triggers (CONFIG_HIST_TRIGGERS is off: no events/*/hist file); the QEMU guests' Debian kernels have them".into(),
-            )
+            ));
         }
-    };
-    let no_comm = || {
-        FtracePlan::Inexpressible(
-            "hist triggers key by pid; `.execname` only prints the comm beside it".into(),
-        )
+        Ok(FtracePlan::Event {
+            event: "sys_enter_read",
+            filter: None,
+            trigger: Some(t),
+        })
     };
     match feature {
         Feature::Control => event("", None),
-        Feature::Kprobe | Feature::Kretprobe if !fs.path("kprobe_events").exists() => {
-            FtracePlan::Unavailable(
-                "kprobes are unavailable on this kernel (no kprobe_events in tracefs)".into(),
-            )
-        }
-        Feature::Kprobe | Feature::Kretprobe => FtracePlan::Unavailable(format!(
+        Feature::Kprobe | Feature::Kretprobe if !fs.path("kprobe_events").exists() => Err(
+            Unavailable("kprobes are unavailable on this kernel (no kprobe_events in tracefs)".into()),
+        ),
+        Feature::Kprobe | Feature::Kretprobe => Err(Unavailable(format!(
             "{KPROBES_NOT_DRIVEN} (eBPF runs 02 and 03 here)"
-        )),
+        ))),
         Feature::TracepointEntry => event("sys_enter_read", None),
         Feature::TracepointReturn => event("sys_exit_read", None),
-        Feature::Uprobe => libc_read(false),
-        Feature::Uretprobe => libc_read(true),
+        Feature::Uprobe => ordinary(ReadHook::Uprobe),
+        Feature::Uretprobe => ordinary(ReadHook::Uretprobe),
         Feature::Filter => event("sys_enter_read", Some("count > 0")),
         Feature::Map => trigger("hist:keys=common_type"),
         Feature::SingleKey => trigger("hist:keys=common_pid"),
-        Feature::StringKey | Feature::TwoKeys => no_comm(),
+        Feature::StringKey | Feature::TwoKeys => Err(Inexpressible(
+            "hist triggers key by pid; `.execname` only prints the comm beside it".into(),
+        )),
         Feature::KernelStack => trigger("hist:keys=stacktrace"),
         Feature::Histogram => trigger("hist:keys=count.log2"),
-        Feature::UserStack | Feature::Multiple => FtracePlan::Inexpressible(
+        Feature::UserStack | Feature::Multiple => Err(Inexpressible(
             "hist triggers key kernel stacks only (no user stack)".into(),
-        ),
-        Feature::Timing => FtracePlan::Unavailable(
+        )),
+        Feature::Timing => Err(Unavailable(
             "ftrace times enter -> exit with a synthetic event (global tracefs state), which this suite does not create".into(),
-        ),
-        Feature::PerEvent => FtracePlan::Inexpressible(
+        )),
+        Feature::PerEvent => Err(Inexpressible(
             "ftrace has no printf: its per-event output is the ring-buffer record of 04".into(),
-        ),
+        )),
     }
 }
 
-/// The plan as the report's "program" column shows it.
-pub fn describe(plan: &FtracePlan, program: ReadProgram) -> String {
-    let kept = match program {
+/// The plan as the report's "program" column shows it (or why there is none).
+pub fn describe(read: &Read, fs: &Tracefs) -> String {
+    let kept = match read.program {
         ReadProgram::Account(_) => ", kept to the workload's threads",
         ReadProgram::Feature(_) => "",
     };
-    match plan {
-        FtracePlan::Event { event: "", .. } => "an instance with nothing enabled".to_owned(),
-        FtracePlan::Event {
+    match plan(read, fs) {
+        Err(why) => why.to_string(),
+        Ok(FtracePlan::Event { event: "", .. }) => "an instance with nothing enabled".to_owned(),
+        Ok(FtracePlan::Event {
             event,
-            trigger: Some(t),
-            ..
-        } => format!("syscalls:{event} trigger '{t}'"),
-        FtracePlan::Event {
-            event,
-            filter: Some(f),
-            ..
-        } => format!("syscalls:{event} with filter '{f}'"),
-        FtracePlan::Event { event, .. } => format!("syscalls:{event} enabled in an instance"),
-        FtracePlan::Ordinary(Hook::Uprobe { ret, .. }) => format!(
-            "{} event on libc read{kept}",
-            if *ret { "r:" } else { "p:" }
-        ),
-        FtracePlan::Ordinary(h) => format!("{} enabled in an instance{kept}", h.label()),
-        FtracePlan::Unavailable(why) | FtracePlan::Inexpressible(why) => why.clone(),
+            filter,
+            trigger,
+        }) => match (filter, trigger) {
+            (_, Some(t)) => format!("syscalls:{event} trigger '{t}'"),
+            (Some(f), _) => format!("syscalls:{event} with filter '{f}'"),
+            _ => format!("syscalls:{event} enabled in an instance"),
+        },
+        Ok(FtracePlan::Ordinary(Hook::Uprobe { ret, .. })) => {
+            format!("{} event on libc read{kept}", if ret { "r:" } else { "p:" })
+        }
+        Ok(FtracePlan::Ordinary(h)) => format!("{} enabled in an instance{kept}", h.label()),
     }
 }
 
@@ -359,79 +324,60 @@ mod tests {
         );
     }
 
-    /// A tracefs-like directory with or without hist files and kprobe_events.
-    fn fake_fs(hist: bool, kprobes: bool) -> (tempfile::TempDir, Tracefs) {
-        let dir = tempfile::tempdir().unwrap();
-        let ev = dir.path().join("events/syscalls/sys_enter_read");
-        std::fs::create_dir_all(&ev).unwrap();
-        if hist {
-            std::fs::write(ev.join("hist"), "").unwrap();
-        }
-        if kprobes {
-            std::fs::write(dir.path().join("kprobe_events"), "").unwrap();
-        }
-        let fs = Tracefs::at(dir.path());
-        (dir, fs)
-    }
-
     #[test]
     fn programs_become_events_hist_triggers_or_the_ordinary_backend() {
-        let libc = Path::new("/lib/libc.so.6");
-        let (_d, fs) = fake_fs(false, false);
-        let plan = |p| plan(p, false, libc, 0x1234, &fs);
-        let filter = plan(ReadProgram::Feature(Feature::Filter));
+        // A tracefs-like directory, with or without hist files and kprobe_events.
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Tracefs::at(dir.path());
+        let ev = dir.path().join("events/syscalls/sys_enter_read");
+        std::fs::create_dir_all(&ev).unwrap();
+        let read = |program, kprobes| Read {
+            program,
+            libc: "/lib/libc.so.6".into(),
+            read_offset: 0x1234,
+            kprobes,
+        };
+        let f = |f| describe(&read(ReadProgram::Feature(f), false), &fs);
+        let acct = |h| describe(&read(ReadProgram::Account(h), false), &fs);
+        assert_eq!(f(Feature::Control), "an instance with nothing enabled");
         assert_eq!(
-            describe(&filter, ReadProgram::Feature(Feature::Filter)),
+            f(Feature::Filter),
             "syscalls:sys_enter_read with filter 'count > 0'"
         );
+        assert_eq!(
+            f(Feature::TracepointReturn),
+            "syscalls:sys_exit_read enabled in an instance"
+        );
+        assert!(f(Feature::SingleKey).contains("CONFIG_HIST_TRIGGERS"));
+        assert!(f(Feature::Kprobe).contains("no kprobe_events"));
+        assert_eq!(f(Feature::Uretprobe), "r: event on libc read");
+        assert_eq!(
+            acct(ReadHook::Exit),
+            "syscalls:sys_exit_read enabled in an instance, kept to the workload's threads"
+        );
+        let uretprobe = plan(&read(ReadProgram::Feature(Feature::Uretprobe), false), &fs);
         assert!(matches!(
-            plan(ReadProgram::Feature(Feature::SingleKey)),
-            FtracePlan::Unavailable(w) if w.contains("CONFIG_HIST_TRIGGERS")
-        ));
-        assert!(matches!(
-            plan(ReadProgram::Feature(Feature::PerEvent)),
-            FtracePlan::Inexpressible(w) if w.contains("printf")
-        ));
-        assert!(matches!(
-            plan(ReadProgram::Feature(Feature::Kprobe)),
-            FtracePlan::Unavailable(w) if w.contains("no kprobe_events")
-        ));
-        let up = plan(ReadProgram::Feature(Feature::Uretprobe));
-        assert!(matches!(
-            &up,
-            FtracePlan::Ordinary(Hook::Uprobe {
+            uretprobe,
+            Ok(FtracePlan::Ordinary(Hook::Uprobe {
                 ret: true,
                 offset: 0x1234,
                 ..
-            })
+            }))
         ));
+        let plan = |p, kprobes| plan(&read(p, kprobes), &fs).unwrap_err();
+        let per_event = plan(ReadProgram::Feature(Feature::PerEvent), false);
+        assert!(matches!(per_event, Unsupported::Inexpressible(w) if w.contains("printf")));
+        let kprobe = plan(ReadProgram::Account(ReadHook::Kprobe), false);
+        assert!(matches!(kprobe, Unsupported::Unavailable(w) if w.contains("not driven")));
+        std::fs::write(ev.join("hist"), "").unwrap();
+        std::fs::write(dir.path().join("kprobe_events"), "").unwrap();
         assert_eq!(
-            describe(&up, ReadProgram::Feature(Feature::Uretprobe)),
-            "r: event on libc read"
-        );
-        let acct = ReadProgram::Account(ReadHook::Exit);
-        assert_eq!(
-            describe(&plan(acct), acct),
-            "syscalls:sys_exit_read enabled in an instance, kept to the workload's threads"
-        );
-        assert!(matches!(
-            plan(ReadProgram::Account(ReadHook::Kprobe)),
-            FtracePlan::Unavailable(_)
-        ));
-        let (_d, fs) = fake_fs(true, true);
-        let map = ReadProgram::Feature(Feature::Map);
-        assert_eq!(
-            describe(&super::plan(map, false, libc, 1, &fs), map),
+            f(Feature::Map),
             "syscalls:sys_enter_read trigger 'hist:keys=common_type'"
         );
-        assert!(matches!(
-            super::plan(ReadProgram::Feature(Feature::Kprobe), false, libc, 1, &fs),
-            FtracePlan::Unavailable(w) if w.contains("not driven")
-        ));
+        assert!(f(Feature::Kprobe).contains("not driven"));
         // Asked to hook vfs_read: not driven.
-        assert!(matches!(
-            super::plan(map, true, libc, 1, &fs),
-            FtracePlan::Unavailable(w) if w.contains("not driven")
-        ));
+        let map = plan(ReadProgram::Feature(Feature::Map), true);
+        assert!(matches!(map, Unsupported::Unavailable(w) if w.contains("not driven")));
     }
 }

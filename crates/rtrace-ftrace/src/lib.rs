@@ -31,10 +31,10 @@ pub use stats::{account, CpuStats};
 pub use tracefs::Tracefs;
 pub use uprobe::{definitions, function_definition, UprobeDef};
 
-use anyhow::{bail, ensure, Context, Result};
-use features::FtracePlan;
+use anyhow::{bail, Context, Result};
+use features::{FeatureEvent, FtracePlan};
 use instance::Instance;
-use rtrace_tracer::features::{Ordinary, ReadProgram, Unsupported};
+use rtrace_tracer::features::Ordinary;
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
 use stream::Consumer;
 
@@ -85,61 +85,6 @@ impl FtraceTracer {
             RecordMode::Stream => FtraceMode::Stream,
         })
     }
-
-    /// Attaches a program of the events suite (see module `features`).
-    fn attach_read(&self, target: &Target, fs: &Tracefs) -> Result<Box<dyn Attachment>> {
-        let Hook::Read { program, .. } = &target.hook else {
-            unreachable!("called for Hook::Read only");
-        };
-        match read_plan(&target.hook, fs) {
-            FtracePlan::Event {
-                event,
-                filter,
-                trigger,
-            } => Ok(Box::new(features::FeatureEvent::start(
-                event,
-                filter,
-                trigger,
-                target.buffer_size_kb,
-            )?)),
-            FtracePlan::Ordinary(hook) => {
-                let account = match *program {
-                    ReadProgram::Account(h) => {
-                        ensure!(
-                            target.pid.is_some(),
-                            "the accounting program on {} counts one process: give the target's pid",
-                            h.label()
-                        );
-                        Some(h)
-                    }
-                    ReadProgram::Feature(_) => None,
-                };
-                let inner = self.attach(&Target {
-                    hook,
-                    ..target.clone()
-                })?;
-                Ok(Box::new(Ordinary { inner, account }))
-            }
-            FtracePlan::Unavailable(why) => Err(Unsupported::Unavailable(why).into()),
-            FtracePlan::Inexpressible(why) => Err(Unsupported::Inexpressible(why).into()),
-        }
-    }
-}
-
-/// The plan of a [`Hook::Read`] (any other hook: a bug).
-fn read_plan(hook: &Hook, fs: &Tracefs) -> FtracePlan {
-    match hook {
-        Hook::Read {
-            program,
-            libc,
-            read_offset,
-            kprobes,
-        } => features::plan(*program, *kprobes, libc, *read_offset, fs),
-        h => FtracePlan::Unavailable(format!(
-            "{} is not a program of the events suite",
-            h.label()
-        )),
-    }
 }
 
 /// The control files a new instance gets before anything is enabled in it, in order: its
@@ -165,18 +110,16 @@ impl Tracer for FtraceTracer {
     fn check(&self, hook: &Hook) -> Result<()> {
         rtrace_tracer::require_root("ftrace")?;
         Tracefs::available()?;
-        if let Hook::Read { .. } = hook {
+        if let Hook::Read(read) = hook {
             let fs = Tracefs::find().with_context(|| {
                 format!(
                     "tracefs is not mounted: mount it with `mount -t tracefs nodev {}`",
                     tracefs::DEFAULT_ROOT
                 )
             })?;
-            return match read_plan(hook, &fs) {
+            return match features::plan(read, &fs)? {
                 FtracePlan::Event { .. } => Ok(()),
                 FtracePlan::Ordinary(h) => self.check(&h),
-                FtracePlan::Unavailable(why) => Err(Unsupported::Unavailable(why).into()),
-                FtracePlan::Inexpressible(why) => Err(Unsupported::Inexpressible(why).into()),
             };
         }
         if self.mode == Some(FtraceMode::Off) && matches!(hook, Hook::KernelTracepoint { .. }) {
@@ -207,12 +150,7 @@ impl Tracer for FtraceTracer {
                 offset,
                 ret,
             } => {
-                if !binary.is_file() {
-                    bail!(
-                        "cannot read {}: check the path of the binary",
-                        binary.display()
-                    );
-                }
+                hook.check_binary()?;
                 uprobe::function_definition("check", binary, function, *offset, *ret)?;
                 Ok(())
             }
@@ -230,8 +168,20 @@ impl Tracer for FtraceTracer {
             }
         }
         let fs = Tracefs::mount_if_needed()?;
-        if let Hook::Read { .. } = target.hook {
-            return self.attach_read(target, &fs);
+        if let Hook::Read(read) = &target.hook {
+            return match features::plan(read, &fs)? {
+                FtracePlan::Event {
+                    event,
+                    filter,
+                    trigger,
+                } => {
+                    let kb = target.buffer_size_kb;
+                    Ok(Box::new(FeatureEvent::start(event, filter, trigger, kb)?))
+                }
+                FtracePlan::Ordinary(h) => {
+                    Ordinary::attach(read.program, target, h, |t| self.attach(t))
+                }
+            };
         }
         let tag = rtrace_tracer::run_tag()?;
         let mut a = FtraceAttachment {
@@ -318,10 +268,10 @@ impl Tracer for FtraceTracer {
 
     fn program(&self, hook: &Hook) -> String {
         match hook {
-            Hook::Read { program, .. } => {
+            Hook::Read(read) => {
                 let fs =
                     Tracefs::find().unwrap_or_else(|| Tracefs::at(tracefs::DEFAULT_ROOT.as_ref()));
-                features::describe(&read_plan(hook, &fs), *program)
+                features::describe(read, &fs)
             }
             h => h.label(),
         }

@@ -53,7 +53,7 @@ impl Consumer {
         let handle = std::thread::Builder::new()
             .name("ftrace-consumer".into())
             .spawn(move || {
-                pin_to(&pin);
+                let _ = rtrace_tracer::pin(0, &pin, "the ftrace consumer");
                 drain_until(pipes, &flag)
             })
             .context("cannot start the ftrace consumer thread")?;
@@ -83,17 +83,6 @@ impl Drop for Consumer {
     fn drop(&mut self) {
         let _ = self.join();
     }
-}
-
-fn pin_to(cpus: &[usize]) {
-    if cpus.is_empty() {
-        return;
-    }
-    let mut set = nix::sched::CpuSet::new();
-    for &c in cpus {
-        let _ = set.set(c);
-    }
-    let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
 }
 
 fn drain_until(mut pipes: Vec<Pipe>, stop: &AtomicBool) -> Result<u64> {

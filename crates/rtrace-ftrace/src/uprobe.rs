@@ -131,35 +131,32 @@ mod tests {
         }
     }
 
-    #[test]
-    fn one_site_keeps_the_probe_name() {
-        let defs = definitions("g_1", Path::new("/bin/x"), &[site("ev", 0x2d230, None)]).unwrap();
-        assert_eq!(defs.len(), 1);
-        assert_eq!(defs[0].line, "p:g_1/ev /bin/x:0x2d230 arg1=%dx:s64");
+    /// The definitions of `sites` in group `g` of `/bin/x`.
+    fn defs(sites: &[Probe]) -> Vec<UprobeDef> {
+        definitions("g", Path::new("/bin/x"), sites).unwrap()
     }
 
     #[test]
-    fn semaphore_becomes_ref_ctr_offset_and_sites_are_numbered() {
-        let defs = definitions(
-            "g",
-            Path::new("/bin/x"),
-            &[
-                site("ev", 0x10, Some(0x4010)),
-                site("ev", 0x20, Some(0x4010)),
-            ],
-        )
-        .unwrap();
-        assert_eq!(defs[0].line, "p:g/ev_0 /bin/x:0x10(0x4010) arg1=%dx:s64");
-        assert_eq!(defs[1].event, "ev_1");
+    fn one_site_keeps_the_probe_name_and_several_are_numbered() {
+        let one = defs(&[site("ev", 0x2d230, None)]);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].line, "p:g/ev /bin/x:0x2d230 arg1=%dx:s64");
+        // A semaphore becomes the ref_ctr_offset.
+        let two = defs(&[
+            site("ev", 0x10, Some(0x4010)),
+            site("ev", 0x20, Some(0x4010)),
+        ]);
+        assert_eq!(two[0].line, "p:g/ev_0 /bin/x:0x10(0x4010) arg1=%dx:s64");
+        assert_eq!(two[1].event, "ev_1");
     }
 
     #[test]
     fn function_entry_and_return_events() {
-        let p = function_definition("g", Path::new("/bin/x"), "rtrace_marker_hit", 0x1a0, false)
-            .unwrap();
+        let x = Path::new("/bin/x");
+        let p = function_definition("g", x, "rtrace_marker_hit", 0x1a0, false).unwrap();
         assert_eq!(p.event, "rtrace_marker_hit");
         assert_eq!(p.line, "p:g/rtrace_marker_hit /bin/x:0x1a0 arg1=%di:s64");
-        let r = function_definition("g", Path::new("/bin/x"), "foo.isra.0", 0x10, true).unwrap();
+        let r = function_definition("g", x, "foo.isra.0", 0x10, true).unwrap();
         assert_eq!(r.line, "r:g/foo_isra_0 /bin/x:0x10 arg1=$retval:s64");
         assert_eq!(event_name("9lives"), "_9lives");
         assert_eq!(event_name(&"a".repeat(100)).len(), 64);
@@ -178,14 +175,10 @@ mod tests {
             Path::new("/d/a(0x10)/prog"),
             Path::new(non_utf8),
         ] {
-            let e = definitions("g", bad, &[site("ev", 1, None)])
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains("symlink"), "{e}");
-            let e = function_definition("g", bad, "f", 1, false)
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains("symlink"), "{e}");
+            let e = definitions("g", bad, &[site("ev", 1, None)]).unwrap_err();
+            assert!(e.to_string().contains("symlink"), "{e}");
+            let e = function_definition("g", bad, "f", 1, false).unwrap_err();
+            assert!(e.to_string().contains("symlink"), "{e}");
         }
         for fine in ["/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/a/b-c/d_e.f"] {
             assert!(definitions("g", Path::new(fine), &[site("ev", 1, None)]).is_ok());

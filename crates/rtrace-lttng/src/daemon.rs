@@ -51,11 +51,7 @@ impl Sessiond {
         let mut cmd = Command::new("lttng-sessiond");
         cmd.arg("--daemonize").env(DAEMON_ENV, owner::run_id()?);
         if !cpus.is_empty() {
-            let mut set = nix::sched::CpuSet::new();
-            for &c in cpus {
-                set.set(c)
-                    .with_context(|| format!("consumer CPU {c} is out of range"))?;
-            }
+            let set = rtrace_tracer::cpu_set(cpus)?;
             // SAFETY: sched_setaffinity is a plain syscall, async-signal-safe; nothing else runs
             // between fork and exec.
             unsafe {

@@ -9,44 +9,38 @@ use rtrace_tracer::Hook;
 /// The kernel tracepoint an ordinary session records for `program`, or why LTTng does not
 /// run it.
 pub fn plan(program: ReadProgram) -> Result<Hook, Unsupported> {
-    let syscall = |exit: bool| Hook::KernelTracepoint {
-        category: "syscalls".into(),
-        name: if exit {
-            "sys_exit_read"
-        } else {
-            "sys_enter_read"
-        }
-        .into(),
-    };
+    use {Feature as F, ReadHook as H, ReadProgram as P};
     let not_driven = |what: &str| {
         Unsupported::Unavailable(format!(
             "LTTng can ({what}), but this suite does not drive it yet"
         ))
     };
-    match program {
-        ReadProgram::Feature(Feature::TracepointEntry) | ReadProgram::Account(ReadHook::Enter) => {
-            Ok(syscall(false))
+    let exit = match program {
+        P::Feature(F::TracepointEntry) | P::Account(H::Enter) => false,
+        P::Feature(F::TracepointReturn) | P::Account(H::Exit) => true,
+        P::Feature(F::Control) => return Err(not_driven("a session with nothing enabled")),
+        P::Feature(F::Kprobe | F::Kretprobe) | P::Account(H::Kprobe | H::Kretprobe) => {
+            return Err(not_driven("--probe / --function"))
         }
-        ReadProgram::Feature(Feature::TracepointReturn) | ReadProgram::Account(ReadHook::Exit) => {
-            Ok(syscall(true))
+        P::Feature(F::Uprobe | F::Uretprobe) | P::Account(H::Uprobe | H::Uretprobe) => {
+            return Err(not_driven("--userspace-probe"))
         }
-        ReadProgram::Feature(Feature::Control) => Err(not_driven("a session with nothing enabled")),
-        ReadProgram::Feature(Feature::Kprobe | Feature::Kretprobe)
-        | ReadProgram::Account(ReadHook::Kprobe | ReadHook::Kretprobe) => {
-            Err(not_driven("--probe / --function"))
+        P::Feature(F::Filter) => return Err(not_driven("--filter 'count > 0'")),
+        P::Feature(F::PerEvent) => {
+            return Err(Unsupported::Inexpressible(
+                "LTTng has no printf: its per-event output is the record of 04".into(),
+            ))
         }
-        ReadProgram::Feature(Feature::Uprobe | Feature::Uretprobe)
-        | ReadProgram::Account(ReadHook::Uprobe | ReadHook::Uretprobe) => {
-            Err(not_driven("--userspace-probe"))
+        P::Feature(_) => {
+            return Err(Unsupported::Inexpressible(
+                "LTTng records events; it has no in-kernel maps, stacks or histograms".into(),
+            ))
         }
-        ReadProgram::Feature(Feature::Filter) => Err(not_driven("--filter 'count > 0'")),
-        ReadProgram::Feature(Feature::PerEvent) => Err(Unsupported::Inexpressible(
-            "LTTng has no printf: its per-event output is the record of 04".into(),
-        )),
-        ReadProgram::Feature(_) => Err(Unsupported::Inexpressible(
-            "LTTng records events; it has no in-kernel maps, stacks or histograms".into(),
-        )),
-    }
+    };
+    Ok(Hook::KernelTracepoint {
+        category: "syscalls".into(),
+        name: format!("sys_{}_read", if exit { "exit" } else { "enter" }),
+    })
 }
 
 /// The program as the report's "program" column shows it.

@@ -62,9 +62,9 @@ mod session;
 pub use cli::{ToolsMissing, TOOLS};
 pub use daemon::daemons_allowed_on;
 
-use anyhow::{bail, ensure, Result};
+use anyhow::{bail, Result};
 use daemon::Sessiond;
-use rtrace_tracer::features::{Ordinary, ReadProgram, Unsupported};
+use rtrace_tracer::features::{Ordinary, ReadHook, Unsupported};
 use rtrace_tracer::{Attachment, Hook, Target, Tracer, TracerKind};
 use std::sync::{Arc, Mutex};
 
@@ -208,7 +208,7 @@ impl Tracer for LttngTracer {
 
     fn program(&self, hook: &Hook) -> String {
         match hook {
-            Hook::Read { program, .. } => events::describe(*program),
+            Hook::Read(read) => events::describe(read.program),
             h => h.label(),
         }
     }
@@ -239,16 +239,13 @@ impl Tracer for LttngTracer {
             Hook::Uprobe { .. } => bail!(
                 "LTTng has no uprobe/uretprobe hook: use --tracer ftrace|ebpf|bpftrace for dynamic instrumentation"
             ),
-            Hook::Read { program, .. } => {
+            Hook::Read(read) => {
                 // This machine first (no kernel modules: every program is unavailable), then
                 // the program.
-                let syscall = Hook::KernelTracepoint {
-                    category: "syscalls".into(),
-                    name: "sys_enter_read".into(),
-                };
+                let syscall = read.ordinary(ReadHook::Enter).expect("a tracepoint");
                 self.check(&syscall)
                     .map_err(|e| Unsupported::Unavailable(format!("{e:#}")))?;
-                events::plan(*program)?;
+                events::plan(read.program)?;
                 Ok(())
             }
         }
@@ -256,23 +253,9 @@ impl Tracer for LttngTracer {
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
-        if let Hook::Read { program, .. } = &target.hook {
-            let account = match *program {
-                ReadProgram::Account(h) => {
-                    ensure!(
-                        target.pid.is_some(),
-                        "the accounting program on {} counts one process: give the target's pid",
-                        h.label()
-                    );
-                    Some(h)
-                }
-                ReadProgram::Feature(_) => None,
-            };
-            let inner = self.attach(&Target {
-                hook: events::plan(*program)?,
-                ..target.clone()
-            })?;
-            return Ok(Box::new(Ordinary { inner, account }));
+        if let Hook::Read(read) = &target.hook {
+            let hook = events::plan(read.program)?;
+            return Ordinary::attach(read.program, target, hook, |t| self.attach(t));
         }
         let sessiond = self.sessiond(&target.consumer_cpus)?;
         Ok(Box::new(session::LttngSession::start(
@@ -298,6 +281,7 @@ pub fn remove_stale() -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtrace_tracer::features::{Feature, Read, ReadProgram};
 
     #[test]
     fn buffer_size_becomes_power_of_two_subbuffers() {
@@ -306,6 +290,10 @@ mod tests {
         assert_eq!(o.geometry(Some(1024)), (Some(262_144), Some(4)));
         assert_eq!(o.geometry(Some(1000)), (Some(262_144), Some(4)));
         assert_eq!(o.geometry(Some(4)), (Some(4096), Some(4)));
+        // The events suite's programs are kernel sessions of the same geometry.
+        assert_eq!(o.geometry(Some(64)), (Some(16384), Some(4)));
+        let described = o.buffer_description(Some(64));
+        assert!(described.contains("4 sub-buffers × 16 KiB = 64 KiB per CPU"));
         let explicit = LttngOptions {
             subbuf_size: Some(8192),
             num_subbuf: Some(2),
@@ -315,34 +303,16 @@ mod tests {
     }
 
     #[test]
-    fn a_read_program_gets_the_targets_channel() {
-        // The events suite's programs are kernel sessions of the same geometry.
-        let o = LttngOptions::default();
-        assert_eq!(o.geometry(Some(64)), (Some(16384), Some(4)));
-        assert!(o
-            .buffer_description(Some(64))
-            .contains("4 sub-buffers × 16 KiB = 64 KiB per CPU"));
-        let t = LttngTracer::new(o).unwrap();
-        let hook = Hook::Read {
-            program: ReadProgram::Feature(rtrace_tracer::features::Feature::Histogram),
-            libc: "/lib/libc.so.6".into(),
-            read_offset: 1,
-            kprobes: false,
-        };
-        assert!(t.program(&hook).contains("no in-kernel maps"));
-    }
-
-    #[test]
     fn rejects_geometry_lttng_would_reject() {
-        for (s, n) in [
+        for (subbuf_size, num_subbuf) in [
             (Some(1000), None),
             (Some(2048), None),
             (None, Some(1)),
             (None, Some(3)),
         ] {
             let o = LttngOptions {
-                subbuf_size: s,
-                num_subbuf: n,
+                subbuf_size,
+                num_subbuf,
                 ..Default::default()
             };
             assert!(LttngTracer::new(o).is_err(), "{o:?}");
@@ -352,32 +322,31 @@ mod tests {
 
     #[test]
     fn tracef_replaces_only_the_loop_event() {
+        let (tp, tracef) = (EventKind::Tracepoint, EventKind::Tracef);
+        assert_eq!(tp.ust_event("rtrace", "event"), "rtrace:event");
         assert_eq!(
-            EventKind::Tracepoint.ust_event("rtrace", "event"),
-            "rtrace:event"
-        );
-        assert_eq!(
-            EventKind::Tracef.ust_event("rtrace", "event"),
+            tracef.ust_event("rtrace", "event"),
             "lttng_ust_tracef:event"
         );
-        assert_eq!(EventKind::Tracef.ust_event("rtrace", "idle"), "rtrace:idle");
+        assert_eq!(tracef.ust_event("rtrace", "idle"), "rtrace:idle");
     }
 
     #[test]
-    fn usdt_hooks_are_refused_with_the_fix() {
+    fn usdt_hooks_are_refused_with_the_fix_and_maps_are_inexpressible() {
         let t = LttngTracer::new(LttngOptions::default()).unwrap();
         let hook = Hook::Usdt {
             binary: "/bin/true".into(),
             sites: Vec::new(),
         };
-        if let Err(e) = t.check(&hook) {
-            let msg = format!("{e:#}");
-            assert!(
-                msg.contains("workload-lttng") || msg.contains("apt-get"),
-                "{msg}"
-            );
-        } else {
-            panic!("USDT accepted");
-        }
+        let msg = format!("{:#}", t.check(&hook).expect_err("USDT accepted"));
+        let names_fix = msg.contains("workload-lttng") || msg.contains("apt-get");
+        assert!(names_fix, "{msg}");
+        let hook = Hook::Read(Read {
+            program: ReadProgram::Feature(Feature::Histogram),
+            libc: "/lib/libc.so.6".into(),
+            read_offset: 1,
+            kprobes: false,
+        });
+        assert!(t.program(&hook).contains("no in-kernel maps"));
     }
 }

@@ -4,7 +4,9 @@
 //! ([`Unsupported`]), and the evidence a tracer's run of one returns. Backends map each
 //! experiment to their own program.
 
+use crate::{Attachment, EventStats, Hook, Target};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// Why a backend cannot run a program here, returned by [`crate::Tracer::check`] inside
 /// `anyhow` (find it with `downcast_ref::<Unsupported>()`): the report lists the two apart.
@@ -70,74 +72,29 @@ impl Feature {
 
     /// Gregg's and Piotrowski's experiment number (1..=18).
     pub fn number(self) -> u8 {
-        Feature::ALL
-            .iter()
-            .position(|&f| f == self)
-            .expect("listed") as u8
-            + 1
+        self as u8 + 1
     }
 
     pub fn from_number(n: u8) -> Option<Feature> {
         Feature::ALL.get(usize::from(n).checked_sub(1)?).copied()
     }
 
-    /// The experiment's name as in Piotrowski's tables ("Tracepoint Entry").
-    pub fn title(self) -> &'static str {
-        match self {
-            Feature::Control => "Control",
-            Feature::Kprobe => "Kprobe",
-            Feature::Kretprobe => "Kretprobe",
-            Feature::TracepointEntry => "Tracepoint Entry",
-            Feature::TracepointReturn => "Tracepoint Return",
-            Feature::Uprobe => "Uprobe",
-            Feature::Uretprobe => "Uretprobe",
-            Feature::Filter => "Filter",
-            Feature::Map => "Map",
-            Feature::SingleKey => "Single Key",
-            Feature::StringKey => "String Key",
-            Feature::TwoKeys => "Two Keys",
-            Feature::KernelStack => "Kernel Stack",
-            Feature::UserStack => "User Stack",
-            Feature::Histogram => "Histogram",
-            Feature::Timing => "Timing",
-            Feature::Multiple => "Multiple",
-            Feature::PerEvent => "Per Event",
+    /// The experiment's name as in Piotrowski's tables: its name here in words
+    /// (`TracepointEntry`: "Tracepoint Entry").
+    pub fn title(self) -> String {
+        let mut title = String::new();
+        for c in format!("{self:?}").chars() {
+            if c.is_ascii_uppercase() && !title.is_empty() {
+                title.push(' ');
+            }
+            title.push(c);
         }
-    }
-
-    /// Whether the experiment needs kprobes (2, 3: `kprobe:vfs_read` and its return).
-    pub fn needs_kprobes(self) -> bool {
-        matches!(self, Feature::Kprobe | Feature::Kretprobe)
-    }
-
-    /// Where Gregg's one-liner hooks (8-18 hook `kprobe:vfs_read`; 16 also its return).
-    pub fn published_hook(self) -> &'static str {
-        match self {
-            Feature::Control => "BEGIN",
-            Feature::Kprobe => "kprobe:vfs_read",
-            Feature::Kretprobe => "kretprobe:vfs_read",
-            Feature::TracepointEntry => "tracepoint:syscalls:sys_enter_read",
-            Feature::TracepointReturn => "tracepoint:syscalls:sys_exit_read",
-            Feature::Timing => "kprobe:vfs_read + kretprobe:vfs_read",
-            Feature::Uprobe => "uprobe:libc:read",
-            Feature::Uretprobe => "uretprobe:libc:read",
-            _ => "kprobe:vfs_read",
-        }
-    }
-
-    /// Where the experiment hooks on a kernel without kprobes: 8-18 move from `vfs_read` to the
-    /// `read` syscall's tracepoints (vfs_read's arg2 is the syscall's `count`).
-    pub fn hook_without_kprobes(self) -> &'static str {
-        match self {
-            Feature::Timing => "tracepoint:syscalls:sys_enter_read + sys_exit_read",
-            f if f.number() >= 8 => "tracepoint:syscalls:sys_enter_read",
-            f => f.published_hook(),
-        }
+        title
     }
 }
 
-/// A hook of the suite on a kernel without kprobes: where the accounting runs check that a
-/// tracer sees exactly the workload's reads.
+/// A hook of the suite: where the accounting runs check that a tracer sees exactly the
+/// workload's reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReadHook {
@@ -166,24 +123,6 @@ impl ReadHook {
             ReadHook::Kretprobe => "kretprobe:vfs_read",
         }
     }
-
-    /// The hooks an experiment's programs use (`kprobes`: whether the kernel has them; else
-    /// 8-18 use the syscall's tracepoints).
-    pub fn of(feature: Feature, kprobes: bool) -> &'static [ReadHook] {
-        match feature {
-            Feature::Control => &[],
-            Feature::Kprobe => &[ReadHook::Kprobe],
-            Feature::Kretprobe => &[ReadHook::Kretprobe],
-            Feature::TracepointEntry => &[ReadHook::Enter],
-            Feature::TracepointReturn => &[ReadHook::Exit],
-            Feature::Uprobe => &[ReadHook::Uprobe],
-            Feature::Uretprobe => &[ReadHook::Uretprobe],
-            Feature::Timing if kprobes => &[ReadHook::Kprobe, ReadHook::Kretprobe],
-            Feature::Timing => &[ReadHook::Enter, ReadHook::Exit],
-            _ if kprobes => &[ReadHook::Kprobe],
-            _ => &[ReadHook::Enter],
-        }
-    }
 }
 
 /// A program of the events suite, as a backend runs it on [`crate::Hook::Read`].
@@ -198,30 +137,68 @@ pub enum ReadProgram {
 }
 
 impl ReadProgram {
-    /// Where the program hooks. `kprobes`: whether it hooks `vfs_read` with kprobes where
-    /// Gregg's one-liner does (else 8-18 hook the `read` syscall's tracepoints).
-    pub fn site(self, kprobes: bool) -> &'static str {
+    /// The hooks its events come from. `kprobes`: whether it hooks `vfs_read` with kprobes
+    /// where Gregg's one-liner does (8-18; 16 also its return), else the `read` syscall's
+    /// tracepoints (vfs_read's arg2 is the syscall's `count`).
+    pub fn hooks(self, kprobes: bool) -> Vec<ReadHook> {
+        use ReadHook::*;
+        let (entry, exit) = if kprobes {
+            (Kprobe, Kretprobe)
+        } else {
+            (Enter, Exit)
+        };
         match self {
-            ReadProgram::Feature(f) if kprobes => f.published_hook(),
-            ReadProgram::Feature(f) => f.hook_without_kprobes(),
-            ReadProgram::Account(h) => h.label(),
+            ReadProgram::Account(h) => vec![h],
+            ReadProgram::Feature(f) => match f {
+                Feature::Control => vec![],
+                Feature::Kprobe => vec![Kprobe],
+                Feature::Kretprobe => vec![Kretprobe],
+                Feature::TracepointEntry => vec![Enter],
+                Feature::TracepointReturn => vec![Exit],
+                Feature::Uprobe => vec![Uprobe],
+                Feature::Uretprobe => vec![Uretprobe],
+                Feature::Timing => vec![entry, exit],
+                _ => vec![entry],
+            },
         }
     }
 
-    /// The hooks its events come from (see [`ReadProgram::site`] for `kprobes`).
-    pub fn hooks(self, kprobes: bool) -> Vec<ReadHook> {
-        match self {
-            ReadProgram::Feature(f) => ReadHook::of(f, kprobes).to_vec(),
-            ReadProgram::Account(h) => vec![h],
+    /// Where the program hooks (see [`ReadProgram::hooks`] for `kprobes`).
+    pub fn site(self, kprobes: bool) -> String {
+        match self.hooks(kprobes)[..] {
+            [] => "BEGIN".into(),
+            [ReadHook::Enter, ReadHook::Exit] => {
+                "tracepoint:syscalls:sys_enter_read + sys_exit_read".into()
+            }
+            ref hooks => hooks
+                .iter()
+                .map(|h| h.label())
+                .collect::<Vec<_>>()
+                .join(" + "),
         }
     }
 
     /// Whether it hooks `vfs_read` with kprobes (experiments 2 and 3, or an accounting program
     /// on `vfs_read`): a kernel without kprobes cannot run it.
     pub fn needs_kprobes(self) -> bool {
+        self.hooks(false)
+            .iter()
+            .any(|h| matches!(h, ReadHook::Kprobe | ReadHook::Kretprobe))
+    }
+
+    /// The hook of an accounting program, which counts the events of one process: an error
+    /// without `pid`.
+    pub fn account(self, pid: Option<u32>) -> anyhow::Result<Option<ReadHook>> {
         match self {
-            ReadProgram::Feature(f) => f.needs_kprobes(),
-            ReadProgram::Account(h) => matches!(h, ReadHook::Kprobe | ReadHook::Kretprobe),
+            ReadProgram::Account(h) => {
+                anyhow::ensure!(
+                    pid.is_some(),
+                    "the accounting program on {} counts one process: give the target's pid",
+                    h.label()
+                );
+                Ok(Some(h))
+            }
+            ReadProgram::Feature(_) => Ok(None),
         }
     }
 }
@@ -232,17 +209,94 @@ impl std::fmt::Display for Feature {
     }
 }
 
-/// A backend's ordinary attachment running a program of the suite on the hook it maps it to:
-/// its evidence is every event it wrote (of every process), or, for an accounting program
-/// (`account`), the workload's: the attachment kept to its process.
-pub struct Ordinary {
-    pub inner: Box<dyn crate::Attachment>,
-    /// The accounting program's hook, if it is one.
-    pub account: Option<ReadHook>,
+/// What [`crate::Hook::Read`] runs: a program of the suite, and where it hooks.
+#[derive(Debug, Clone)]
+pub struct Read {
+    pub program: ReadProgram,
+    /// The libc whose `read` the uprobe experiments (6, 7) and accounting programs hook.
+    pub libc: PathBuf,
+    /// The file offset of `read` in `libc` (as found by `rtrace_sdt::function`).
+    pub read_offset: u64,
+    /// Whether the program hooks `vfs_read` with kprobes where Gregg's one-liner does: the
+    /// kernel has kprobes and the backend drives them ([`crate::Tracer::drives_kprobes`]). Else
+    /// experiments 8-18 hook the `read` syscall's tracepoints, and 2 and 3 cannot run.
+    pub kprobes: bool,
 }
 
-impl crate::Attachment for Ordinary {
-    fn finish(self: Box<Self>) -> anyhow::Result<crate::EventStats> {
+impl Read {
+    /// The hooks its events come from.
+    pub fn hooks(&self) -> Vec<ReadHook> {
+        self.program.hooks(self.kprobes)
+    }
+
+    /// Unavailable where the program hooks `vfs_read` with kprobes and there are none.
+    pub fn check_kprobes(&self) -> Result<(), Unsupported> {
+        if self.program.needs_kprobes() && !self.kprobes {
+            return Err(Unsupported::Unavailable(NO_KPROBES.into()));
+        }
+        Ok(())
+    }
+
+    /// Whether the program hooks libc's `read`: its return (`Some(true)`) or entry.
+    pub fn on_libc(&self) -> Option<bool> {
+        match self.hooks()[..] {
+            [ReadHook::Uprobe] => Some(false),
+            [ReadHook::Uretprobe] => Some(true),
+            _ => None,
+        }
+    }
+
+    /// `hook` as an ordinary [`Hook`]: the syscall's tracepoint, or a uprobe on libc's `read`
+    /// (`None` for `vfs_read`'s kprobes).
+    pub fn ordinary(&self, hook: ReadHook) -> Option<Hook> {
+        let syscall = |name: &str| Hook::KernelTracepoint {
+            category: "syscalls".into(),
+            name: name.into(),
+        };
+        let libc = |ret| Hook::Uprobe {
+            binary: self.libc.clone(),
+            function: "read".into(),
+            offset: self.read_offset,
+            ret,
+        };
+        match hook {
+            ReadHook::Enter => Some(syscall("sys_enter_read")),
+            ReadHook::Exit => Some(syscall("sys_exit_read")),
+            ReadHook::Uprobe | ReadHook::Uretprobe => Some(libc(hook == ReadHook::Uretprobe)),
+            ReadHook::Kprobe | ReadHook::Kretprobe => None,
+        }
+    }
+}
+
+/// A backend's ordinary attachment running a program of the suite on the hook it maps it to:
+/// its evidence is every event it wrote (of every process), or, for an accounting program,
+/// the workload's: the attachment kept to its process.
+pub struct Ordinary {
+    inner: Box<dyn Attachment>,
+    /// The accounting program's hook, if it is one.
+    account: Option<ReadHook>,
+}
+
+impl Ordinary {
+    /// Runs `program` with the backend's `attach` on `hook` instead of `target`'s (kept to
+    /// `target.pid`, which an accounting program needs).
+    pub fn attach(
+        program: ReadProgram,
+        target: &Target,
+        hook: Hook,
+        attach: impl FnOnce(&Target) -> anyhow::Result<Box<dyn Attachment>>,
+    ) -> anyhow::Result<Box<dyn Attachment>> {
+        let account = program.account(target.pid)?;
+        let inner = attach(&Target {
+            hook,
+            ..target.clone()
+        })?;
+        Ok(Box::new(Ordinary { inner, account }))
+    }
+}
+
+impl Attachment for Ordinary {
+    fn finish(self: Box<Self>) -> anyhow::Result<EventStats> {
         self.inner.finish()
     }
 
@@ -275,7 +329,7 @@ pub struct Evidence {
 impl Evidence {
     /// Every event a run wrote, of every process (its kept and lost events): at least the
     /// workload's reads.
-    pub fn of_every_process(st: crate::EventStats) -> Evidence {
+    pub fn of_every_process(st: EventStats) -> Evidence {
         Evidence {
             all: Some(st.recorded + st.lost),
             source: format!(
@@ -289,7 +343,7 @@ impl Evidence {
     }
 
     /// The workload's events counted by an accounting program that kept to its process.
-    pub fn of_the_workload(st: crate::EventStats, what: &str) -> Evidence {
+    pub fn of_the_workload(st: EventStats, what: &str) -> Evidence {
         Evidence {
             workload: Some(st.recorded),
             lost: st.lost,
@@ -337,73 +391,100 @@ mod tests {
         }
         assert_eq!(Feature::from_number(0), None);
         assert_eq!(Feature::from_number(19), None);
-    }
-
-    #[test]
-    fn kprobe_experiments_move_to_the_syscall_tracepoint() {
-        assert_eq!(
-            Feature::SingleKey.hook_without_kprobes(),
-            "tracepoint:syscalls:sys_enter_read"
-        );
-        assert_eq!(Feature::Uprobe.hook_without_kprobes(), "uprobe:libc:read");
-        assert!(Feature::Kprobe.needs_kprobes() && !Feature::Filter.needs_kprobes());
-        assert_eq!(ReadHook::of(Feature::Histogram, false), &[ReadHook::Enter]);
-        assert_eq!(ReadHook::of(Feature::Histogram, true), &[ReadHook::Kprobe]);
-        assert_eq!(
-            ReadHook::of(Feature::Timing, true),
-            &[ReadHook::Kprobe, ReadHook::Kretprobe]
-        );
+        assert_eq!(Feature::TracepointEntry.to_string(), "04 Tracepoint Entry");
+        assert_eq!(Feature::PerEvent.to_string(), "18 Per Event");
     }
 
     #[test]
     fn programs_hook_where_the_kernel_lets_them() {
-        let p = ReadProgram::Feature(Feature::Histogram);
-        assert_eq!(p.site(true), "kprobe:vfs_read");
-        assert_eq!(p.site(false), "tracepoint:syscalls:sys_enter_read");
-        assert_eq!(p.hooks(false), vec![ReadHook::Enter]);
+        let p = ReadProgram::Feature;
+        let timing_tp = "tracepoint:syscalls:sys_enter_read + sys_exit_read";
+        for (program, kprobes, site) in [
+            (p(Feature::Histogram), true, "kprobe:vfs_read"),
+            (
+                p(Feature::SingleKey),
+                false,
+                "tracepoint:syscalls:sys_enter_read",
+            ),
+            (p(Feature::Uprobe), false, "uprobe:libc:read"),
+            (p(Feature::Control), true, "BEGIN"),
+            (
+                p(Feature::Timing),
+                true,
+                "kprobe:vfs_read + kretprobe:vfs_read",
+            ),
+            (p(Feature::Timing), false, timing_tp),
+            (
+                ReadProgram::Account(ReadHook::Uretprobe),
+                true,
+                "uretprobe:libc:read",
+            ),
+        ] {
+            assert_eq!(program.site(kprobes), site, "{program:?}");
+        }
+        assert_eq!(p(Feature::Histogram).hooks(false), [ReadHook::Enter]);
+        assert_eq!(p(Feature::Histogram).hooks(true), [ReadHook::Kprobe]);
         let a = ReadProgram::Account(ReadHook::Uretprobe);
-        assert_eq!(a.site(true), "uretprobe:libc:read");
-        assert_eq!(a.hooks(true), vec![ReadHook::Uretprobe]);
+        assert_eq!(a.hooks(true), [ReadHook::Uretprobe]);
         assert!(ReadProgram::Account(ReadHook::Kprobe).needs_kprobes());
-        assert!(ReadProgram::Feature(Feature::Kretprobe).needs_kprobes());
-        assert!(!ReadProgram::Feature(Feature::Filter).needs_kprobes());
+        assert!(p(Feature::Kretprobe).needs_kprobes());
+        assert!(!p(Feature::Filter).needs_kprobes());
+        assert!(a.account(None).is_err());
+        assert_eq!(a.account(Some(1)).unwrap(), Some(ReadHook::Uretprobe));
+        assert_eq!(p(Feature::Filter).account(None).unwrap(), None);
+    }
+
+    #[test]
+    fn reads_map_to_ordinary_hooks_and_need_kprobes_they_have() {
+        let read = |f, kprobes| Read {
+            program: ReadProgram::Feature(f),
+            libc: "/lib/libc.so.6".into(),
+            read_offset: 0x1234,
+            kprobes,
+        };
+        let r = read(Feature::Uretprobe, false);
+        assert_eq!(r.on_libc(), Some(true));
+        assert!(matches!(
+            r.ordinary(ReadHook::Uretprobe),
+            Some(Hook::Uprobe { ret: true, offset: 0x1234, ref function, .. }) if function == "read"
+        ));
+        let exit = r.ordinary(ReadHook::Exit).unwrap();
+        assert_eq!(exit.label(), "syscalls:sys_exit_read");
+        assert!(r.ordinary(ReadHook::Kprobe).is_none());
+        assert_eq!(read(Feature::Map, false).on_libc(), None);
+        let unavailable = Unsupported::Unavailable(NO_KPROBES.into());
+        assert_eq!(
+            read(Feature::Kprobe, false).check_kprobes(),
+            Err(unavailable)
+        );
+        assert!(read(Feature::Kprobe, true).check_kprobes().is_ok());
     }
 
     #[test]
     fn unsupported_is_found_inside_anyhow_with_context() {
-        let e = anyhow::Error::new(Unsupported::Inexpressible("no printf".into()))
-            .context("experiment 18");
-        assert_eq!(
-            e.downcast_ref::<Unsupported>(),
-            Some(&Unsupported::Inexpressible("no printf".into()))
-        );
-        assert_eq!(
-            Unsupported::Unavailable("no kprobes".into()).to_string(),
-            "no kprobes"
-        );
+        let no_printf = Unsupported::Inexpressible("no printf".into());
+        let e = anyhow::Error::new(no_printf.clone()).context("experiment 18");
+        assert_eq!(e.downcast_ref::<Unsupported>(), Some(&no_printf));
+        let no_kprobes = Unsupported::Unavailable("no kprobes".into());
+        assert_eq!(no_kprobes.to_string(), "no kprobes");
     }
 
     #[test]
     fn evidence_is_checked_against_the_reads() {
-        let exact = Evidence {
-            workload: Some(100),
-            ..Evidence::default()
+        let ev = |workload, all, lost| Evidence {
+            workload,
+            all,
+            lost,
+            source: String::new(),
         };
+        let exact = ev(Some(100), None, 0);
         assert!(exact.check(100).is_ok());
         assert!(exact.check(101).is_err());
         assert!(exact.check(99).is_err());
-        let all = Evidence {
-            all: Some(105),
-            ..Evidence::default()
-        };
+        let all = ev(None, Some(105), 0);
         assert!(all.check(100).is_ok());
         assert!(all.check(106).is_err());
-        let lossy = Evidence {
-            workload: Some(90),
-            lost: 10,
-            ..Evidence::default()
-        };
-        assert!(lossy.check(100).is_ok());
+        assert!(ev(Some(90), None, 10).check(100).is_ok());
         assert!(Evidence::default().check(100).is_ok());
     }
 }

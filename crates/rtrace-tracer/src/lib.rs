@@ -18,10 +18,11 @@ mod process;
 pub use names::{validate_name, NameError};
 pub use owner::{run_tag, PREFIX};
 pub use process::{
-    die_with_parent, in_initial_pid_namespace, is_alive, is_running, require_root, NotRoot,
+    cpu_set, die_with_parent, in_initial_pid_namespace, is_alive, is_running, pin, require_root,
+    NotRoot,
 };
 
-use features::{Evidence, ReadProgram};
+use features::{Evidence, Read};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -109,17 +110,7 @@ pub enum Hook {
     /// A program of the events suite (Gregg's per-event cost benchmark) on the `read` calls:
     /// an experiment's program, which traces every process (`Target::pid` is `None`), or the
     /// accounting program of one hook, which counts the events of `Target::pid` only.
-    Read {
-        program: ReadProgram,
-        /// The libc whose `read` the uprobe experiments (6, 7) and accounting programs hook.
-        libc: PathBuf,
-        /// The file offset of `read` in `libc` (as found by `rtrace_sdt::function`).
-        read_offset: u64,
-        /// Whether the program hooks `vfs_read` with kprobes where Gregg's one-liner does: the
-        /// kernel has kprobes and the backend drives them ([`Tracer::drives_kprobes`]). Else
-        /// experiments 8-18 hook the `read` syscall's tracepoints, and 2 and 3 cannot run.
-        kprobes: bool,
-    },
+    Read(Read),
 }
 
 impl Hook {
@@ -135,9 +126,25 @@ impl Hook {
             Hook::Uprobe { function, ret, .. } => {
                 format!("{}:{function}", if *ret { "uretprobe" } else { "uprobe" })
             }
-            Hook::Read {
-                program, kprobes, ..
-            } => program.site(*kprobes).to_owned(),
+            Hook::Read(r) => r.program.site(r.kprobes),
+        }
+    }
+
+    /// The binary of a user-space hook (USDT, uprobe).
+    pub fn binary(&self) -> Option<&std::path::Path> {
+        match self {
+            Hook::Usdt { binary, .. } | Hook::Uprobe { binary, .. } => Some(binary),
+            _ => None,
+        }
+    }
+
+    /// Fails unless a user-space hook's binary is a file; the error names the fix.
+    pub fn check_binary(&self) -> anyhow::Result<()> {
+        match self.binary() {
+            Some(b) if !b.is_file() => {
+                anyhow::bail!("cannot read {}: check the path of the binary", b.display())
+            }
+            _ => Ok(()),
         }
     }
 

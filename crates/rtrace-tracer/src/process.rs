@@ -44,6 +44,32 @@ pub fn die_with_parent(cmd: &mut std::process::Command) -> &mut std::process::Co
     }
 }
 
+/// The CPU set of `cpus`; the error names the fix.
+pub fn cpu_set(cpus: &[usize]) -> anyhow::Result<nix::sched::CpuSet> {
+    use anyhow::Context;
+    let mut set = nix::sched::CpuSet::new();
+    for &c in cpus {
+        set.set(c).with_context(|| {
+            let n = nix::sched::CpuSet::count();
+            format!("consumer CPU {c} is out of range: pass CPUs below {n}")
+        })?;
+    }
+    Ok(set)
+}
+
+/// Pins process or thread `pid` (0: the calling thread) to `cpus`, none if empty (threads it
+/// starts later inherit the mask); `what` names it in the error.
+pub fn pin(pid: u32, cpus: &[usize], what: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    let pid = nix::unistd::Pid::from_raw(pid as i32);
+    nix::sched::sched_setaffinity(pid, &cpu_set(cpus)?).with_context(|| {
+        format!("cannot pin {what} to CPUs {cpus:?}: pass online CPUs (see `nproc`)")
+    })
+}
+
 /// Not root → one line naming the fix.
 #[derive(Debug, thiserror::Error)]
 #[error("{what} needs root: run rtrace-bench as root (e.g. `sudo rtrace-bench ...`)")]

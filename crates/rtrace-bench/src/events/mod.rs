@@ -20,7 +20,7 @@ use rtrace_measure::events::{
 use rtrace_measure::pool::Accounted;
 use rtrace_measure::{run_workload_message, Environment};
 use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
-use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram, Unsupported};
+use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram, Unsupported};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 
@@ -107,12 +107,12 @@ impl Setup {
 
     /// `program` as `tracer` runs it here.
     fn hook(&self, tracer: TracerKind, program: ReadProgram) -> Hook {
-        Hook::Read {
+        Hook::Read(Read {
             program,
             libc: self.libc.clone(),
             read_offset: self.libc_read,
             kprobes: self.kprobes(tracer),
-        }
+        })
     }
 }
 
