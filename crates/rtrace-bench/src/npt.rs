@@ -6,15 +6,14 @@
 
 use crate::options::CommonOptions;
 use crate::runner::{self, Plan, Round};
-use crate::{tracers, workload};
+use crate::workload::{self, Subject};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::npt::{NptResult, NptRun, NptSettings, Osnoise};
 use rtrace_measure::pool::Accounted;
 use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::{run_workload_message, Environment, Events};
 use rtrace_protocol::{Body, Message, NptConfig, WorkloadConfig};
-use rtrace_tracer::{Hook, Tracer, TracerKind};
-use std::path::PathBuf;
+use rtrace_tracer::TracerKind;
 
 /// `npt`'s options, checked.
 #[derive(Debug, Clone)]
@@ -26,58 +25,12 @@ pub struct Options {
     pub event_rate_hz: f64,
 }
 
-/// One tracer variant (or no tracer), checked.
-struct Subject {
-    kind: TracerKind,
-    variant: Option<String>,
-    buffer: String,
-    tracer: Option<Box<dyn Tracer>>,
-    workload: PathBuf,
-    hook: Hook,
-}
-
-impl Subject {
-    fn label(&self) -> String {
-        match &self.variant {
-            Some(v) => format!("{} ({v})", self.kind),
-            None => self.kind.to_string(),
-        }
-    }
-}
-
+/// Every tracer's subjects, `none` first; those that cannot run here with why.
 fn subjects(o: &Options) -> (Vec<Subject>, Vec<String>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for &kind in &o.tracers {
-        let made = (|| -> Result<Vec<Subject>> {
-            let (workload, hook) = workload::event_hook(&o.common, kind)?;
-            if kind == TracerKind::None {
-                return Ok(vec![Subject {
-                    kind,
-                    variant: None,
-                    buffer: String::new(),
-                    tracer: None,
-                    workload,
-                    hook,
-                }]);
-            }
-            let buffer = tracers::buffers(&[kind], &o.common.tracer)?
-                .into_values()
-                .next()
-                .unwrap_or_default();
-            Ok(tracers::checked(kind, &o.common.tracer, &[&hook])?
-                .into_iter()
-                .map(|v| Subject {
-                    kind,
-                    variant: v.name.map(str::to_owned),
-                    buffer: buffer.clone(),
-                    tracer: Some(v.tracer),
-                    workload: workload.clone(),
-                    hook: hook.clone(),
-                })
-                .collect())
-        })();
-        match made {
+        match workload::subjects(&o.common, kind, &o.common.tracer) {
             Ok(m) => out.extend(m),
             Err(e) => skipped.push(format!("{kind}: {e:#}")),
         }

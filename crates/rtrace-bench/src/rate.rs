@@ -5,14 +5,13 @@
 
 use crate::options::{CommonOptions, TracerOptions};
 use crate::runner::{self, Plan, Round};
-use crate::{tracers, workload};
+use crate::workload::{self, Subject};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::rate::{Next, Phase, Point, RateResult, RateSettings, Search, SearchPlan};
 use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::{run_workload_message, Environment, Events};
 use rtrace_protocol::{Body, Message, RateConfig, WorkloadConfig};
-use rtrace_tracer::{Hook, Tracer, TracerKind};
-use std::path::PathBuf;
+use rtrace_tracer::TracerKind;
 
 /// `rate`'s options, checked.
 #[derive(Debug, Clone)]
@@ -28,27 +27,15 @@ pub struct Options {
     pub threads: usize,
 }
 
-/// One tracer variant at one buffer size, checked.
-struct Subject {
-    kind: TracerKind,
-    variant: Option<String>,
+/// A search's subject: a tracer variant at one buffer size, checked.
+struct Searched {
+    subject: Subject,
     buffer_size_kb: u64,
-    buffer: String,
-    tracer: Box<dyn Tracer>,
-    workload: PathBuf,
-    hook: Hook,
 }
 
-impl Subject {
+impl Searched {
     fn label(&self) -> String {
-        format!(
-            "{}{} at {} KiB",
-            self.kind,
-            self.variant
-                .as_deref()
-                .map_or(String::new(), |v| format!(" ({v})")),
-            self.buffer_size_kb
-        )
+        format!("{} at {} KiB", self.subject.label(), self.buffer_size_kb)
     }
 }
 
@@ -60,33 +47,17 @@ fn at_size(o: &Options, kb: u64) -> TracerOptions {
     }
 }
 
-fn subjects(o: &Options) -> (Vec<Subject>, Vec<String>) {
+/// Every tracer variant at every size; those that cannot run here with why.
+fn subjects(o: &Options) -> (Vec<Searched>, Vec<String>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for &kind in &o.tracers {
         for &kb in &o.buffer_sizes_kb {
-            let opts = at_size(o, kb);
-            let made = (|| -> Result<Vec<Subject>> {
-                let (workload, hook) = workload::event_hook(&o.common, kind)?;
-                let buffer = tracers::buffers(&[kind], &opts)?
-                    .into_values()
-                    .next()
-                    .unwrap_or_default();
-                Ok(tracers::checked(kind, &opts, &[&hook])?
-                    .into_iter()
-                    .map(|v| Subject {
-                        kind,
-                        variant: v.name.map(str::to_owned),
-                        buffer_size_kb: kb,
-                        buffer: buffer.clone(),
-                        tracer: v.tracer,
-                        workload: workload.clone(),
-                        hook: hook.clone(),
-                    })
-                    .collect())
-            })();
-            match made {
-                Ok(m) => out.extend(m),
+            match workload::subjects(&o.common, kind, &at_size(o, kb)) {
+                Ok(m) => out.extend(m.into_iter().map(|subject| Searched {
+                    subject,
+                    buffer_size_kb: kb,
+                })),
                 Err(e) => skipped.push(format!("{kind} at {kb} KiB: {e:#}")),
             }
         }
@@ -106,7 +77,7 @@ struct Entry {
 /// The rate search as the runner sees it.
 struct Rate {
     o: Options,
-    subjects: Vec<Subject>,
+    subjects: Vec<Searched>,
     /// The points of the search under way.
     points: Vec<Point>,
     /// The round of the search under way.
@@ -153,7 +124,7 @@ impl runner::Experiment for Rate {
     }
 
     fn begin(&mut self) -> Result<()> {
-        let kinds: Vec<TracerKind> = self.subjects.iter().map(|s| s.kind).collect();
+        let kinds: Vec<TracerKind> = self.subjects.iter().map(|s| s.subject.kind).collect();
         let c = &mut self.result.config;
         c.run = self.o.common.settings(&kinds)?;
         // Every size searched, by tracer.
@@ -161,8 +132,8 @@ impl runner::Experiment for Rate {
             let sizes: Vec<&str> = self
                 .subjects
                 .iter()
-                .filter(|s| s.kind.name() == tracer)
-                .map(|s| s.buffer.as_str())
+                .filter(|s| s.subject.kind.name() == tracer)
+                .map(|s| s.subject.buffer.as_str())
                 .collect();
             *text = crate::options::unique(sizes).join("; ");
         }
@@ -217,10 +188,10 @@ impl runner::Experiment for Rate {
                 Next::Done(f) => {
                     let s = &self.subjects[e.subject];
                     self.result.searches.push(Search {
-                        tracer: s.kind,
-                        variant: s.variant.clone(),
+                        tracer: s.subject.kind,
+                        variant: s.subject.variant.clone(),
                         buffer_size_kb: s.buffer_size_kb,
-                        buffer: s.buffer.clone(),
+                        buffer: s.subject.buffer.clone(),
                         points: f.points,
                         max_lossless_hz: f.max_lossless_hz,
                         ceiling: f.ceiling,
@@ -248,7 +219,9 @@ impl runner::Experiment for Rate {
 
 /// One run of the workload firing at `e`'s rate under `s`'s tracer, accounted exactly (a
 /// mismatch fails the search); its trace data is counted and removed unless kept.
-fn point(o: &Options, s: &Subject, e: &Entry, seq: u64) -> Result<Point> {
+fn point(o: &Options, searched: &Searched, e: &Entry, seq: u64) -> Result<Point> {
+    let s = &searched.subject;
+    let tracer = s.tracer.as_ref().context("a search without a tracer")?;
     let config = WorkloadConfig::Rate(RateConfig {
         rate_hz: e.rate_hz,
         duration_ns: o.duration_ms * 1_000_000,
@@ -266,8 +239,8 @@ fn point(o: &Options, s: &Subject, e: &Entry, seq: u64) -> Result<Point> {
     let out_dir = o.common.out.join(format!("point-{}", seq + 1));
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let opts = at_size(o, s.buffer_size_kb);
-    let env = s.tracer.workload_env();
+    let opts = at_size(o, searched.buffer_size_kb);
+    let env = tracer.workload_env();
     let (_, last, attachment) = run_workload_message(&s.workload, &env, &config, |ready| {
         let target = opts.target(
             s.hook.clone(),
@@ -275,7 +248,7 @@ fn point(o: &Options, s: &Subject, e: &Entry, seq: u64) -> Result<Point> {
             &out_dir,
             &o.common.cpus.harness,
         );
-        s.tracer.attach(&target)
+        tracer.attach(&target)
     })?;
     let Message::RateDone(done) = last else {
         bail!(

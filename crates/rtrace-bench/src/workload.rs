@@ -2,10 +2,10 @@
 //! or LTTng-UST tracepoints in the LTTng build), their `nop5` forms, and the marker functions
 //! the uprobe hooks attach to.
 
-use crate::options::CommonOptions;
+use crate::options::{CommonOptions, TracerOptions};
 use anyhow::Result;
 use rtrace_measure::usdt::HookKind;
-use rtrace_tracer::{Hook, Instrumentation};
+use rtrace_tracer::{Hook, Instrumentation, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
 
 /// The workload binary carrying `instrumentation`; the error names the fix.
@@ -48,11 +48,59 @@ pub fn hooks(bin: &Path, instrumentation: Instrumentation, kind: HookKind) -> Re
     Ok((hook("event")?, hook("idle")?))
 }
 
-/// The binary and the `rtrace:event` hook a tracer of `kind` fires in every iteration of a
-/// loop (`rate`, `npt`): its own instrumentation's build.
-pub fn event_hook(o: &CommonOptions, kind: rtrace_tracer::TracerKind) -> Result<(PathBuf, Hook)> {
+/// A tracer variant (or no tracer) checked on the `rtrace:event` hook of its own build of the
+/// workload, with the buffer its backend makes: what `rate` and `npt` fire at.
+pub struct Subject {
+    pub kind: TracerKind,
+    pub variant: Option<String>,
+    /// `None` for [`TracerKind::None`].
+    pub tracer: Option<Box<dyn Tracer>>,
+    pub workload: PathBuf,
+    pub hook: Hook,
+    /// What the backend made of the buffer size (empty without a tracer).
+    pub buffer: String,
+}
+
+impl Subject {
+    /// `ebpf (record)`, `none`.
+    pub fn label(&self) -> String {
+        match &self.variant {
+            Some(v) => format!("{} ({v})", self.kind),
+            None => self.kind.to_string(),
+        }
+    }
+}
+
+/// Every variant of `kind` in `opts` on `rtrace:event`, checked (`none`: one subject without a
+/// tracer); changes nothing.
+pub fn subjects(o: &CommonOptions, kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Subject>> {
     let instrumentation = kind.instrumentation();
-    let bin = bin(o, instrumentation)?;
-    let (hook, _) = hooks(&bin, instrumentation, HookKind::Usdt)?;
-    Ok((bin, hook))
+    let workload = bin(o, instrumentation)?;
+    let (hook, _) = hooks(&workload, instrumentation, HookKind::Usdt)?;
+    let buffer = crate::tracers::buffers(&[kind], opts)?
+        .into_values()
+        .next()
+        .unwrap_or_default();
+    let variants = crate::tracers::checked(kind, opts, &[&hook])?;
+    if variants.is_empty() {
+        return Ok(vec![Subject {
+            kind,
+            variant: None,
+            tracer: None,
+            workload,
+            hook,
+            buffer,
+        }]);
+    }
+    Ok(variants
+        .into_iter()
+        .map(|v| Subject {
+            kind,
+            variant: v.name.map(str::to_owned),
+            tracer: Some(v.tracer),
+            workload: workload.clone(),
+            hook: hook.clone(),
+            buffer: buffer.clone(),
+        })
+        .collect())
 }
