@@ -21,31 +21,25 @@ pub const SPEC: Spec = Spec {
     buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
 };
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConfigArg {
-    /// No tracer.
-    None,
-    UsdtFtrace,
-    UsdtEbpf,
-    UsdtBpftrace,
-    UsdtLttng,
-    UprobeFtrace,
-    UprobeEbpf,
-    UprobeBpftrace,
-    UretprobeFtrace,
-    UretprobeEbpf,
-    UretprobeBpftrace,
-    KernelFtrace,
-    KernelEbpf,
-    KernelLttng,
-    /// Every usdt-* configuration.
-    Usdt,
-    /// Every uprobe-* and uretprobe-* configuration (the marker function's entry or return).
-    Dynamic,
-    /// Every kernel-* configuration.
-    Kernel,
-    /// Every configuration (those unavailable here are reported with the reason).
-    All,
+/// The groups `--configs` takes beside each configuration's name.
+const GROUPS: [(&str, &str); 4] = [
+    ("usdt", "every usdt-* configuration"),
+    (
+        "dynamic",
+        "every uprobe-* and uretprobe-* configuration (the marker function's entry or return)",
+    ),
+    ("kernel", "every kernel-* configuration"),
+    (
+        "all",
+        "every configuration (those unavailable here are reported with the reason)",
+    ),
+];
+
+/// `--configs`' values: every configuration's name, then the groups.
+fn config_values() -> clap::builder::PossibleValuesParser {
+    let names = Configuration::ALL.map(|c| clap::builder::PossibleValue::new(c.name()));
+    let groups = GROUPS.map(|(g, help)| clap::builder::PossibleValue::new(g).help(help));
+    clap::builder::PossibleValuesParser::new(names.into_iter().chain(groups))
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,12 +70,9 @@ pub struct SweepArgs {
     /// CPU of the main thread (cyclictest --mainaffinity; default: the first other CPU).
     #[arg(long)]
     pub main_cpu: Option<usize>,
-    /// Configurations to run, comma separated (none, usdt-ftrace, usdt-ebpf, usdt-bpftrace,
-    /// usdt-lttng, uprobe-ftrace, uprobe-ebpf, uprobe-bpftrace, uretprobe-ftrace,
-    /// uretprobe-ebpf, uretprobe-bpftrace, kernel-ftrace, kernel-ebpf, kernel-lttng; groups:
-    /// usdt, dynamic, kernel, all).
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
-    pub configs: Vec<ConfigArg>,
+    /// Configurations to run, comma separated: names, or the groups usdt, dynamic, kernel, all.
+    #[arg(long, value_delimiter = ',', default_value = "all", value_parser = config_values())]
+    pub configs: Vec<String>,
     /// Where the built-in loop fires its user-space tracepoint: `window`, between the wake-up
     /// and the clock reading, so its cost is part of the latency (the thesis' modified
     /// cyclictest); `after`, once the latency is taken (its cost is never measured);
@@ -114,43 +105,19 @@ pub struct SweepArgs {
 }
 
 /// The configurations asked for, deduplicated, in the canonical order.
-fn configurations(args: &[ConfigArg]) -> Vec<Configuration> {
-    let mut out: Vec<Configuration> = Configuration::ALL
+fn configurations(args: &[String]) -> Vec<Configuration> {
+    Configuration::ALL
         .into_iter()
         .filter(|c| {
-            args.iter().any(|a| match a {
-                ConfigArg::All => true,
-                ConfigArg::Usdt => c.hook_kind() == Some(HookKind::Usdt),
-                ConfigArg::Dynamic => {
-                    matches!(c.hook_kind(), Some(HookKind::Uprobe | HookKind::Uretprobe))
-                }
-                ConfigArg::Kernel => c.space() == Space::Kernel,
-                one => single(*one) == Some(*c),
+            args.iter().any(|a| match a.as_str() {
+                "all" => true,
+                "usdt" => c.hook_kind() == Some(HookKind::Usdt),
+                "dynamic" => matches!(c.hook_kind(), Some(HookKind::Uprobe | HookKind::Uretprobe)),
+                "kernel" => c.space() == Space::Kernel,
+                one => one == c.name(),
             })
         })
-        .collect();
-    out.dedup();
-    out
-}
-
-fn single(a: ConfigArg) -> Option<Configuration> {
-    Some(match a {
-        ConfigArg::None => Configuration::None,
-        ConfigArg::UsdtFtrace => Configuration::UsdtFtrace,
-        ConfigArg::UsdtEbpf => Configuration::UsdtEbpf,
-        ConfigArg::UsdtBpftrace => Configuration::UsdtBpftrace,
-        ConfigArg::UsdtLttng => Configuration::UsdtLttng,
-        ConfigArg::UprobeFtrace => Configuration::UprobeFtrace,
-        ConfigArg::UprobeEbpf => Configuration::UprobeEbpf,
-        ConfigArg::UprobeBpftrace => Configuration::UprobeBpftrace,
-        ConfigArg::UretprobeFtrace => Configuration::UretprobeFtrace,
-        ConfigArg::UretprobeEbpf => Configuration::UretprobeEbpf,
-        ConfigArg::UretprobeBpftrace => Configuration::UretprobeBpftrace,
-        ConfigArg::KernelFtrace => Configuration::KernelFtrace,
-        ConfigArg::KernelEbpf => Configuration::KernelEbpf,
-        ConfigArg::KernelLttng => Configuration::KernelLttng,
-        ConfigArg::Usdt | ConfigArg::Dynamic | ConfigArg::Kernel | ConfigArg::All => return None,
-    })
+        .collect()
 }
 
 impl SweepArgs {
