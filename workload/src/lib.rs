@@ -24,7 +24,14 @@ use std::io::{Read, Write};
 pub trait Instrument {
     /// `"usdt"` or `"lttng-ust"`.
     const INSTRUMENTATION: &'static str;
-    fn probes() -> Probes;
+    /// Every flavour names its tracepoints `rtrace:event` and `rtrace:idle`.
+    fn probes() -> Probes {
+        Probes {
+            provider: "rtrace".into(),
+            event: "event".into(),
+            idle: "idle".into(),
+        }
+    }
     fn event(i: u64);
     fn idle(i: u64);
 }

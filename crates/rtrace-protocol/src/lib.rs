@@ -181,42 +181,100 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Body::Event;
+    use WorkloadConfig::{Cyclic, Micro, Npt, Rate, Reads};
 
+    /// Every configuration round-trips through JSON, tagged with its mode.
+    #[test]
+    fn configs_are_tagged_and_round_trip() {
+        let pacing = Some(Pacing {
+            burst_ns: 475_000_000,
+            rest_ns: 150_000_000,
+        });
+        let configs = [
+            Micro(MicroConfig {
+                body: Event,
+                iterations: 10,
+                warmup: 1,
+                cpu: 1,
+                priority: None,
+                timer_samples: 5,
+                pacing,
+                more_threads: vec![0],
+            }),
+            Cyclic(CyclicConfig {
+                interval_ns: 200_000,
+                loops: 2_000,
+                cpu: 1,
+                main_cpu: Some(0),
+                priority: 99,
+                fire_event: true,
+                probe_at: ProbeAt::After,
+                fire: Fire::default(),
+                histogram_limit_ns: 10_000_000,
+            }),
+            Rate(RateConfig {
+                rate_hz: 1e5,
+                duration_ns: 1_000_000_000,
+                cpu: 1,
+                priority: None,
+                body: Event,
+                more_threads: vec![0],
+            }),
+            Npt(NptConfig {
+                duration_ns: 1_000_000_000,
+                event_rate_hz: 1e4,
+                cpu: 1,
+                priority: Some(99),
+                body: Event,
+            }),
+            Reads(ReadsConfig {
+                reads: 1000,
+                cpu: 1,
+                priority: None,
+            }),
+        ];
+        let modes = ["micro", "cyclic", "rate", "npt", "reads"];
+        for (c, mode) in configs.iter().zip(modes) {
+            let s = serde_json::to_string(c).unwrap();
+            assert!(s.contains(&format!(r#""mode":"{mode}""#)), "{s}");
+            let body = matches!(c, Micro(_) | Rate(_) | Npt(_));
+            assert_eq!(s.contains(r#""body":"event""#), body, "{s}");
+            assert_eq!(&serde_json::from_str::<WorkloadConfig>(&s).unwrap(), c);
+        }
+    }
+
+    /// Every message round-trips through its line, tagged.
     #[test]
     fn messages_round_trip() {
-        let m = Message::Ready(Ready {
+        let probes = Probes {
+            provider: "rtrace".into(),
+            event: "event".into(),
+            idle: "idle".into(),
+        };
+        let ready = Message::Ready(Ready {
             pid: 7,
             cpu: 1,
             instrumentation: "usdt".into(),
-            probes: Probes {
-                provider: "rtrace".into(),
-                event: "event".into(),
-                idle: "idle".into(),
-            },
+            probes,
             mlocked: true,
             priority: Some(99),
         });
-        assert_eq!(Message::from_line(&m.to_line()).unwrap(), m);
-    }
-
-    #[test]
-    fn config_is_tagged() {
-        let c = WorkloadConfig::Micro(MicroConfig {
-            body: Body::Event,
-            iterations: 10,
-            warmup: 1,
-            cpu: 1,
-            priority: None,
-            timer_samples: 5,
-            pacing: Some(Pacing {
-                burst_ns: 475_000_000,
-                rest_ns: 150_000_000,
-            }),
-            more_threads: vec![0],
+        let cyclic_done = Message::CyclicDone(CyclicDone {
+            loops: 3,
+            hits: 3,
+            sleeps: 3,
+            overruns: 0,
+            overflows: 1,
+            histogram: "AAAA".into(),
+            untraced: None,
+            pm_qos_zero: true,
+            max_rss_kb: 2048,
         });
-        let s = serde_json::to_string(&c).unwrap();
-        assert!(s.contains(r#""mode":"micro""#), "{s}");
-        assert!(s.contains(r#""body":"event""#), "{s}");
-        assert_eq!(serde_json::from_str::<WorkloadConfig>(&s).unwrap(), c);
+        for (m, tag) in [(ready, "ready"), (cyclic_done, "cyclic-done")] {
+            let line = m.to_line();
+            assert!(line.contains(&format!(r#""msg":"{tag}""#)), "{line}");
+            assert_eq!(Message::from_line(&line).unwrap(), m);
+        }
     }
 }

@@ -36,25 +36,3 @@ pub struct NptDone {
     /// plus interference.
     pub fired: String,
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trips() {
-        let c = crate::WorkloadConfig::Npt(NptConfig {
-            duration_ns: 1_000_000_000,
-            event_rate_hz: 1e4,
-            cpu: 1,
-            priority: Some(99),
-            body: crate::Body::Event,
-        });
-        let s = serde_json::to_string(&c).unwrap();
-        assert!(s.contains("\"mode\":\"npt\""), "{s}");
-        assert_eq!(
-            serde_json::from_str::<crate::WorkloadConfig>(&s).unwrap(),
-            c
-        );
-    }
-}

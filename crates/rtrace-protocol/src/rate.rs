@@ -34,26 +34,3 @@ pub struct RateDone {
     /// costs more than a period, or the CPU was taken away).
     pub late: u64,
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trips() {
-        let c = crate::WorkloadConfig::Rate(RateConfig {
-            rate_hz: 1e5,
-            duration_ns: 1_000_000_000,
-            cpu: 1,
-            priority: None,
-            body: crate::Body::Event,
-            more_threads: vec![0],
-        });
-        let s = serde_json::to_string(&c).unwrap();
-        assert!(s.contains("\"mode\":\"rate\""), "{s}");
-        assert_eq!(
-            serde_json::from_str::<crate::WorkloadConfig>(&s).unwrap(),
-            c
-        );
-    }
-}

@@ -27,23 +27,3 @@ pub struct ReadsDone {
     /// The process's command name (what bpftrace's `comm` shows).
     pub comm: String,
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trips() {
-        let c = crate::WorkloadConfig::Reads(ReadsConfig {
-            reads: 1000,
-            cpu: 1,
-            priority: None,
-        });
-        let s = serde_json::to_string(&c).unwrap();
-        assert!(s.contains("\"mode\":\"reads\""), "{s}");
-        assert_eq!(
-            serde_json::from_str::<crate::WorkloadConfig>(&s).unwrap(),
-            c
-        );
-    }
-}

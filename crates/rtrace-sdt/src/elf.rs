@@ -163,43 +163,39 @@ impl Layout {
     /// File offset of a probe site, through the executable `PT_LOAD` segment containing it.
     pub fn code_offset(&self, addr: u64) -> Result<u64, String> {
         self.no_loads_error()?;
-        if let Some(seg) = self
-            .loads
-            .iter()
-            .find(|s| s.flags & PF_X != 0 && s.contains_in_file(addr))
-        {
-            return Ok(seg.file_offset(addr));
+        if let Some(offset) = self.map(addr, PF_X, Segment::contains_in_file) {
+            return Ok(offset);
         }
-        Err(
-            match self.loads.iter().find(|s| s.contains_in_memory(addr)) {
-                Some(_) => format!(
-                "site {addr:#x} is not in an executable PT_LOAD segment (the note does not match \
-                 the code, e.g. after post-processing the binary; rebuild it)"
-            ),
-                None => format!(
-                    "site {addr:#x} is outside every PT_LOAD segment (the note does not match the \
-                 code, e.g. after post-processing the binary; rebuild it)"
-                ),
-            },
-        )
+        let place = if self.loads.iter().any(|s| s.contains_in_memory(addr)) {
+            "not in an executable PT_LOAD segment"
+        } else {
+            "outside every PT_LOAD segment"
+        };
+        Err(format!(
+            "site {addr:#x} is {place} (the note does not match the code, e.g. after \
+             post-processing the binary; rebuild it)"
+        ))
     }
 
     /// File offset of a semaphore, through the writable `PT_LOAD` segment containing it. The
     /// address is used as is (not base-adjusted), as libbpf does.
     pub fn semaphore_offset(&self, addr: u64) -> Result<u64, String> {
         self.no_loads_error()?;
-        if let Some(seg) = self
-            .loads
-            .iter()
-            .find(|s| s.flags & PF_W != 0 && s.contains_in_memory(addr))
-        {
-            return Ok(seg.file_offset(addr));
-        }
-        Err(format!(
-            "semaphore {addr:#x} is not in a writable PT_LOAD segment (declare it as \
-             `unsigned short PROVIDER_NAME_semaphore __attribute__((section(\".probes\")))`, or \
-             rebuild the binary)"
-        ))
+        let offset = self.map(addr, PF_W, Segment::contains_in_memory);
+        offset.ok_or_else(|| {
+            format!(
+                "semaphore {addr:#x} is not in a writable PT_LOAD segment (declare it as \
+                 `unsigned short PROVIDER_NAME_semaphore __attribute__((section(\".probes\")))`, \
+                 or rebuild the binary)"
+            )
+        })
+    }
+
+    /// File offset of `addr` through the first `PT_LOAD` segment with `flag` that `contains` it.
+    fn map(&self, addr: u64, flag: u32, contains: fn(&Segment, u64) -> bool) -> Option<u64> {
+        let mut loads = self.loads.iter();
+        let seg = loads.find(|s| s.flags & flag != 0 && contains(s, addr))?;
+        Some(seg.file_offset(addr))
     }
 
     fn no_loads_error(&self) -> Result<(), String> {
@@ -305,11 +301,9 @@ mod tests {
     #[test]
     fn no_segments_means_object_file() {
         let l = layout(vec![], None, true);
-        assert!(l.code_offset(0x10).unwrap_err().contains("object file"));
-        assert!(l
-            .semaphore_offset(0x10)
-            .unwrap_err()
-            .contains("object file"));
+        for e in [l.code_offset(0x10), l.semaphore_offset(0x10)] {
+            assert!(e.unwrap_err().contains("object file"));
+        }
     }
 
     #[test]
@@ -336,10 +330,8 @@ mod tests {
     #[test]
     fn rejects_non_elf_and_truncated_files() {
         let e = Layout::parse(b"#!/bin/sh\necho hi\n").unwrap_err();
-        assert!(
-            e.contains("no ELF magic") && e.contains("[23 21 2f 62]"),
-            "{e}"
-        );
+        assert!(e.contains("no ELF magic"), "{e}");
+        assert!(e.contains("[23 21 2f 62]"), "{e}");
         assert!(Layout::parse(b"").unwrap_err().contains("[]"));
         let e = Layout::parse(b"\x7fELF\x02\x01\x01").unwrap_err();
         assert!(e.contains("truncated or corrupt ELF header"), "{e}");

@@ -165,19 +165,12 @@ pub fn raw_probes_from_bytes(data: &[u8], path: &Path) -> Result<Vec<RawProbe>, 
     let mut out = Vec::new();
     for desc in layout.stapsdt_descs(data).map_err(bad_note)? {
         let n = note::Note::decode(desc, layout.is_64, layout.little_endian).map_err(bad_note)?;
-        let what = || format!("probe {}:{}", n.provider, n.name);
+        let at_probe = |e: String| bad_note(format!("probe {}:{}: {e}", n.provider, n.name));
         let address = layout.adjust_pc(n.pc, n.base);
-        let offset = layout
-            .code_offset(address)
-            .map_err(|e| bad_note(format!("{}: {e}", what())))?;
-        let (semaphore_address, semaphore_offset) = if n.semaphore == 0 {
-            (None, None)
-        } else {
-            let off = layout
-                .semaphore_offset(n.semaphore)
-                .map_err(|e| bad_note(format!("{}: {e}", what())))?;
-            (Some(n.semaphore), Some(off))
-        };
+        let offset = layout.code_offset(address).map_err(at_probe)?;
+        let semaphore_address = (n.semaphore != 0).then_some(n.semaphore);
+        let semaphore_offset = semaphore_address.map(|a| layout.semaphore_offset(a));
+        let semaphore_offset = semaphore_offset.transpose().map_err(at_probe)?;
         out.push(RawProbe {
             provider: n.provider.to_owned(),
             name: n.name.to_owned(),

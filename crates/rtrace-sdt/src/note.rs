@@ -77,13 +77,13 @@ impl<'a> Note<'a> {
 mod tests {
     use super::*;
 
+    /// A descriptor: three address words, then the strings.
+    fn desc<const N: usize>(words: [[u8; N]; 3], strings: &[u8]) -> Vec<u8> {
+        [words.concat(), strings.to_vec()].concat()
+    }
+
     fn desc64(pc: u64, base: u64, sem: u64, strings: &[u8]) -> Vec<u8> {
-        let mut d = Vec::new();
-        for w in [pc, base, sem] {
-            d.extend_from_slice(&w.to_le_bytes());
-        }
-        d.extend_from_slice(strings);
-        d
+        desc([pc, base, sem].map(u64::to_le_bytes), strings)
     }
 
     #[test]
@@ -101,10 +101,7 @@ mod tests {
                 args: "-4@%eax 8@-16(%rbp)",
             }
         );
-    }
-
-    #[test]
-    fn decodes_empty_args() {
+        // Empty arguments.
         let d = desc64(1, 2, 0, b"p\0n\0\0");
         let n = Note::decode(&d, true, true).unwrap();
         assert_eq!((n.provider, n.name, n.args, n.semaphore), ("p", "n", "", 0));
@@ -112,23 +109,15 @@ mod tests {
 
     #[test]
     fn decodes_32_bit_and_big_endian() {
-        let mut d = Vec::new();
-        for w in [0x0804_901au32, 0x0804_a000, 0x0804_c004] {
-            d.extend_from_slice(&w.to_le_bytes());
-        }
-        d.extend_from_slice(b"p\0s\0-4@%edx -4@$7\0");
+        let words = [0x0804_901au32, 0x0804_a000, 0x0804_c004].map(u32::to_le_bytes);
+        let d = desc(words, b"p\0s\0-4@%edx -4@$7\0");
         let n = Note::decode(&d, false, true).unwrap();
-        assert_eq!(
-            (n.pc, n.base, n.semaphore),
-            (0x0804_901a, 0x0804_a000, 0x0804_c004)
-        );
+        let got = (n.pc, n.base, n.semaphore);
+        assert_eq!(got, (0x0804_901a, 0x0804_a000, 0x0804_c004));
         assert_eq!(n.args, "-4@%edx -4@$7");
 
-        let mut d = Vec::new();
-        for w in [0x10u64, 0x20, 0x30] {
-            d.extend_from_slice(&w.to_be_bytes());
-        }
-        d.extend_from_slice(b"p\0n\0\0");
+        let words = [0x10u64, 0x20, 0x30].map(u64::to_be_bytes);
+        let d = desc(words, b"p\0n\0\0");
         let n = Note::decode(&d, true, false).unwrap();
         assert_eq!((n.pc, n.base, n.semaphore), (0x10, 0x20, 0x30));
     }
@@ -137,14 +126,14 @@ mod tests {
     fn rejects_malformed_descriptors() {
         let short = Note::decode(&[0u8; 26], true, true).unwrap_err();
         assert!(short.contains("shorter"), "{short}");
-        let unterminated = desc64(1, 2, 0, b"p\0n\0-8@%rax");
-        let e = Note::decode(&unterminated, true, true).unwrap_err();
-        assert!(e.contains("argument string is not NUL-terminated"), "{e}");
-        let no_name = desc64(1, 2, 0, b"p\0\0\0");
-        let e = Note::decode(&no_name, true, true).unwrap_err();
-        assert!(e.contains("empty provider or probe name"), "{e}");
-        let not_utf8 = desc64(1, 2, 0, b"p\xff\0n\0\0");
-        let e = Note::decode(&not_utf8, true, true).unwrap_err();
-        assert!(e.contains("provider string is not UTF-8"), "{e}");
+        let cases: [(&[u8], &str); 3] = [
+            (b"p\0n\0-8@%rax", "argument string is not NUL-terminated"),
+            (b"p\0\0\0", "empty provider or probe name"),
+            (b"p\xff\0n\0\0", "provider string is not UTF-8"),
+        ];
+        for (strings, needle) in cases {
+            let e = Note::decode(&desc64(1, 2, 0, strings), true, true).unwrap_err();
+            assert!(e.contains(needle), "{e}");
+        }
     }
 }

@@ -79,7 +79,7 @@ pub fn function(path: &Path, name: &str) -> Result<Function, SdtError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{gcc, symbol_address};
+    use crate::fixtures::{gcc, section_offset, symbol_address};
 
     const SRC: &str = r#"
 __attribute__((noinline)) long marker_hit(long i) { __asm__ volatile("" ::: "memory"); return i; }
@@ -87,54 +87,37 @@ __attribute__((noinline)) long marker_idle(long i) { __asm__ volatile("" ::: "me
 int main(int argc, char **argv) { long s = 0; for (long i = 0; i < argc; i++) s += marker_hit(i); return (int)s; }
 "#;
 
-    fn check_offsets(flags: &[&str]) {
-        let dir = tempfile::tempdir().unwrap();
-        let bin = gcc(dir.path(), "m", &[("m.c", SRC)], flags);
-        let data = std::fs::read(&bin).unwrap();
-        let f = functions(&bin, "marker_*").unwrap();
-        let names: Vec<&str> = f.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(names, ["marker_hit", "marker_idle"]);
-        for func in &f {
-            assert_eq!(Some(func.address), symbol_address(&data, &func.name));
-            assert!(func.size > 0);
-            // The function's bytes at the offset are the code at the address: compare with the
-            // section-based mapping used by the fixtures.
-            let (section, off) = crate::fixtures::section_offset(&data, func.address).unwrap();
-            assert_eq!(section, ".text");
-            assert_eq!(func.offset, off, "{}", func.name);
+    /// PIE, non-PIE, text away from its file offset, shared library.
+    #[test]
+    fn functions_resolve_to_file_offsets() {
+        let moved = "-Wl,--section-start=.text=0x10000";
+        for flags in ["", "-no-pie", moved, "-shared -fPIC"] {
+            let (_dir, bin, data) = gcc(&[SRC], flags);
+            let f = functions(&bin, "marker_*").unwrap();
+            let names: Vec<&str> = f.iter().map(|f| f.name.as_str()).collect();
+            assert_eq!(names, ["marker_hit", "marker_idle"], "{flags}");
+            for func in &f {
+                assert_eq!(Some(func.address), symbol_address(&data, &func.name));
+                assert!(func.size > 0);
+                // The function's bytes at the offset are the code at the address: compare with
+                // the section-based mapping used by the fixtures.
+                let (section, off) = section_offset(&data, func.address).unwrap();
+                assert_eq!(
+                    (section.as_str(), func.offset),
+                    (".text", off),
+                    "{}",
+                    func.name
+                );
+            }
+            assert_eq!(function(&bin, "marker_idle").unwrap().name, "marker_idle");
+            let nope = function(&bin, "nope");
+            assert!(
+                matches!(nope, Err(SdtError::NoSuchFunction { .. })),
+                "{nope:?}"
+            );
+            let bad = functions(&bin, "[unclosed");
+            assert!(matches!(bad, Err(SdtError::BadPattern { .. })), "{bad:?}");
         }
-        assert_eq!(function(&bin, "marker_idle").unwrap().name, "marker_idle");
-        assert!(matches!(
-            function(&bin, "nope"),
-            Err(SdtError::NoSuchFunction { .. })
-        ));
-    }
-
-    #[test]
-    fn pie_functions_resolve_to_file_offsets() {
-        check_offsets(&["-O2"]);
-    }
-
-    #[test]
-    fn non_pie_functions_resolve_to_file_offsets() {
-        check_offsets(&["-O2", "-no-pie"]);
-    }
-
-    #[test]
-    fn moved_text_functions_resolve_to_file_offsets() {
-        check_offsets(&["-O2", "-Wl,--section-start=.text=0x10000"]);
-    }
-
-    #[test]
-    fn shared_library_exports_resolve() {
-        let dir = tempfile::tempdir().unwrap();
-        let lib = gcc(
-            dir.path(),
-            "libm.so",
-            &[("l.c", SRC)],
-            &["-O2", "-shared", "-fPIC"],
-        );
-        assert_eq!(functions(&lib, "marker_hit").unwrap().len(), 1);
     }
 
     #[test]
@@ -146,15 +129,5 @@ int main(int argc, char **argv) { long s = 0; for (long i = 0; i < argc; i++) s 
         }
         let f = function(libc, "getpid").unwrap();
         assert!(f.offset > 0);
-    }
-
-    #[test]
-    fn bad_pattern_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let bin = gcc(dir.path(), "m", &[("m.c", SRC)], &[]);
-        assert!(matches!(
-            functions(&bin, "[unclosed"),
-            Err(SdtError::BadPattern { .. })
-        ));
     }
 }

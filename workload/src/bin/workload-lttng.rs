@@ -22,8 +22,6 @@ const EVENT_ENV: &str = "RTRACE_LTTNG_EVENT";
 
 #[cfg(rtrace_lttng_ust)]
 mod ust {
-    use rtrace_protocol::Probes;
-
     /// The head of LTTng-UST's `struct lttng_ust_tracepoint` (`lttng/tracepoint-types.h`) up to
     /// `state`, the field `lttng_ust_tracepoint_enabled()` reads. Only ever used behind a
     /// pointer to the C definition; `tp.c` checks the offset of `state` at compile time.
@@ -81,14 +79,6 @@ mod ust {
         }};
     }
 
-    fn probes() -> Probes {
-        Probes {
-            provider: "rtrace".into(),
-            event: "event".into(),
-            idle: "idle".into(),
-        }
-    }
-
     /// `lttng_ust_tracepoint(rtrace, idle, i)`, never fired during a run.
     #[inline(never)]
     fn idle(i: u64) {
@@ -103,10 +93,6 @@ mod ust {
 
     impl workload::Instrument for Tracepoint {
         const INSTRUMENTATION: &'static str = "lttng-ust";
-
-        fn probes() -> Probes {
-            probes()
-        }
 
         /// `lttng_ust_tracepoint(rtrace, event, i)`, inlined into the loop.
         #[inline(always)]
@@ -127,10 +113,6 @@ mod ust {
 
     impl workload::Instrument for Tracef {
         const INSTRUMENTATION: &'static str = "lttng-ust";
-
-        fn probes() -> Probes {
-            probes()
-        }
 
         /// `lttng_ust_tracef("%s (%d)", "event", i)`, inlined into the loop.
         #[inline(always)]

@@ -1,20 +1,10 @@
 //! The USDT workload: `rtrace:event` fires in the loop, `rtrace:idle` never fires.
 //! No LTTng library is linked into this binary (fairness of the comparison).
 
-use rtrace_protocol::Probes;
-
 struct Usdt;
 
 impl workload::Instrument for Usdt {
     const INSTRUMENTATION: &'static str = "usdt";
-
-    fn probes() -> Probes {
-        Probes {
-            provider: "rtrace".into(),
-            event: "event".into(),
-            idle: "idle".into(),
-        }
-    }
 
     #[inline(always)]
     fn event(i: u64) {
