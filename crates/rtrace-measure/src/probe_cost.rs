@@ -494,11 +494,34 @@ mod tests {
     use Case::{Baseline, Dormant, Instrumented, Traced};
     use TracerKind::{Bpftrace, Ebpf, Ftrace, Lttng};
 
-    /// A result whose runs have the given per-round steady means (= medians), case 0 first.
-    fn result(runs: &[(TracerKind, Option<&str>, Case, &[f64])]) -> UsdtResult {
+    /// A run: tracer, variant ("" for none), case and per-round steady means (= medians).
+    type Run = (TracerKind, &'static str, Case, Vec<f64>);
+
+    /// A result of case 0 with rounds 30, 40, 35 ns, then `runs`.
+    fn result(runs: &[Run]) -> UsdtResult {
+        let base = (TracerKind::None, "", Baseline, vec![30.0, 40.0, 35.0]);
+        with_baseline(&[&[base], runs].concat())
+    }
+
+    /// `t` tracing with `variant` at `extra` ns over case 0's rounds.
+    fn traced(t: TracerKind, variant: &'static str, extra: f64) -> Run {
+        (
+            t,
+            variant,
+            Traced,
+            vec![30.0 + extra, 40.0 + extra, 35.0 + extra],
+        )
+    }
+
+    fn near(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// A result whose runs are exactly `runs`, case 0 first.
+    fn with_baseline(runs: &[Run]) -> UsdtResult {
         let runs: Vec<serde_json::Value> = runs
             .iter()
-            .map(|&(t, v, c, means)| {
+            .map(|(t, v, c, means)| {
                 let summary = |m: f64| {
                     serde_json::json!({"count": 1000, "min_ns": m, "max_ns": m, "mean_ns": m,
                     "stddev_ns": 0.0, "p50_ns": m, "p99_ns": m, "p999_ns": m, "p9999_ns": m})
@@ -514,6 +537,7 @@ mod tests {
                         s
                     })
                     .collect();
+                let v = (!v.is_empty()).then_some(v);
                 serde_json::json!({"tracer": t, "case": c, "variant": v, "workload": "w",
                     "hook": null, "summary": summary(pooled), "histogram": "",
                     "timer_overhead": summary(pooled), "events": null, "tsc_hz": 1e9,
@@ -532,15 +556,16 @@ mod tests {
         .unwrap()
     }
 
-    const BASE: (TracerKind, Option<&str>, Case, &[f64]) =
-        (TracerKind::None, None, Baseline, &[30.0, 40.0, 35.0]);
+    /// Case 0, LTTng at 200 ns and ftrace at 1000 ns.
+    fn lttng_ftrace() -> UsdtResult {
+        result(&[traced(Lttng, "", 200.0), traced(Ftrace, "", 1000.0)])
+    }
 
     #[test]
     fn ebpf_against_bpftrace_divides_extra_costs_round_by_round() {
         let r = result(&[
-            BASE,
-            (Ebpf, Some("aggregate"), Traced, &[630.0, 640.0, 635.0]),
-            (Bpftrace, Some("aggregate"), Traced, &[730.0, 740.0, 735.0]),
+            traced(Ebpf, "aggregate", 600.0),
+            traced(Bpftrace, "aggregate", 700.0),
         ]);
         let ratios = reference_ratios(&r);
         assert_eq!(ratios.len(), 1);
@@ -548,46 +573,30 @@ mod tests {
         assert_eq!(c.numerator, "ebpf (aggregate)");
         assert_eq!((c.numerator_ns, c.denominator_ns), (600.0, 700.0));
         // Case 0 and case 1 move together: every round gives 600 / 700.
-        assert!(c.per_round.iter().all(|x| (x - 6.0 / 7.0).abs() < 1e-12));
+        assert!(c.per_round.iter().all(|&x| near(x, 6.0 / 7.0)));
         let mean = c.mean.unwrap();
-        assert!((mean.estimate - 6.0 / 7.0).abs() < 1e-12);
-        assert_eq!(mean.rounds, 3);
+        assert!(near(mean.estimate, 6.0 / 7.0) && mean.rounds == 3);
         // The median's interval is never zero-width: rounding to 1-ns buckets alone spreads it.
         let median = c.median.unwrap();
         assert!(median.low.unwrap() < median.estimate && median.estimate < median.high.unwrap());
-    }
-
-    #[test]
-    fn lttng_against_ftrace_uses_extra_cost_too() {
-        let r = result(&[
-            BASE,
-            (Lttng, None, Traced, &[230.0, 240.0, 235.0]),
-            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
-        ]);
-        let c = &reference_ratios(&r)[0];
+        // LTTng against ftrace uses the extra cost too.
+        let c = &reference_ratios(&lttng_ftrace())[0];
         assert_eq!(c.numerator, "lttng");
-        assert!((c.mean.unwrap().estimate - 0.2).abs() < 1e-12, "{c:?}");
+        assert!(near(c.mean.unwrap().estimate, 0.2), "{c:?}");
     }
 
     #[test]
-    fn one_round_gives_an_estimate_without_interval() {
-        let r = result(&[
-            (TracerKind::None, None, Baseline, &[30.0]),
-            (Lttng, None, Traced, &[230.0]),
-            (Ftrace, None, Traced, &[1030.0]),
+    fn one_round_gives_an_estimate_without_interval_and_noise_widens_it() {
+        let r = with_baseline(&[
+            (TracerKind::None, "", Baseline, vec![30.0]),
+            (Lttng, "", Traced, vec![230.0]),
+            (Ftrace, "", Traced, vec![1030.0]),
         ]);
         let m = reference_ratios(&r)[0].mean.unwrap();
         assert_eq!((m.rounds, m.low, m.high), (1, None, None));
-        assert!((m.estimate - 0.2).abs() < 1e-12);
-    }
-
-    #[test]
-    fn noisy_rounds_widen_the_interval_around_the_truth() {
-        let r = result(&[
-            BASE,
-            (Lttng, None, Traced, &[210.0, 260.0, 230.0]),
-            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
-        ]);
+        assert!(near(m.estimate, 0.2));
+        let noisy = (Lttng, "", Traced, vec![210.0, 260.0, 230.0]);
+        let r = result(&[noisy, traced(Ftrace, "", 1000.0)]);
         let m = reference_ratios(&r)[0].mean.unwrap();
         assert!(
             m.contains(0.2) && m.high.unwrap() - m.low.unwrap() > 0.02,
@@ -597,14 +606,9 @@ mod tests {
 
     #[test]
     fn lossy_runs_stay_out_of_ratios_unless_allowed() {
-        let mut r = result(&[
-            BASE,
-            (Lttng, None, Traced, &[230.0, 240.0, 235.0]),
-            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
-        ]);
+        let mut r = lttng_ftrace();
         r.runs[1].events = Some(crate::Events::of(100, 90, 10));
-        assert!(reference_ratios(&r).is_empty());
-        assert!(over_cheapest(&r).is_empty());
+        assert!(reference_ratios(&r).is_empty() && over_cheapest(&r).is_empty());
         let notes = lossy_notes(&r);
         assert!(
             notes[0].starts_with("lttng case 1 dropped 10 of 100 events")
@@ -616,28 +620,19 @@ mod tests {
         assert!(lossy_notes(&r)[0].contains("kept in ratios"));
         // Events a flight recorder overwrote were written first: the run counts.
         r.config.allow_loss = false;
-        r.runs[1].events = Some(crate::Events {
-            hits: 100,
-            recorded: 90,
-            lost: 10,
-            overwritten: 10,
-        });
+        r.runs[1].events.as_mut().unwrap().overwritten = 10;
         assert!(lossy_notes(&r).is_empty());
         assert_eq!(reference_ratios(&r).len(), 1);
     }
 
     #[test]
     fn costs_over_the_cheapest_and_across_results() {
-        let r = result(&[
-            BASE,
-            (Lttng, None, Traced, &[230.0, 240.0, 235.0]),
-            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
-        ]);
+        let r = lttng_ftrace();
         let rows = over_cheapest(&r);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].denominator, "lttng case 1");
-        assert!((rows[0].mean.unwrap().estimate - 5.0).abs() < 1e-12);
-        let slower = result(&[BASE, (Lttng, None, Traced, &[425.0, 445.0, 435.0])]);
+        assert!(near(rows[0].mean.unwrap().estimate, 5.0));
+        let slower = result(&[(Lttng, "", Traced, vec![425.0, 445.0, 435.0])]);
         let rows = across(&r, &slower);
         assert_eq!(rows.len(), 1, "ftrace is only in A");
         assert_eq!(rows[0].numerator, "B lttng case 1");
@@ -647,24 +642,19 @@ mod tests {
 
     #[test]
     fn wakeup_pair_and_cost_are_measured_not_assumed() {
+        let wakeup = (
+            Ebpf,
+            "record-wakeup",
+            Traced,
+            vec![17_030.0, 17_240.0, 17_035.0],
+        );
         let r = result(&[
-            BASE,
-            (Ebpf, Some("record"), Traced, &[830.0, 840.0, 835.0]),
-            (
-                Ebpf,
-                Some("record-wakeup"),
-                Traced,
-                &[17_030.0, 17_240.0, 17_035.0],
-            ),
-            (
-                Bpftrace,
-                Some("record"),
-                Traced,
-                &[16_030.0, 16_040.0, 16_035.0],
-            ),
+            traced(Ebpf, "record", 800.0),
+            wakeup,
+            traced(Bpftrace, "record", 16_000.0),
         ]);
         let refs = references(&r);
-        let pairs: Vec<(Pair, &str, &str)> = refs
+        let pairs: Vec<_> = refs
             .iter()
             .map(|c| {
                 (
@@ -688,37 +678,27 @@ mod tests {
         assert_eq!(refs[1].mode, Some("record-wakeup"));
         let d = differences(&r);
         assert_eq!(d.len(), 1);
+        let what = (d[0].what, d[0].minuend.as_str(), d[0].subtrahend.as_str());
         assert_eq!(
-            (d[0].what, d[0].minuend.as_str(), d[0].subtrahend.as_str()),
+            what,
             (Difference::Wakeup, "ebpf (record-wakeup)", "ebpf (record)")
         );
         let ns = d[0].ns.unwrap();
-        assert!((ns.estimate - 48_800.0 / 3.0).abs() < 1e-9, "{ns:?}");
+        assert!(near(ns.estimate, 48_800.0 / 3.0), "{ns:?}");
         assert!(ns.contains(16_200.0) && ns.contains(16_400.0), "{ns:?}");
     }
 
     #[test]
     fn trap_cost_is_usdt_minus_usdt_nop5() {
         let r = result(&[
-            BASE,
-            (Ebpf, Some("aggregate"), Traced, &[830.0, 840.0, 835.0]),
-            (
-                Ebpf,
-                Some("aggregate, usdt-nop5"),
-                Traced,
-                &[230.0, 240.0, 235.0],
-            ),
-            (
-                Bpftrace,
-                Some("aggregate, usdt-nop5"),
-                Traced,
-                &[930.0, 940.0, 935.0],
-            ),
+            traced(Ebpf, "aggregate", 800.0),
+            traced(Ebpf, "aggregate, usdt-nop5", 200.0),
+            traced(Bpftrace, "aggregate, usdt-nop5", 900.0),
         ]);
         let d = differences(&r);
         assert_eq!(d.len(), 1);
         assert_eq!((d[0].what, d[0].mode), (Difference::Trap, "aggregate"));
-        assert!((d[0].ns.unwrap().estimate - 600.0).abs() < 1e-9);
+        assert!(near(d[0].ns.unwrap().estimate, 600.0));
         let refs = references(&r);
         assert_eq!(refs.len(), 1);
         assert_eq!(
@@ -730,35 +710,31 @@ mod tests {
     #[test]
     fn each_lttng_event_kind_is_compared_with_ftrace() {
         let r = result(&[
-            BASE,
-            (Lttng, Some("tracepoint"), Traced, &[230.0, 240.0, 235.0]),
-            (Lttng, Some("tracef"), Traced, &[430.0, 440.0, 435.0]),
-            (Ftrace, None, Traced, &[1030.0, 1040.0, 1035.0]),
+            traced(Lttng, "tracepoint", 200.0),
+            traced(Lttng, "tracef", 400.0),
+            traced(Ftrace, "", 1000.0),
         ]);
-        let got: Vec<(String, f64)> = reference_ratios(&r)
-            .into_iter()
-            .map(|c| (c.numerator, c.mean.unwrap().estimate))
-            .collect();
+        let got = reference_ratios(&r);
         assert_eq!(got.len(), 2);
-        assert_eq!(got[0].0, "lttng (tracepoint)");
-        assert!((got[0].1 - 0.2).abs() < 1e-9);
-        assert_eq!(got[1].0, "lttng (tracef)");
-        assert!((got[1].1 - 0.4).abs() < 1e-9);
+        let want = [("lttng (tracepoint)", 0.2), ("lttng (tracef)", 0.4)];
+        for (c, (name, ratio)) in got.iter().zip(want) {
+            assert_eq!(c.numerator, name);
+            assert!(near(c.mean.unwrap().estimate, ratio));
+        }
     }
 
     #[test]
     fn dormant_runs_are_differences_from_case_0() {
         let r = result(&[
-            BASE,
-            (Ftrace, None, Dormant, &[30.5, 40.5, 35.5]),
-            (Ftrace, None, Instrumented, &[31.0, 39.0, 37.0]),
+            (Ftrace, "", Dormant, vec![30.5, 40.5, 35.5]),
+            (Ftrace, "", Instrumented, vec![31.0, 39.0, 37.0]),
         ]);
         let d = dormant(&r);
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].run, "ftrace case 2");
         let m = d[0].median.unwrap();
-        assert!((m.estimate - 0.5).abs() < 1e-12 && m.contains(0.5) && m.low < m.high);
-        assert!((d[0].mean_ratio - 35.5 / 35.0).abs() < 1e-12);
+        assert!(near(m.estimate, 0.5) && m.contains(0.5) && m.low < m.high);
+        assert!(near(d[0].mean_ratio, 35.5 / 35.0));
         assert!(d[1].mean.unwrap().contains(0.0));
         assert!(d[0].net_median.is_none(), "no per-round timer in this file");
     }
@@ -767,14 +743,9 @@ mod tests {
     fn net_differences_take_the_speed_state_out() {
         // Case 0 and case 2 in opposite states round by round (21 vs 25 ns), each process's
         // empty interval 0.7 ns below its loop: net, case 2 costs 0.1 ns more.
-        let mut r = result(&[
-            (
-                TracerKind::None,
-                None,
-                Baseline,
-                &[21.7, 25.7, 21.7, 25.7, 21.7, 25.7],
-            ),
-            (Ftrace, None, Dormant, &[25.8, 21.8, 25.8, 21.8, 25.8, 21.8]),
+        let mut r = with_baseline(&[
+            (TracerKind::None, "", Baseline, [21.7, 25.7].repeat(3)),
+            (Ftrace, "", Dormant, [25.8, 21.8].repeat(3)),
         ]);
         for c in &mut r.runs {
             let extra = if c.case == Dormant { 0.1 } else { 0.0 };
@@ -786,20 +757,19 @@ mod tests {
         let raw = d.median.unwrap();
         assert!(raw.high.unwrap() - raw.low.unwrap() > 4.0, "{raw:?}");
         let net = d.net_median.unwrap();
-        assert!((net.estimate - 0.1).abs() < 1e-9, "{net:?}");
+        assert!(near(net.estimate, 0.1), "{net:?}");
         assert!(
             net.contains(0.1) && net.high.unwrap() - net.low.unwrap() < 1.0,
             "{net:?}"
         );
-        assert!((d.net_mean.unwrap().estimate - 0.1).abs() < 1e-9);
+        assert!(near(d.net_mean.unwrap().estimate, 0.1));
     }
 
     #[test]
     fn uprobe_runs_are_measured_against_the_call_baseline() {
         let mut r = result(&[
-            BASE,
-            (TracerKind::None, None, Baseline, &[50.0, 50.0, 50.0]),
-            (Ftrace, None, Traced, &[1050.0, 1050.0, 1050.0]),
+            (TracerKind::None, "", Baseline, vec![50.0; 3]),
+            (Ftrace, "", Traced, vec![1050.0; 3]),
         ]);
         r.runs[1].hook_kind = HookKind::Uprobe;
         r.runs[2].hook_kind = HookKind::Uprobe;

@@ -349,6 +349,26 @@ mod tests {
         }
     }
 
+    /// A search of `fake(300_000.0, 1e9)` whose first point for which `when` holds is
+    /// changed by `change`.
+    fn search_once(when: impl Fn(f64, Phase) -> bool, change: fn(&mut Events)) -> Found {
+        let (mut once, mut inner) = (true, fake(300_000.0, 1e9));
+        let f = search(&SearchPlan::default(), |rate, phase| {
+            let mut p = inner(rate, phase)?;
+            if once && when(rate, phase) {
+                once = false;
+                change(&mut p.events);
+            }
+            Ok(p)
+        });
+        f.unwrap()
+    }
+
+    fn lose_one(e: &mut Events) {
+        e.lost = 1;
+        e.recorded -= 1;
+    }
+
     #[test]
     fn a_search_replayed_step_by_step_ends_where_the_whole_search_does() {
         let plan = SearchPlan::default();
@@ -405,18 +425,7 @@ mod tests {
     #[test]
     fn a_confirmation_that_loses_lowers_the_rate_until_three_runs_hold() {
         // Loses at 300 k/s and above, and once more at the first confirmation rate.
-        let mut first = true;
-        let mut inner = fake(300_000.0, 1e9);
-        let f = search(&SearchPlan::default(), |rate, phase| {
-            let mut p = inner(rate, phase)?;
-            if phase == Confirm && first {
-                first = false;
-                p.events.lost = 1;
-                p.events.recorded -= 1;
-            }
-            Ok(p)
-        })
-        .unwrap();
+        let f = search_once(|_, phase| phase == Confirm, lose_one);
         assert!(f.confirmed);
         let confirms: Vec<&Point> = f.points.iter().filter(|p| p.phase == Confirm).collect();
         assert_eq!(confirms.len(), 1 + 3, "one failed, then three that held");
@@ -428,18 +437,7 @@ mod tests {
     fn a_chance_loss_below_the_limit_resumes_the_search_above_it() {
         // The limit is 300 k/s, but the run at 160 k/s loses once (a delayed consumer): the
         // first search settles near 80-160 k, its run at 1.5 times holds, so it resumes.
-        let mut chance = true;
-        let mut inner = fake(300_000.0, 1e9);
-        let f = search(&SearchPlan::default(), |rate, phase| {
-            let mut p = inner(rate, phase)?;
-            if chance && rate == 160_000.0 {
-                chance = false;
-                p.events.lost = 1;
-                p.events.recorded -= 1;
-            }
-            Ok(p)
-        })
-        .unwrap();
+        let f = search_once(|rate, _| rate == 160_000.0, lose_one);
         assert!(f.confirmed && f.over_lossy == Some(true), "{f:?}");
         let found = f.max_lossless_hz.unwrap();
         assert!(found <= 300_000.0 && found > 250_000.0, "{found}");
@@ -454,33 +452,23 @@ mod tests {
     #[test]
     fn an_over_run_that_holds_by_chance_is_tried_again() {
         // Above the limit, the first run at 1.5 times the rate found happens to lose nothing.
-        let mut chance = true;
-        let mut inner = fake(300_000.0, 1e9);
-        let f = search(&SearchPlan::default(), |rate, phase| {
-            let mut p = inner(rate, phase)?;
-            if chance && phase == Over {
-                chance = false;
-                p.events.recorded += p.events.lost;
-                p.events.lost = 0;
-            }
-            Ok(p)
-        })
-        .unwrap();
+        let f = search_once(
+            |_, phase| phase == Over,
+            |e| {
+                e.recorded += e.lost;
+                e.lost = 0;
+            },
+        );
         assert!(f.confirmed && f.over_lossy == Some(true), "{f:?}");
         let phases: Vec<Phase> = f.points.iter().map(|p| p.phase).collect();
         assert_eq!(&phases[phases.len() - 3..], [Confirm, Over, Over]);
-        assert_eq!(
-            f.points.iter().filter(|p| p.phase == Climb).count(),
-            6,
-            "no resume"
-        );
+        let climbs = f.points.iter().filter(|p| p.phase == Climb).count();
+        assert_eq!(climbs, 6, "no resume");
     }
 
     #[test]
     fn losing_at_the_start_rate_finds_nothing() {
         let f = search(&SearchPlan::default(), fake(1_000.0, 1e9)).unwrap();
-        let (points, found) = (f.points, f.max_lossless_hz);
-        assert_eq!(found, None);
-        assert_eq!(points.len(), 1);
+        assert_eq!((f.max_lossless_hz, f.points.len()), (None, 1));
     }
 }

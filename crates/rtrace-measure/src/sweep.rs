@@ -612,11 +612,9 @@ mod tests {
         let bad = Accounting::judge(Exact, ev(100, 101, 0));
         assert!(!bad.ok && bad.error.is_some());
         let kernel = Accounting::judge(AtLeast, ev(100, 103, 0));
-        assert!(kernel.ok);
-        assert_eq!(kernel.extra, 3);
+        assert!(kernel.ok && kernel.extra == 3);
         let short = Accounting::judge(AtLeast, ev(100, 98, 1));
-        assert!(!short.ok);
-        assert_eq!(short.extra, -1);
+        assert!(!short.ok && short.extra == -1);
     }
 
     /// A run of `config` whose rounds have these (round, seq, p50 in µs).
@@ -676,8 +674,10 @@ mod tests {
         run.rounds[0].untraced = Some((10_000.0, 10_500.0));
         run.rounds[1].untraced = Some((14_000.0, 14_500.0));
         let p50 = paired_shift(&run, P50).unwrap();
-        assert!((p50.estimate - 1000.0).abs() < 1e-6, "{p50:?}");
-        assert_eq!(p50.rounds, 2);
+        assert!(
+            (p50.estimate - 1000.0).abs() < 1e-6 && p50.rounds == 2,
+            "{p50:?}"
+        );
         let mean = paired_shift(&run, Mean).unwrap();
         assert!((mean.estimate - 500.0).abs() < 1e-6, "{mean:?}");
         run.rounds.iter_mut().for_each(|r| r.untraced = None);

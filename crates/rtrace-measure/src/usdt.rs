@@ -575,10 +575,8 @@ mod tests {
     fn variants_carry_the_mode_and_the_dynamic_hook() {
         assert_eq!(Usdt.variant(Some("record")).as_deref(), Some("record"));
         assert_eq!(Usdt.variant(None), None);
-        assert_eq!(
-            UsdtNop5.variant(Some("aggregate")).as_deref(),
-            Some("aggregate, usdt-nop5")
-        );
+        let nop5 = UsdtNop5.variant(Some("aggregate"));
+        assert_eq!(nop5.as_deref(), Some("aggregate, usdt-nop5"));
         assert_eq!(serde_json::to_string(&UsdtNop5).unwrap(), "\"usdt-nop5\"");
         assert_eq!(Uprobe.variant(None).as_deref(), Some("uprobe"));
         let v = Uretprobe.variant(Some("record"));
@@ -635,24 +633,23 @@ mod tests {
     fn rounds_pool_histograms_and_events() {
         let mut pooled = traced(&[100, 100], 12);
         pooled.absorb(traced(&[400, 400], 7)).unwrap();
-        assert_eq!(pooled.summary.count, 4);
+        let Events { hits, recorded, .. } = pooled.events.unwrap();
+        let counts = (
+            pooled.summary.count,
+            hits,
+            recorded,
+            pooled.rests,
+            pooled.rounds.len(),
+        );
+        assert_eq!((counts, pooled.wall_s), ((4, 19, 19, 2, 2), 2.0));
         assert!((pooled.summary.mean_ns - 250.0).abs() < 1.0);
-        assert_eq!(pooled.events.unwrap().hits, 19);
-        assert_eq!(pooled.events.unwrap().recorded, 19);
-        assert_eq!(pooled.rests, 2);
-        assert_eq!(pooled.wall_s, 2.0);
-        assert_eq!(pooled.rounds.len(), 2);
         assert!((pooled.rounds[1].summary.mean_ns - 400.0).abs() < 1.0);
         let decoded = rtrace_protocol::decode_histogram(&pooled.histogram).unwrap();
         assert_eq!(decoded.len(), 4);
-    }
-
-    #[test]
-    fn only_the_same_run_pools() {
-        let mut a = traced(&[100], 1);
-        let mut b = traced(&[100], 1);
-        b.case = Dormant;
-        assert!(a.absorb(b).is_err());
+        // Only the same run pools.
+        let mut other = traced(&[100], 1);
+        other.case = Dormant;
+        assert!(pooled.absorb(other).is_err());
     }
 
     #[test]

@@ -493,10 +493,8 @@ mod tests {
         e.virtualized = true;
         let w = environment(&e, 1);
         use WarningKind::*;
-        assert_eq!(
-            kinds(&w),
-            [NotIsolated, Smt, Governor, Turbo, UnstableTsc, Virtualized]
-        );
+        let want = [NotIsolated, Smt, Governor, Turbo, UnstableTsc, Virtualized];
+        assert_eq!(kinds(&w), want);
         assert!(w[0].message.contains("isolcpus=1 nohz_full=1"), "{}", w[0]);
         assert!(w[2].message.contains("echo performance"), "{}", w[2]);
         e.emulated = true;
@@ -522,11 +520,11 @@ mod tests {
             ..s
         };
         let ns = (1.0, "ns");
-        let runs = [
-            ("none case 0".to_owned(), &calm),
-            ("ftrace case 1".to_owned(), &s),
-        ];
-        let w = outliers(runs, ns).unwrap();
+        let w = outliers(
+            [("none case 0".into(), &calm), ("ftrace case 1".into(), &s)],
+            ns,
+        );
+        let w = w.unwrap();
         assert!(
             w.message
                 .contains("in 1 of 2 runs the maximum is more than 10× p99.99 (most: ftrace case 1: max 58365 ns, p99.99 5000 ns)"),
