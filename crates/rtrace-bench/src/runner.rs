@@ -84,7 +84,7 @@ pub trait Experiment {
 }
 
 /// The entries of an experiment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Plan<E> {
     /// Run once before the rounds (a priming run, accounting runs).
     pub first: Vec<E>,
@@ -395,17 +395,14 @@ mod tests {
 
     impl Accounted for Measured {
         fn accounting(&self) -> Result<(), String> {
-            if self.honest {
-                Ok(())
-            } else {
-                Err("missed events".into())
-            }
+            self.honest.then_some(()).ok_or("missed events".into())
         }
     }
 
     /// Steps `a`, `b`, `c`: `b` fails its accounting in round 2, `c` fails to run in round 1;
     /// `s` runs first and decides two more steps `s1`, `s2`; `z` runs last; `r` fails once
     /// and is retried. `strict`: a failed run ends the experiment (the trait's default).
+    #[derive(Default)]
     struct Mock {
         common: CommonOptions,
         plan: Plan<&'static str>,
@@ -425,11 +422,7 @@ mod tests {
             },
             plan,
             strict,
-            order: Vec::new(),
-            kept: 0,
-            failed: Vec::new(),
-            retried: Vec::new(),
-            exports: 0,
+            ..Mock::default()
         }
     }
 
@@ -496,6 +489,10 @@ mod tests {
         }
     }
 
+    fn round(index: u32, of: u32) -> Round {
+        Round { index, of, seq: 0 }
+    }
+
     fn files(dir: &Path) -> ResultFiles {
         ResultFiles {
             default: dir.join("mock.json"),
@@ -508,10 +505,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut mock = mock(3, Plan::rounds(vec!["a", "b", "c"]), false);
         let failures = measure(&mut mock, &files(dir.path())).unwrap();
-        assert_eq!(
-            mock.order,
-            ["a1", "b1", "c1", "c2", "b2", "a2", "a3", "b3", "c3"]
-        );
+        let order = ["a1", "b1", "c1", "c2", "b2", "a2", "a3", "b3", "c3"];
+        assert_eq!(mock.order, order);
         assert_eq!(mock.kept, 8, "every run that ran is kept");
         assert_eq!(
             failures,
@@ -564,16 +559,7 @@ mod tests {
     #[test]
     fn rounds_share_every_iteration() {
         for (total, rounds) in [(10, 3), (1_000_000, 5), (7, 7), (5, 1)] {
-            let shares: Vec<u64> = (0..rounds)
-                .map(|index| {
-                    Round {
-                        index,
-                        of: rounds,
-                        seq: 0,
-                    }
-                    .share(total)
-                })
-                .collect();
+            let shares: Vec<u64> = (0..rounds).map(|i| round(i, rounds).share(total)).collect();
             assert_eq!(shares.iter().sum::<u64>(), total, "{shares:?}");
             assert!(shares.iter().max().unwrap() - shares.iter().min().unwrap() <= 1);
         }
@@ -581,22 +567,13 @@ mod tests {
 
     #[test]
     fn odd_rounds_run_backwards() {
-        let round = |index| Round {
-            index,
-            of: 3,
-            seq: 0,
-        };
         let plan = [1, 2, 3];
-        assert_eq!(round(0).order(&plan), [&1, &2, &3]);
-        assert_eq!(round(1).order(&plan), [&3, &2, &1]);
-        assert_eq!(round(2).order(&plan), [&1, &2, &3]);
-        assert_eq!(round(1).label(), " (round 2/3)");
-        assert_eq!(round(1).dir_suffix(), "-round2");
-        let one = Round {
-            index: 0,
-            of: 1,
-            seq: 0,
-        };
+        assert_eq!(round(0, 3).order(&plan), [&1, &2, &3]);
+        assert_eq!(round(1, 3).order(&plan), [&3, &2, &1]);
+        assert_eq!(round(2, 3).order(&plan), [&1, &2, &3]);
+        assert_eq!(round(1, 3).label(), " (round 2/3)");
+        assert_eq!(round(1, 3).dir_suffix(), "-round2");
+        let one = round(0, 1);
         assert_eq!(
             (one.label(), one.dir_suffix()),
             (String::new(), String::new())

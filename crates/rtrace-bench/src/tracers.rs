@@ -192,68 +192,55 @@ pub fn remove_stale() -> Result<()> {
 mod tests {
     use super::*;
     use crate::options::TracerOptions;
+    use rtrace_ftrace::FtraceMode::{Off, Overwrite, Stream};
     use rtrace_tracer::RecordMode;
     use BpfMode::{Aggregate, Count, Floor, Record, RecordWakeup};
     use TracerKind::{Bpftrace, Ebpf, Ftrace};
 
     fn opts(bpf_modes: Vec<BpfMode>) -> TracerOptions {
+        let buffer_size_kb = None;
         TracerOptions {
-            buffer_size_kb: None,
-            record: RecordMode::Stream,
-            lttng_subbuf_size: None,
-            lttng_num_subbuf: None,
-            lttng_events: vec![rtrace_lttng::EventKind::Tracepoint],
+            buffer_size_kb,
             bpf_modes,
-            ftrace_modes: Vec::new(),
+            ..TracerOptions::default()
         }
     }
 
-    fn names(kind: TracerKind, o: &TracerOptions) -> Vec<Option<&'static str>> {
-        variants(kind, o).unwrap().iter().map(|v| v.name).collect()
+    /// The variants' names, `-` for none.
+    fn names(kind: TracerKind, o: &TracerOptions) -> Vec<&'static str> {
+        variants(kind, o)
+            .unwrap()
+            .iter()
+            .map(|v| v.name.unwrap_or("-"))
+            .collect()
     }
 
     #[test]
     fn decomposition_modes_are_columns_where_a_tracer_has_them() {
         let mut o = opts(vec![Floor, Count, Aggregate, Record]);
-        assert_eq!(
-            names(Ebpf, &o),
-            [
-                Some("floor"),
-                Some("count"),
-                Some("aggregate"),
-                Some("record")
-            ]
-        );
+        assert_eq!(names(Ebpf, &o), ["floor", "count", "aggregate", "record"]);
         // bpftrace: count() is its aggregate, and it has no floor.
-        assert_eq!(names(Bpftrace, &o), [Some("aggregate"), Some("record")]);
-        assert_eq!(names(Ftrace, &o), [None]);
-        o.ftrace_modes = vec![
-            rtrace_ftrace::FtraceMode::Off,
-            rtrace_ftrace::FtraceMode::Overwrite,
-            rtrace_ftrace::FtraceMode::Stream,
-        ];
-        assert_eq!(
-            names(Ftrace, &o),
-            [Some("off"), Some("overwrite"), Some("stream")]
-        );
+        assert_eq!(names(Bpftrace, &o), ["aggregate", "record"]);
+        assert_eq!(names(Ftrace, &o), ["-"]);
+        o.ftrace_modes = vec![Off, Overwrite, Stream];
+        assert_eq!(names(Ftrace, &o), ["off", "overwrite", "stream"]);
+    }
+
+    /// Every tracer's buffer line says `want`; the eBPF ring is shared and rounded up to a
+    /// power of two: equal when the CPU count is a power of two.
+    fn assert_buffers(o: &TracerOptions, want: &str) {
+        let b = buffers(&TracerKind::ALL, o).unwrap();
+        assert_eq!(b.len(), 4, "{b:?}");
+        for (tracer, text) in &b {
+            if tracer != "ebpf" || possible_cpus().is_power_of_two() {
+                assert!(text.contains(want), "{tracer}: {text}");
+            }
+        }
     }
 
     #[test]
     fn every_tracer_gets_the_same_per_cpu_buffer_by_default() {
-        let o = TracerOptions {
-            buffer_size_kb: Some(crate::options::DEFAULT_BUFFER_KB),
-            ..opts(vec![Record])
-        };
-        let b = buffers(&TracerKind::ALL, &o).unwrap();
-        assert_eq!(b.len(), 4, "{b:?}");
-        let ncpus = possible_cpus();
-        for (tracer, text) in &b {
-            // The eBPF ring is shared and rounded up to a power of two: equal when the CPU count
-            // is a power of two.
-            if tracer != "ebpf" || ncpus.is_power_of_two() {
-                assert!(text.contains("4096 KiB per CPU"), "{tracer}: {text}");
-            }
-        }
+        assert_buffers(&TracerOptions::default(), "4096 KiB per CPU");
     }
 
     /// Possible CPUs as the kernel lists them (`0-1` -> 2).
@@ -275,28 +262,19 @@ mod tests {
             record: RecordMode::Overwrite,
             ..TracerOptions::default()
         };
-        assert_eq!(o.buffer_size_kb, Some(64));
         for kind in TracerKind::ALL {
-            assert_eq!(
-                variants(kind, &o).unwrap().len(),
-                usize::from(kind != TracerKind::None)
-            );
+            let n = variants(kind, &o).unwrap().len();
+            assert_eq!(n, usize::from(kind != TracerKind::None));
         }
-        let b = buffers(&TracerKind::ALL, &o).unwrap();
-        assert_eq!(b.len(), 4, "{b:?}");
-        for (tracer, text) in &b {
-            if tracer != "ebpf" || possible_cpus().is_power_of_two() {
-                assert!(text.contains("64 KiB per CPU"), "{tracer}: {text}");
-            }
-        }
+        assert_buffers(&o, "64 KiB per CPU");
         let default = buffers(
             &TracerKind::ALL,
             &TracerOptions {
                 buffer_size_kb: None,
                 ..o
             },
-        )
-        .unwrap();
+        );
+        let default = default.unwrap();
         assert!(
             default.values().all(|t| !t.contains("64 KiB")),
             "{default:?}"
@@ -306,13 +284,10 @@ mod tests {
     #[test]
     fn record_wakeup_is_an_ebpf_column_and_bpftrace_record() {
         let o = opts(vec![Record, RecordWakeup, Aggregate]);
-        assert_eq!(
-            names(Ebpf, &o),
-            [Some("record"), Some("record-wakeup"), Some("aggregate")]
-        );
-        assert_eq!(names(Bpftrace, &o), [Some("record"), Some("aggregate")]);
+        assert_eq!(names(Ebpf, &o), ["record", "record-wakeup", "aggregate"]);
+        assert_eq!(names(Bpftrace, &o), ["record", "aggregate"]);
         let only = opts(vec![RecordWakeup]);
-        assert_eq!(names(Bpftrace, &only), [Some("record")]);
-        assert_eq!(names(Ftrace, &only), [None]);
+        assert_eq!(names(Bpftrace, &only), ["record"]);
+        assert_eq!(names(Ftrace, &only), ["-"]);
     }
 }

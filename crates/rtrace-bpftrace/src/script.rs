@@ -201,10 +201,11 @@ mod tests {
     use PidFilter::{DashP, Predicate};
 
     fn usdt(bin: &str, provider: &str, name: &str, nargs: usize) -> Hook {
+        let location = ArgLocation::Register("rdx".into());
         let arg = Arg {
             size: 8,
             signed: true,
-            location: ArgLocation::Register("rdx".into()),
+            location,
         };
         Hook::Usdt {
             binary: bin.into(),
@@ -221,10 +222,8 @@ mod tests {
     }
 
     fn tp(c: &str, n: &str) -> Hook {
-        Hook::KernelTracepoint {
-            category: c.into(),
-            name: n.into(),
-        }
+        let (category, name) = (c.into(), n.into());
+        Hook::KernelTracepoint { category, name }
     }
 
     fn uprobe(binary: &str, function: &str, ret: bool) -> Hook {
@@ -250,18 +249,14 @@ mod tests {
         let h = usdt("/tmp/x/sdt_loop", "rtest", "hit", 1);
         let point = r#"usdt:"/tmp/x/sdt_loop":rtest:hit"#;
         let record = r#"printf("%llu %u %u %lld\n", nsecs, cpu, pid, arg0);"#;
-        assert_eq!(
-            prog(&h, Agg, DashP(7), None),
-            format!("{point} {{ @c = count(); }}")
-        );
-        assert_eq!(
-            prog(&h, Rec, PidFilter::None, None),
-            format!("{point} {{ {record} }}")
-        );
-        assert_eq!(
-            prog(&h, Rec, Predicate(7), None),
-            format!("{point} /pid == 7/ {{ {record} }}")
-        );
+        let cases = [
+            (Agg, DashP(7), "{ @c = count(); }".to_owned()),
+            (Rec, PidFilter::None, format!("{{ {record} }}")),
+            (Rec, Predicate(7), format!("/pid == 7/ {{ {record} }}")),
+        ];
+        for (mode, filter, body) in cases {
+            assert_eq!(prog(&h, mode, filter, None), format!("{point} {body}"));
+        }
         let plus = usdt("/lib/libstdc++.so.6", "libstdcxx", "throw", 2);
         let plus = prog(&plus, Agg, PidFilter::None, None);
         assert!(plus.starts_with(r#"usdt:"/lib/libstdc++.so.6":libstdcxx:throw "#));
@@ -282,8 +277,8 @@ mod tests {
             None,
             Some(Path::new("/o/f")),
             Some(flush),
-        )
-        .unwrap();
+        );
+        let a = a.unwrap();
         let a = strs(&a);
         assert_eq!(&a[..3], ["-o", "/o/f", "-e"]);
         assert!(a[3].contains("/pid == 42/"), "{}", a[3]);
@@ -312,13 +307,8 @@ mod tests {
         let h = tp("syscalls", "sys_exit_clock_nanosleep");
         assert_eq!(PidFilter::choose(&h, Agg, Some(9)), Predicate(9));
         let a = args(&h, Agg, Some(9), None, None, None).unwrap();
-        assert_eq!(
-            strs(&a),
-            [
-                "-e",
-                "tracepoint:syscalls:sys_exit_clock_nanosleep /pid == 9/ { @c = count(); }"
-            ]
-        );
+        let script = "tracepoint:syscalls:sys_exit_clock_nanosleep /pid == 9/ { @c = count(); }";
+        assert_eq!(strs(&a), ["-e", script]);
         assert!(prog(&h, Rec, PidFilter::None, None).contains("args->ret"));
     }
 
@@ -344,15 +334,9 @@ mod tests {
 
     #[test]
     fn uprobe_scripts() {
-        assert_eq!(
-            prog(
-                &uprobe("/b/w", "rtrace_marker_hit", false),
-                Agg,
-                DashP(3),
-                None
-            ),
-            r#"uprobe:"/b/w":rtrace_marker_hit { @c = count(); }"#
-        );
+        let entry = uprobe("/b/w", "rtrace_marker_hit", false);
+        let want = r#"uprobe:"/b/w":rtrace_marker_hit { @c = count(); }"#;
+        assert_eq!(prog(&entry, Agg, DashP(3), None), want);
         let ret = uprobe("/b/w", "rtrace_marker_hit", true);
         assert_eq!(
             prog(&ret, Rec, Predicate(3), None),

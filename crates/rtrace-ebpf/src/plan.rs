@@ -173,23 +173,19 @@ mod tests {
 
     #[test]
     fn only_the_nanosleep_tracepoint_is_supported() {
-        let tp = |c: &str, n: &str| Hook::KernelTracepoint {
-            category: c.into(),
-            name: n.into(),
+        let tp = |c: &str, n: &str| {
+            let (category, name) = (c.into(), n.into());
+            Hook::KernelTracepoint { category, name }
         };
         let h = tp("syscalls", "sys_exit_clock_nanosleep");
         check(&h).unwrap();
-        assert_eq!(
-            programs(&h)[..3],
-            ["tp_record", "tp_record", "tp_aggregate"]
-        );
+        let want = ["tp_record", "tp_record", "tp_aggregate"];
+        assert_eq!(programs(&h)[..3], want);
         let err = check(&tp("sched", "sched_switch")).unwrap_err();
         assert!(format!("{err:#}").contains("ftrace"), "{err:#}");
-        let lttng = Hook::LttngUst {
-            provider: "p".into(),
-            event: "e".into(),
-        };
-        assert!(format!("{:#}", check(&lttng).unwrap_err()).contains("lttng"));
+        let (provider, event) = ("p".into(), "e".into());
+        let err = check(&Hook::LttngUst { provider, event }).unwrap_err();
+        assert!(format!("{err:#}").contains("lttng"));
     }
 
     #[test]
@@ -201,10 +197,8 @@ mod tests {
             ret,
         };
         check(&hook(false, 0x1a0)).unwrap();
-        assert_eq!(
-            programs(&hook(false, 1))[1..3],
-            ["up_record", "up_aggregate"]
-        );
+        let entry = programs(&hook(false, 1));
+        assert_eq!(entry[1..3], ["up_record", "up_aggregate"]);
         let r = programs(&hook(true, 1));
         assert_eq!(r[..3], ["uret_record", "uret_record", "uret_aggregate"]);
         let e = format!("{:#}", check(&hook(false, 0)).unwrap_err());

@@ -380,58 +380,47 @@ impl Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Feature::{Control, Filter, Histogram, Kprobe, Kretprobe, PerEvent, SingleKey, Timing};
 
     #[test]
     fn numbers_follow_the_published_order() {
-        assert_eq!(Feature::Control.number(), 1);
-        assert_eq!(Feature::Filter.number(), 8);
-        assert_eq!(Feature::PerEvent.number(), 18);
+        assert_eq!([Control, Filter, PerEvent].map(Feature::number), [1, 8, 18]);
         for f in Feature::ALL {
             assert_eq!(Feature::from_number(f.number()), Some(f));
         }
         assert_eq!(Feature::from_number(0), None);
         assert_eq!(Feature::from_number(19), None);
         assert_eq!(Feature::TracepointEntry.to_string(), "04 Tracepoint Entry");
-        assert_eq!(Feature::PerEvent.to_string(), "18 Per Event");
+        assert_eq!(PerEvent.to_string(), "18 Per Event");
     }
 
     #[test]
     fn programs_hook_where_the_kernel_lets_them() {
         let p = ReadProgram::Feature;
-        let timing_tp = "tracepoint:syscalls:sys_enter_read + sys_exit_read";
+        let a = ReadProgram::Account(ReadHook::Uretprobe);
         for (program, kprobes, site) in [
-            (p(Feature::Histogram), true, "kprobe:vfs_read"),
-            (
-                p(Feature::SingleKey),
-                false,
-                "tracepoint:syscalls:sys_enter_read",
-            ),
+            (p(Histogram), true, "kprobe:vfs_read"),
+            (p(SingleKey), false, "tracepoint:syscalls:sys_enter_read"),
             (p(Feature::Uprobe), false, "uprobe:libc:read"),
-            (p(Feature::Control), true, "BEGIN"),
+            (p(Control), true, "BEGIN"),
+            (p(Timing), true, "kprobe:vfs_read + kretprobe:vfs_read"),
             (
-                p(Feature::Timing),
-                true,
-                "kprobe:vfs_read + kretprobe:vfs_read",
+                p(Timing),
+                false,
+                "tracepoint:syscalls:sys_enter_read + sys_exit_read",
             ),
-            (p(Feature::Timing), false, timing_tp),
-            (
-                ReadProgram::Account(ReadHook::Uretprobe),
-                true,
-                "uretprobe:libc:read",
-            ),
+            (a, true, "uretprobe:libc:read"),
         ] {
             assert_eq!(program.site(kprobes), site, "{program:?}");
         }
-        assert_eq!(p(Feature::Histogram).hooks(false), [ReadHook::Enter]);
-        assert_eq!(p(Feature::Histogram).hooks(true), [ReadHook::Kprobe]);
-        let a = ReadProgram::Account(ReadHook::Uretprobe);
+        assert_eq!(p(Histogram).hooks(false), [ReadHook::Enter]);
+        assert_eq!(p(Histogram).hooks(true), [ReadHook::Kprobe]);
         assert_eq!(a.hooks(true), [ReadHook::Uretprobe]);
         assert!(ReadProgram::Account(ReadHook::Kprobe).needs_kprobes());
-        assert!(p(Feature::Kretprobe).needs_kprobes());
-        assert!(!p(Feature::Filter).needs_kprobes());
+        assert!(p(Kretprobe).needs_kprobes() && !p(Filter).needs_kprobes());
         assert!(a.account(None).is_err());
         assert_eq!(a.account(Some(1)).unwrap(), Some(ReadHook::Uretprobe));
-        assert_eq!(p(Feature::Filter).account(None).unwrap(), None);
+        assert_eq!(p(Filter).account(None).unwrap(), None);
     }
 
     #[test]
@@ -453,11 +442,8 @@ mod tests {
         assert!(r.ordinary(ReadHook::Kprobe).is_none());
         assert_eq!(read(Feature::Map, false).on_libc(), None);
         let unavailable = Unsupported::Unavailable(NO_KPROBES.into());
-        assert_eq!(
-            read(Feature::Kprobe, false).check_kprobes(),
-            Err(unavailable)
-        );
-        assert!(read(Feature::Kprobe, true).check_kprobes().is_ok());
+        assert_eq!(read(Kprobe, false).check_kprobes(), Err(unavailable));
+        assert!(read(Kprobe, true).check_kprobes().is_ok());
     }
 
     #[test]
@@ -477,13 +463,15 @@ mod tests {
             lost,
             source: String::new(),
         };
-        let exact = ev(Some(100), None, 0);
-        assert!(exact.check(100).is_ok());
-        assert!(exact.check(101).is_err());
-        assert!(exact.check(99).is_err());
-        let all = ev(None, Some(105), 0);
-        assert!(all.check(100).is_ok());
-        assert!(all.check(106).is_err());
+        let ok = |e: &Evidence, reads: [u64; 3]| reads.map(|n| e.check(n).is_ok());
+        assert_eq!(
+            ok(&ev(Some(100), None, 0), [99, 100, 101]),
+            [false, true, false]
+        );
+        assert_eq!(
+            ok(&ev(None, Some(105), 0), [100, 105, 106]),
+            [true, true, false]
+        );
         assert!(ev(Some(90), None, 10).check(100).is_ok());
         assert!(Evidence::default().check(100).is_ok());
     }
