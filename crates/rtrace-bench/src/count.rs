@@ -242,22 +242,14 @@ mod tests {
 
     #[test]
     fn probe_syntax() {
-        assert_eq!(
-            parse_probe("uprobe:getpid").unwrap(),
-            CountProbe::Function {
-                name: "getpid".into(),
-                ret: false
-            }
-        );
+        let name = "getpid".into();
+        let getpid = CountProbe::Function { name, ret: false };
+        assert_eq!(parse_probe("uprobe:getpid").unwrap(), getpid);
         let r = parse_probe("uretprobe:rtrace_marker_hit").unwrap();
         assert_eq!(r.to_string(), "uretprobe:rtrace_marker_hit");
-        assert_eq!(
-            parse_probe("rtest:hit").unwrap(),
-            CountProbe::Usdt {
-                provider: "rtest".into(),
-                name: "hit".into()
-            }
-        );
+        let (provider, name) = ("rtest".into(), "hit".into());
+        let usdt = CountProbe::Usdt { provider, name };
+        assert_eq!(parse_probe("rtest:hit").unwrap(), usdt);
         for bad in [
             "uprobe:",
             "uprobe:a b",
@@ -299,14 +291,11 @@ mod tests {
 
     #[test]
     fn exit_codes_are_the_shell_s() {
-        let status = |script: &str| {
-            std::process::Command::new("sh")
+        for (script, code) in [("exit 0", 0), ("exit 3", 3), ("kill -TERM $$", 143)] {
+            let status = std::process::Command::new("sh")
                 .args(["-c", script])
-                .status()
-                .unwrap()
-        };
-        assert_eq!(exit_code(status("exit 0")), 0);
-        assert_eq!(exit_code(status("exit 3")), 3);
-        assert_eq!(exit_code(status("kill -TERM $$")), 143);
+                .status();
+            assert_eq!(exit_code(status.unwrap()), code, "{script}");
+        }
     }
 }

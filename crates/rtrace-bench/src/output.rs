@@ -240,23 +240,21 @@ mod tests {
             e.starts_with("--out ") && e.contains("not a directory"),
             "{e}"
         );
-        let e = check_file("--json", Path::new("/nonexistent/x.json"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("does not exist: create it first"), "{e}");
-        let e = check_file("--json", dir.path()).unwrap_err().to_string();
-        assert!(e.contains("not a regular file"), "{e}");
-        let e = check_file("--json", &file.join("x.json"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not a directory"), "{e}");
+        for (path, want) in [
+            (
+                Path::new("/nonexistent/x.json"),
+                "does not exist: create it first",
+            ),
+            (dir.path(), "not a regular file"),
+            (&file.join("x.json"), "not a directory"),
+        ] {
+            let e = check_file("--json", path).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
         check_file("--json", &dir.path().join("new.json")).unwrap();
         check_file("--json", &file).unwrap();
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "nothing created"
-        );
+        let files = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(files, 1, "nothing created");
     }
 
     #[test]

@@ -239,6 +239,7 @@ impl Printed {
 mod tests {
     use super::*;
     use rtrace_tracer::features::{Unsupported, NO_KPROBES};
+    use Feature::{Control, Filter, Kprobe, PerEvent, Timing, Uretprobe};
 
     fn script(program: ReadProgram, kprobes: bool) -> Result<String> {
         super::program(&Read {
@@ -257,36 +258,40 @@ mod tests {
     #[test]
     fn published_one_liners_move_to_the_syscall_tracepoint_without_kprobes() {
         let f = ReadProgram::Feature;
-        let e = script(f(Feature::Kprobe), false).unwrap_err();
         let unavailable = Unsupported::Unavailable(NO_KPROBES.into());
-        assert_eq!(e.downcast_ref::<Unsupported>(), Some(&unavailable));
-        let e = script(ReadProgram::Account(ReadHook::Kprobe), false).unwrap_err();
-        assert_eq!(e.downcast_ref::<Unsupported>(), Some(&unavailable));
-        assert_eq!(script(f(Feature::Control), false).unwrap(), "BEGIN { 1 }");
-        assert_eq!(
-            script(f(Feature::Filter), true).unwrap(),
-            "kprobe:vfs_read /arg2 > 0/ { 1 }"
-        );
-        assert_eq!(
-            script(f(Feature::Filter), false).unwrap(),
-            "tracepoint:syscalls:sys_enter_read /args->count > 0/ { 1 }"
-        );
-        assert_eq!(
-            script(f(Feature::Uretprobe), false).unwrap(),
-            "uretprobe:/lib/x86_64-linux-gnu/libc.so.6:read { 1 }"
-        );
-        assert_eq!(
-            script(f(Feature::Timing), false).unwrap(),
-            "tracepoint:syscalls:sys_enter_read { @s[tid] = nsecs; } tracepoint:syscalls:sys_exit_read /@s[tid]/ { @ = hist(nsecs - @s[tid]); delete(@s[tid]); }"
-        );
-        assert_eq!(
-            script(f(Feature::PerEvent), true).unwrap(),
-            r#"kprobe:vfs_read { printf("%d bytes\n", arg2); }"#
-        );
-        assert_eq!(
-            script(ReadProgram::Account(ReadHook::Exit), false).unwrap(),
-            "tracepoint:syscalls:sys_exit_read { @[pid] = count(); }"
-        );
+        for program in [f(Kprobe), ReadProgram::Account(ReadHook::Kprobe)] {
+            let e = script(program, false).unwrap_err();
+            assert_eq!(e.downcast_ref::<Unsupported>(), Some(&unavailable));
+        }
+        let timing = "tracepoint:syscalls:sys_enter_read { @s[tid] = nsecs; } tracepoint:syscalls:sys_exit_read /@s[tid]/ { @ = hist(nsecs - @s[tid]); delete(@s[tid]); }";
+        let exit = ReadProgram::Account(ReadHook::Exit);
+        for (program, kprobes, want) in [
+            (f(Control), false, "BEGIN { 1 }"),
+            (f(Filter), true, "kprobe:vfs_read /arg2 > 0/ { 1 }"),
+            (
+                f(Filter),
+                false,
+                "tracepoint:syscalls:sys_enter_read /args->count > 0/ { 1 }",
+            ),
+            (
+                f(Uretprobe),
+                false,
+                "uretprobe:/lib/x86_64-linux-gnu/libc.so.6:read { 1 }",
+            ),
+            (f(Timing), false, timing),
+            (
+                f(PerEvent),
+                true,
+                r#"kprobe:vfs_read { printf("%d bytes\n", arg2); }"#,
+            ),
+            (
+                exit,
+                false,
+                "tracepoint:syscalls:sys_exit_read { @[pid] = count(); }",
+            ),
+        ] {
+            assert_eq!(script(program, kprobes).unwrap(), want);
+        }
     }
 
     #[test]
@@ -298,7 +303,7 @@ mod tests {
         // An experiment's program: every process's events; none where it prints nothing.
         let single = ReadProgram::Feature(Feature::SingleKey);
         assert_eq!(printed.total(single, None), Some(1003));
-        let control = ReadProgram::Feature(Feature::Control);
+        let control = ReadProgram::Feature(Control);
         assert_eq!(Printed::default().total(control, None), None);
     }
 
@@ -317,10 +322,8 @@ mod tests {
         let ev = evidence(Feature::StringKey, text, 1, "workload");
         assert_eq!(ev.workload, Some(1000));
         let ev = evidence(Feature::Map, "@: 1004\n", 1, "w");
-        assert_eq!(
-            (ev.all, ev.source.as_str()),
-            (Some(1004), "@: 1004 (every process)")
-        );
+        let want = (Some(1004), "@: 1004 (every process)");
+        assert_eq!((ev.all, ev.source.as_str()), want);
     }
 
     #[test]
@@ -332,7 +335,7 @@ mod tests {
         let hist = "@: \n[1]                 1000 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n[2, 4)                 3 |                                                    |\n[1K, 2K)               1 |                                                    |\n";
         assert_eq!(evidence(Feature::Histogram, hist, 1, "w").all, Some(1004));
         let lines = "1 bytes\n1 bytes\nLost 5 events\n";
-        let ev = evidence(Feature::PerEvent, lines, 1, "w");
+        let ev = evidence(PerEvent, lines, 1, "w");
         assert_eq!((ev.all, ev.lost), (Some(2), 5));
     }
 }

@@ -501,13 +501,14 @@ mod tests {
         assert_eq!(describe(map), "bpf/events.bpf.c, experiment 09");
         assert_eq!(programs(map, true), ["ev_map_kp"]);
         let timing = ReadProgram::Feature(Feature::Timing);
-        assert_eq!(
-            programs(timing, false),
-            ["ev_timing_enter_tp", "ev_timing_exit_tp"]
-        );
-        let acct = |h| programs(ReadProgram::Account(h), true);
-        assert_eq!(acct(ReadHook::Enter), ["ev_acct_enter"]);
-        assert_eq!(acct(ReadHook::Uretprobe), ["ev_acct_uretprobe"]);
-        assert_eq!(acct(ReadHook::Kretprobe), ["ev_acct_kretprobe"]);
+        let want = ["ev_timing_enter_tp", "ev_timing_exit_tp"];
+        assert_eq!(programs(timing, false), want);
+        for (hook, name) in [
+            (ReadHook::Enter, "ev_acct_enter"),
+            (ReadHook::Uretprobe, "ev_acct_uretprobe"),
+            (ReadHook::Kretprobe, "ev_acct_kretprobe"),
+        ] {
+            assert_eq!(programs(ReadProgram::Account(hook), true), [name]);
+        }
     }
 }

@@ -318,10 +318,8 @@ mod tests {
         assert_eq!(e.workload, Some(0));
         let other = HIST.replace("keys=common_pid:", "keys=count.log2:");
         assert_eq!(hist_evidence(&other, 4242).workload, None);
-        assert_eq!(
-            hist_totals(&HIST.replace("Dropped: 0", "Dropped: 3")),
-            (20003, 3)
-        );
+        let dropped = HIST.replace("Dropped: 0", "Dropped: 3");
+        assert_eq!(hist_totals(&dropped), (20003, 3));
     }
 
     #[test]

@@ -142,10 +142,7 @@ mod tests {
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].line, "p:g/ev /bin/x:0x2d230 arg1=%dx:s64");
         // A semaphore becomes the ref_ctr_offset.
-        let two = defs(&[
-            site("ev", 0x10, Some(0x4010)),
-            site("ev", 0x20, Some(0x4010)),
-        ]);
+        let two = defs(&[0x10, 0x20].map(|at| site("ev", at, Some(0x4010))));
         assert_eq!(two[0].line, "p:g/ev_0 /bin/x:0x10(0x4010) arg1=%dx:s64");
         assert_eq!(two[1].event, "ev_1");
     }

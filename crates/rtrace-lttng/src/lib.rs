@@ -287,16 +287,16 @@ mod tests {
     fn buffer_size_becomes_power_of_two_subbuffers() {
         let o = LttngOptions::default();
         assert_eq!(o.geometry(None), (None, None));
-        assert_eq!(o.geometry(Some(1024)), (Some(262_144), Some(4)));
-        assert_eq!(o.geometry(Some(1000)), (Some(262_144), Some(4)));
-        assert_eq!(o.geometry(Some(4)), (Some(4096), Some(4)));
-        // The events suite's programs are kernel sessions of the same geometry.
-        assert_eq!(o.geometry(Some(64)), (Some(16384), Some(4)));
+        // 64: the events suite's programs are kernel sessions of the same geometry.
+        for (kb, subbuf) in [(1024, 262_144), (1000, 262_144), (4, 4096), (64, 16384)] {
+            assert_eq!(o.geometry(Some(kb)), (Some(subbuf), Some(4)), "{kb}");
+        }
         let described = o.buffer_description(Some(64));
         assert!(described.contains("4 sub-buffers × 16 KiB = 64 KiB per CPU"));
+        let (subbuf_size, num_subbuf) = (Some(8192), Some(2));
         let explicit = LttngOptions {
-            subbuf_size: Some(8192),
-            num_subbuf: Some(2),
+            subbuf_size,
+            num_subbuf,
             ..o
         };
         assert_eq!(explicit.geometry(Some(1024)), (Some(8192), Some(2)));
@@ -324,10 +324,8 @@ mod tests {
     fn tracef_replaces_only_the_loop_event() {
         let (tp, tracef) = (EventKind::Tracepoint, EventKind::Tracef);
         assert_eq!(tp.ust_event("rtrace", "event"), "rtrace:event");
-        assert_eq!(
-            tracef.ust_event("rtrace", "event"),
-            "lttng_ust_tracef:event"
-        );
+        let event = tracef.ust_event("rtrace", "event");
+        assert_eq!(event, "lttng_ust_tracef:event");
         assert_eq!(tracef.ust_event("rtrace", "idle"), "rtrace:idle");
     }
 

@@ -388,14 +388,9 @@ mod tests {
 
     #[test]
     fn tags_parse_back_and_only_tags_do() {
-        assert_eq!(
-            owner_tag("rtrace_0123456789abcdef_0"),
-            Some("0123456789abcdef")
-        );
-        assert_eq!(
-            owner_tag("rtrace_0123456789abcdef_12"),
-            Some("0123456789abcdef")
-        );
+        for name in ["rtrace_0123456789abcdef_0", "rtrace_0123456789abcdef_12"] {
+            assert_eq!(owner_tag(name), Some("0123456789abcdef"));
+        }
         assert_eq!(
             owner_tag("rtrace_4242_7"),
             Some("4242"),

@@ -184,12 +184,12 @@ mod tests {
     #[test]
     fn defaults_mirror_the_thesis_command() {
         let o = parse(&[], 2).unwrap();
-        assert_eq!(o.interval_us, 30);
-        assert_eq!(o.loops, 100_000);
-        assert_eq!(o.common.priority, Some(99));
-        assert_eq!(o.histogram_us, 1000);
+        assert_eq!(
+            (o.interval_us, o.loops, o.histogram_us),
+            (30, 100_000, 1000)
+        );
+        assert_eq!((o.common.priority, o.common.rounds), (Some(99), 3));
         assert_eq!((o.common.cpus.measured, o.main_cpu), (1, 0));
-        assert_eq!(o.common.rounds, 3);
         assert_eq!(o.configs, Configuration::ALL.to_vec());
         assert_eq!(o.shuffle_seed, None);
         assert_eq!(o.cyclictest, OnPath);
@@ -198,10 +198,8 @@ mod tests {
     #[test]
     fn configs_are_selected_by_name_and_group_without_duplicates() {
         let o = parse(&["--configs", "kernel,none,kernel-ftrace"], 2).unwrap();
-        assert_eq!(
-            o.configs,
-            vec![Configuration::None, KernelFtrace, KernelEbpf, KernelLttng]
-        );
+        let want = [Configuration::None, KernelFtrace, KernelEbpf, KernelLttng];
+        assert_eq!(o.configs, want);
         let o = parse(&["--configs", "usdt-lttng", "--configs", "none"], 2).unwrap();
         assert_eq!(o.configs, vec![Configuration::None, UsdtLttng]);
     }
@@ -210,23 +208,15 @@ mod tests {
     fn bad_values_name_the_fix() {
         let e = |args: &[&str]| parse(args, 4).unwrap_err();
         assert_eq!(e(&["--interval-us", "0"]), Interval(0));
-        assert_eq!(
-            e(&["--loops", "0"]),
-            OptionsError::Zero { what: "loops" }.into()
-        );
+        let zero = OptionsError::Zero { what: "loops" }.into();
+        assert_eq!(e(&["--loops", "0"]), zero);
         assert_eq!(e(&["--priority", "0"]), OptionsError::Priority(0).into());
-        assert!(e(&["--rounds", "5", "--loops", "4"])
-            .to_string()
-            .contains("pass --rounds 1..4"));
+        let rounds = e(&["--rounds", "5", "--loops", "4"]).to_string();
+        assert!(rounds.contains("pass --rounds 1..4"), "{rounds}");
         assert_eq!(e(&["--histogram-us", "2000000"]), Histogram(2_000_000));
         assert_eq!(e(&["--cpu", "2", "--main-cpu", "2"]), SameCpu(2));
-        assert_eq!(
-            e(&["--main-cpu", "9"]),
-            MainCpuNotUsable {
-                cpu: 9,
-                usable: "0-3".into()
-            }
-        );
+        let usable = "0-3".into();
+        assert_eq!(e(&["--main-cpu", "9"]), MainCpuNotUsable { cpu: 9, usable });
         assert!(e(&["--cpu", "7"]).to_string().contains("--cpu 3"));
         assert!(matches!(
             parse(&[], 1).unwrap_err(),
@@ -237,10 +227,8 @@ mod tests {
     #[test]
     fn seed_needs_shuffle_and_cyclictest_can_be_chosen_or_skipped() {
         assert_eq!(parse(&["--no-cyclictest"], 2).unwrap().cyclictest, Off);
-        assert_eq!(
-            parse(&["--cyclictest", "/opt/ct"], 2).unwrap().cyclictest,
-            At("/opt/ct".into())
-        );
+        let at = parse(&["--cyclictest", "/opt/ct"], 2).unwrap();
+        assert_eq!(at.cyclictest, At("/opt/ct".into()));
     }
 
     #[test]

@@ -177,30 +177,25 @@ mod tests {
     #[test]
     fn out_of_range_cpu_message_names_the_fix() {
         let e = usdt(&["--cpu", "4096"]).unwrap_err().to_string();
-        assert!(
-            e.contains("CPU 4096 is not usable") && e.contains("--cpu "),
-            "{e}"
-        );
+        assert!(e.contains("CPU 4096 is not usable"), "{e}");
+        assert!(e.contains("--cpu "), "{e}");
     }
 
     #[test]
     fn rounds_must_fit_the_iterations() {
-        assert_eq!(usdt(&[]).unwrap().common.rounds, super::DEFAULT_ROUNDS);
-        assert_eq!(
-            usdt(&["-n", "3"]).unwrap().common.rounds,
-            3,
-            "default capped"
-        );
+        let rounds = |args: &[&str]| usdt(args).unwrap().common.rounds;
+        assert_eq!(rounds(&[]), super::DEFAULT_ROUNDS);
+        assert_eq!(rounds(&["-n", "3"]), 3, "default capped");
+        assert_eq!(rounds(&["--rounds", "4", "-n", "8"]), 4);
         assert!(!usdt(&[]).unwrap().allow_loss);
         assert!(usdt(&["--allow-loss"]).unwrap().allow_loss);
-        assert_eq!(
-            usdt(&["--rounds", "4", "-n", "8"]).unwrap().common.rounds,
-            4
-        );
-        let e = usdt(&["--rounds", "9", "-n", "8"]).unwrap_err().to_string();
-        assert!(e.contains("pass --rounds 1..8"), "{e}");
-        let e = usdt(&["--rounds", "0", "-n", "8"]).unwrap_err().to_string();
-        assert!(e.contains("--rounds must be at least 1"), "{e}");
+        for (n, want) in [
+            ("9", "pass --rounds 1..8"),
+            ("0", "--rounds must be at least 1"),
+        ] {
+            let e = usdt(&["--rounds", n, "-n", "8"]).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]
@@ -215,32 +210,27 @@ mod tests {
         let o = usdt(&["-t", "ftrace,ebpf", "-t", "ftrace"]).unwrap();
         assert_eq!(o.tracers, TracerChoice::These(vec![Ftrace, Ebpf]));
         assert_eq!(o.iterations, 1_000_000);
-        assert_eq!(
-            usdt(&["-t", "all"]).unwrap().tracers,
-            TracerChoice::AllAvailable
-        );
+        let all = usdt(&["-t", "all"]).unwrap();
+        assert_eq!(all.tracers, TracerChoice::AllAvailable);
     }
 
     #[test]
     fn bad_values_are_rejected() {
-        assert_eq!(
-            usdt(&["--priority", "100"]).unwrap_err(),
-            OptionsError::Priority(100)
-        );
-        assert_eq!(
-            usdt(&["-n", "0"]).unwrap_err(),
-            OptionsError::Zero { what: "iterations" }
-        );
+        let e = |args: &[&str]| usdt(args).unwrap_err();
+        assert_eq!(e(&["--priority", "100"]), OptionsError::Priority(100));
+        let zero = OptionsError::Zero { what: "iterations" };
+        assert_eq!(e(&["-n", "0"]), zero);
     }
 
     #[test]
     fn modes_keep_their_order_without_repeats_and_buffers_are_equal() {
         let o = usdt(&[]).unwrap();
         assert_eq!(o.common.tracer.bpf_modes, [Record]);
+        let buffer = o.common.tracer.buffer_size_kb;
         assert_eq!(
-            o.common.tracer.buffer_size_kb,
+            buffer,
             Some(DEFAULT_BUFFER_KB),
-            "one buffer size for every tracer by default"
+            "one size for every tracer by default"
         );
         let o = usdt(&["--bpf-mode", "record-wakeup,record,record-wakeup,aggregate"]).unwrap();
         assert_eq!(o.common.tracer.bpf_modes, [RecordWakeup, Record, Aggregate]);
