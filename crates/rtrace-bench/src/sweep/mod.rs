@@ -126,6 +126,7 @@ struct Prepared {
 }
 
 /// The cross-check's hook (`None` without a tracer) and what cyclictest runs with.
+#[derive(Default)]
 struct CrossCheck {
     hook: Option<Hook>,
     /// Environment of cyclictest only (the LTTng preload library).
@@ -166,10 +167,7 @@ fn prepare(o: &Options, config: Configuration) -> Result<Prepared> {
 /// How the real cyclictest is traced in `p`'s configuration (see [`cross_hook`]), checked.
 fn prepare_cross(o: &Options, p: &Prepared) -> Result<CrossCheck> {
     let Some(tracer) = &p.tracer else {
-        return Ok(CrossCheck {
-            hook: None,
-            env: Vec::new(),
-        });
+        return Ok(CrossCheck::default());
     };
     let (hook, env) = cross_hook(o, p.config, p.hook.as_ref())?;
     tracer.check(&hook)?;
@@ -242,11 +240,8 @@ impl runner::Experiment for Sweep {
     }
 
     fn begin(&mut self) -> Result<()> {
-        self.o.main_cpu = main_cpu(
-            self.o.main_cpu_requested,
-            &self.o.common.cpus,
-            &crate::cpus::usable(),
-        )?;
+        let usable = crate::cpus::usable();
+        self.o.main_cpu = main_cpu(self.o.main_cpu_requested, &self.o.common.cpus, &usable)?;
         let kinds: Vec<_> = self.plans.iter().map(|p| p.config.tracer()).collect();
         self.result.config.run = self.o.common.settings(&kinds)?;
         self.result.config.main_cpu = self.o.main_cpu;
@@ -290,11 +285,8 @@ impl runner::Experiment for Sweep {
     }
 
     fn failed(&mut self, &(i, source): &Step, error: anyhow::Error) -> Result<()> {
-        self.result.failed.push(Skipped {
-            config: self.plans[i].config,
-            source: Some(source),
-            reason: format!("{error:#}"),
-        });
+        let failed = skipped(self.plans[i].config, Some(source), &error);
+        self.result.failed.push(failed);
         Ok(())
     }
 
@@ -321,11 +313,7 @@ pub fn run(o: Options) -> Result<i32> {
     for &config in &o.configs {
         match prepare(&o, config) {
             Ok(p) => plans.push(p),
-            Err(e) => unavailable.push(Skipped {
-                config,
-                source: None,
-                reason: format!("{e:#}"),
-            }),
+            Err(e) => unavailable.push(skipped(config, None, &e)),
         }
     }
     if plans.is_empty() {
@@ -338,13 +326,8 @@ pub fn run(o: Options) -> Result<i32> {
     let cyclictest = match cyclictest::find(&o.cyclictest) {
         Ok(c) => c,
         Err(e) => {
-            for p in &plans {
-                unavailable.push(Skipped {
-                    config: p.config,
-                    source: Some(Source::Cyclictest),
-                    reason: format!("{e:#}"),
-                });
-            }
+            let cyclictest = Some(Source::Cyclictest);
+            unavailable.extend(plans.iter().map(|p| skipped(p.config, cyclictest, &e)));
             None
         }
     };
@@ -352,11 +335,7 @@ pub fn run(o: Options) -> Result<i32> {
         for p in &mut plans {
             match prepare_cross(&o, p) {
                 Ok(c) => p.cross = Some(c),
-                Err(e) => unavailable.push(Skipped {
-                    config: p.config,
-                    source: Some(Source::Cyclictest),
-                    reason: format!("{e:#}"),
-                }),
+                Err(e) => unavailable.push(skipped(p.config, Some(Source::Cyclictest), &e)),
             }
         }
     }
@@ -388,6 +367,16 @@ pub fn run(o: Options) -> Result<i32> {
         cyclictest,
         result,
     })
+}
+
+/// What could not run, and why.
+fn skipped(config: Configuration, source: Option<Source>, e: &anyhow::Error) -> Skipped {
+    let reason = format!("{e:#}");
+    Skipped {
+        config,
+        source,
+        reason,
+    }
 }
 
 /// Suffix of a run's files: its round, and for `none`, which runs several times a round, its
@@ -426,18 +415,18 @@ fn interleaved(plans: &[Prepared]) -> Vec<Step> {
     plan
 }
 
-/// Attaches `tracer` (if any) to `hook` in process `pid`; trace data goes below `out_dir`.
+/// Attaches `p`'s tracer (if any) to `hook` in process `pid`; trace data goes below `out_dir`.
 /// `held`: the program is held before its exec and creates its measuring thread after the
 /// attach (cyclictest), whose main thread (the leader) is left out.
 fn attach(
     o: &Options,
-    tracer: Option<&dyn Tracer>,
+    p: &Prepared,
     hook: Option<&Hook>,
     pid: u32,
     held: bool,
     out_dir: &Path,
 ) -> Result<Option<Box<dyn Attachment>>> {
-    let (Some(tracer), Some(hook)) = (tracer, hook) else {
+    let (Some(tracer), Some(hook)) = (&p.tracer, hook) else {
         return Ok(None);
     };
     std::fs::create_dir_all(out_dir)
@@ -502,14 +491,7 @@ fn run_builtin(o: &Options, p: &Prepared, round: &Round) -> Result<SweepRun> {
         .as_ref()
         .map_or_else(Vec::new, |t| t.workload_env());
     let (ready, last, attachment) = run_workload_message(&p.workload, &env, &config, |ready| {
-        attach(
-            o,
-            p.tracer.as_deref(),
-            p.hook.as_ref(),
-            ready.pid,
-            false,
-            &out_dir,
-        )
+        attach(o, p, p.hook.as_ref(), ready.pid, false, &out_dir)
     })?;
     let Message::CyclicDone(done) = last else {
         bail!(
@@ -576,19 +558,13 @@ fn run_cyclictest(
     let args = cyclictest::args(o, round.share(o.loops), &json);
     let out_dir = o.common.out.join(&name);
     let (report, attachment) = cyclictest::run(ct, &args, &cross.env, &json, &stderr, |pid| {
-        attach(
-            o,
-            p.tracer.as_deref(),
-            cross.hook.as_ref(),
-            pid,
-            true,
-            &out_dir,
-        )
+        attach(o, p, cross.hook.as_ref(), pid, true, &out_dir)
     })?;
     let accounting = finish(attachment, p.config.rule(), report.cycles)?;
     let trace_data = settle(o, &out_dir, accounting.as_ref())?;
     let latency = report.summary().context("cyclictest recorded no samples")?;
     let env: String = cross.env.iter().map(|(k, v)| format!("{k}={v} ")).collect();
+    let this_round = RoundLatency::of(round.index, Some(round.seq), &latency, report.cycles);
     Ok(SweepRun {
         config: p.config,
         source: Source::Cyclictest,
@@ -605,12 +581,7 @@ fn run_cyclictest(
         pm_qos_zero: None,
         trace_data,
         wall_s: started.elapsed().as_secs_f64(),
-        rounds: vec![RoundLatency::of(
-            round.index,
-            Some(round.seq),
-            &latency,
-            report.cycles,
-        )],
+        rounds: vec![this_round],
         untraced: None,
     })
 }
@@ -626,10 +597,7 @@ mod tests {
             tracer: None,
             hook: None,
             workload: PathBuf::from("/nonexistent"),
-            cross: cross.then(|| CrossCheck {
-                hook: None,
-                env: Vec::new(),
-            }),
+            cross: cross.then(CrossCheck::default),
         }
     }
 
@@ -642,19 +610,17 @@ mod tests {
             plan(Configuration::None, true),
             plan(KernelFtrace, false),
         ];
-        assert_eq!(
-            interleaved(&plans),
-            [
-                (1, B),
-                (0, B),
-                (1, C),
-                (0, C),
-                (1, B),
-                (2, B),
-                (1, B),
-                (1, C)
-            ]
-        );
+        let want = [
+            (1, B),
+            (0, B),
+            (1, C),
+            (0, C),
+            (1, B),
+            (2, B),
+            (1, B),
+            (1, C),
+        ];
+        assert_eq!(interleaved(&plans), want);
     }
 
     #[test]
