@@ -485,12 +485,11 @@ fn run_case(
 mod tests {
     use super::*;
 
-    fn options(args: &[&str]) -> Options {
-        crate::flags::tests::usdt(args).unwrap()
-    }
-
-    fn names(plan: &[Step]) -> Vec<String> {
-        plan.iter()
+    /// The plan of `usdt ARGS` with columns `hooks`, every tracer available, by name.
+    fn names(args: &[&str], hooks: &[HookKind]) -> Vec<String> {
+        let o = crate::flags::tests::usdt(args).unwrap();
+        plan(&o, hooks, |_| true)
+            .iter()
             .map(|(c, case, h)| {
                 let col = c.map_or("-".to_owned(), |i| i.to_string());
                 format!("{col}{}{}", case.number(), &h.name()[..2])
@@ -501,37 +500,26 @@ mod tests {
     #[test]
     fn quiet_runs_surround_their_case_0_and_traced_runs_come_together() {
         let usdt = [HookKind::Usdt; 3];
-        assert_eq!(
-            names(&plan(&options(&[]), &usdt, |_| true)),
-            ["02us", "03us", "12us", "-0us", "13us", "22us", "23us", "01us", "11us", "21us"]
-        );
-        assert_eq!(
-            names(&plan(&options(&["--case", "0,1"]), &usdt, |_| true)),
-            ["-0us", "01us", "11us", "21us"]
-        );
+        let want = [
+            "02us", "03us", "12us", "-0us", "13us", "22us", "23us", "01us", "11us", "21us",
+        ];
+        assert_eq!(names(&[], &usdt), want);
+        let want = ["-0us", "01us", "11us", "21us"];
+        assert_eq!(names(&["--case", "0,1"], &usdt), want);
     }
 
     #[test]
     fn dynamic_hooks_have_their_call_baseline_and_the_barrier_stays() {
         let cols = [HookKind::Uprobe, HookKind::Uretprobe];
-        let dynamic = plan(
-            &options(&["--hook", "uprobe,uretprobe", "--case", "0,1"]),
-            &cols,
-            |_| true,
-        );
-        assert_eq!(names(&dynamic), ["-0us", "-0up", "01up", "-0ur", "11ur"]);
+        let dynamic = names(&["--hook", "uprobe,uretprobe", "--case", "0,1"], &cols);
+        assert_eq!(dynamic, ["-0us", "-0up", "01up", "-0ur", "11ur"]);
         let both = [HookKind::Usdt, HookKind::Uprobe];
-        let mixed = plan(
-            &options(&["--hook", "usdt,uprobe", "--case", "0,2"]),
-            &both,
-            |_| true,
-        );
-        assert_eq!(names(&mixed), ["-0us", "02us", "-0up", "12up"]);
-        let nop5 = plan(
-            &options(&["--hook", "usdt-nop5", "--case", "0,1"]),
+        let mixed = names(&["--hook", "usdt,uprobe", "--case", "0,2"], &both);
+        assert_eq!(mixed, ["-0us", "02us", "-0up", "12up"]);
+        let nop5 = names(
+            &["--hook", "usdt-nop5", "--case", "0,1"],
             &[HookKind::UsdtNop5],
-            |_| true,
         );
-        assert_eq!(names(&nop5), ["-0us", "01us"], "the barrier baseline");
+        assert_eq!(nop5, ["-0us", "01us"], "the barrier baseline");
     }
 }

@@ -307,10 +307,10 @@ mod tests {
         sleeping.kill().unwrap();
         sleeping.wait().unwrap();
 
-        let mut busy = Command::new("sh")
+        let busy = Command::new("sh")
             .args(["-c", "while :; do :; done"])
-            .spawn()
-            .unwrap();
+            .spawn();
+        let mut busy = busy.unwrap();
         let (_, before) = progress(busy.id()).unwrap();
         std::thread::sleep(Duration::from_millis(200));
         let (_, after) = progress(busy.id()).unwrap();
@@ -324,10 +324,8 @@ mod tests {
     #[test]
     fn a_stat_line_gives_state_and_ticks() {
         // The command name may hold spaces and parentheses.
-        assert_eq!(
-            thread_state("12 (a (b) c) D 1 2 3 4 5 6 7 8 9 10 7 5 0"),
-            Some(("D", 12))
-        );
+        let line = "12 (a (b) c) D 1 2 3 4 5 6 7 8 9 10 7 5 0";
+        assert_eq!(thread_state(line), Some(("D", 12)));
         assert_eq!(thread_state("garbage"), None);
     }
 }

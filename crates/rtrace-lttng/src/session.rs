@@ -307,14 +307,10 @@ mod tests {
 
     #[test]
     fn syscall_hooks_map_to_lttng_syscalls() {
-        assert_eq!(
-            syscall("syscalls", "sys_exit_clock_nanosleep").unwrap(),
-            ("clock_nanosleep".to_owned(), true)
-        );
-        assert_eq!(
-            syscall("syscalls", "sys_enter_read").unwrap(),
-            ("read".to_owned(), false)
-        );
+        let exit = syscall("syscalls", "sys_exit_clock_nanosleep").unwrap();
+        assert_eq!(exit, ("clock_nanosleep".to_owned(), true));
+        let enter = syscall("syscalls", "sys_enter_read").unwrap();
+        assert_eq!(enter, ("read".to_owned(), false));
         assert!(syscall("sched", "sched_switch").is_err());
         assert!(syscall("syscalls", "clock_nanosleep").is_err());
         assert!(syscall("syscalls", "sys_exit_a;b").is_err());
@@ -322,19 +318,18 @@ mod tests {
 
     #[test]
     fn exit_hooks_filter_out_entries_and_skipped_threads() {
-        assert_eq!(
-            syscall_filter(true, None).as_deref(),
-            Some("(ret >= 0 || ret < 0)")
-        );
-        assert_eq!(
-            syscall_filter(true, Some(7)).as_deref(),
-            Some("(ret >= 0 || ret < 0) && $ctx.tid != 7")
-        );
-        assert_eq!(syscall_filter(false, None), None);
-        assert_eq!(
-            syscall_filter(false, Some(7)).as_deref(),
-            Some("$ctx.tid != 7")
-        );
+        for (exit, skip, want) in [
+            (true, None, Some("(ret >= 0 || ret < 0)")),
+            (
+                true,
+                Some(7),
+                Some("(ret >= 0 || ret < 0) && $ctx.tid != 7"),
+            ),
+            (false, None, None),
+            (false, Some(7), Some("$ctx.tid != 7")),
+        ] {
+            assert_eq!(syscall_filter(exit, skip).as_deref(), want);
+        }
     }
 
     #[test]

@@ -248,28 +248,14 @@ mod tests {
 
     #[test]
     fn unmatched_runs_are_listed_and_setting_changes_warned() {
-        let a = sweep(
-            200,
-            vec![
-                run(Configuration::None, Builtin, 1000.0),
-                run(KernelFtrace, Cyclictest, 1000.0),
-            ],
-        );
-        let b = sweep(
-            30,
-            vec![
-                run(Configuration::None, Builtin, 1000.0),
-                run(UsdtLttng, Builtin, 1000.0),
-            ],
-        );
+        let none = || run(Configuration::None, Builtin, 1000.0);
+        let a = sweep(200, vec![none(), run(KernelFtrace, Cyclictest, 1000.0)]);
+        let b = sweep(30, vec![none(), run(UsdtLttng, Builtin, 1000.0)]);
         let c = compare("a", &a, "b", &b);
         assert_eq!(c.only_a, vec!["kernel-ftrace/cyclictest".to_string()]);
         assert_eq!(c.only_b, vec!["usdt-lttng/builtin".to_string()]);
-        assert!(
-            c.warnings.iter().any(|w| w.contains("--interval-us")),
-            "{:?}",
-            c.warnings
-        );
+        let w = &c.warnings;
+        assert!(w.iter().any(|w| w.contains("--interval-us")), "{w:?}");
     }
 
     #[test]
@@ -277,7 +263,6 @@ mod tests {
         let mut a = summary(0.0);
         a.max_ns = 0.0;
         let d = StatDiff::new(Min, &a, &summary(10.0));
-        assert_eq!(d.diff_ns, 10.0);
-        assert_eq!(d.ratio, None);
+        assert_eq!((d.diff_ns, d.ratio), (10.0, None));
     }
 }

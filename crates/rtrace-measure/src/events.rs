@@ -350,27 +350,18 @@ mod tests {
         let old = r#"{"reads": 1000, "rounds": 2, "cpu": 1, "priority": null, "kprobes": false,
             "libc": "/lib/libc.so.6", "workloads": ["loop"]}"#;
         let s: EventsSettings = serde_json::from_str(old).unwrap();
-        assert_eq!(s.run.buffer_size_kb, None);
-        assert!(s.run.buffers.is_empty());
-        assert_eq!(s.run.rounds, 2);
+        assert!(s.run.buffer_size_kb.is_none() && s.run.buffers.is_empty() && s.run.rounds == 2);
     }
 
     #[test]
     fn per_event_cost_is_paired_by_round() {
-        let r = result(vec![cell(Bpftrace, [100_000, 100_000, 100_000])]);
+        let r = result(vec![cell(Bpftrace, [100_000; 3]), cell(Ebpf, [50_000; 3])]);
         let c = r.cost(&r.cells[0]).unwrap();
         assert!((c.per_event_ns.estimate - 100.0).abs() < 1e-9);
         // Gregg: fastest traced (390,000) - fastest untraced (290,000), over 1000 reads.
         assert!((c.fastest_ns - 100.0).abs() < 1e-9);
         assert!((c.slowdown_pct - 100.0 / 3.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn ratio_of_two_tracers() {
-        let r = result(vec![
-            cell(Bpftrace, [100_000, 100_000, 100_000]),
-            cell(Ebpf, [50_000, 50_000, 50_000]),
-        ]);
+        // The ratio of two tracers.
         let e = r.ratio(Loop, Map, Ebpf, Bpftrace).unwrap();
         assert!((e.estimate - 0.5).abs() < 1e-9);
         assert!(r.ratio(Loop, Map, Ebpf, Ftrace).is_none());
