@@ -269,6 +269,14 @@ pub fn check_threads(cpus: &Cpus, threads: usize) -> Result<(), OptionsError> {
     Ok(())
 }
 
+/// A count that must not be 0 (`what` names its option).
+pub fn check_nonzero(value: u64, what: &'static str) -> Result<(), OptionsError> {
+    match value {
+        0 => Err(OptionsError::Zero { what }),
+        _ => Ok(()),
+    }
+}
+
 /// `--rounds` fits `total` (iterations, loops): at least one each.
 pub fn check_rounds(rounds: u32, what: &'static str, total: u64) -> Result<(), OptionsError> {
     if u64::from(rounds) > total {

@@ -325,10 +325,8 @@ mod tests {
 
     #[test]
     fn mode_serializes_lowercase() {
-        assert_eq!(
-            serde_json::to_string(&BpftraceMode::Record).unwrap(),
-            "\"record\""
-        );
+        let record = serde_json::to_string(&BpftraceMode::Record).unwrap();
+        assert_eq!(record, "\"record\"");
         let m: BpftraceMode = serde_json::from_str("\"aggregate\"").unwrap();
         assert_eq!(m, BpftraceMode::Aggregate);
     }
@@ -350,10 +348,7 @@ mod tests {
             name: "sys_exit_clock_nanosleep".into(),
         };
         let err = format!("{:#}", t.check(&hook).unwrap_err());
-        assert!(
-            err.starts_with("bpftrace not found: apt-get install bpftrace"),
-            "{err}"
-        );
-        assert!(!err.contains('\n'));
+        let fix = "bpftrace not found: apt-get install bpftrace";
+        assert!(err.starts_with(fix) && !err.contains('\n'), "{err}");
     }
 }

@@ -337,22 +337,24 @@ mod tests {
         };
         let f = |f| describe(&read(ReadProgram::Feature(f), false), &fs);
         let acct = |h| describe(&read(ReadProgram::Account(h), false), &fs);
-        assert_eq!(f(Feature::Control), "an instance with nothing enabled");
-        assert_eq!(
-            f(Feature::Filter),
-            "syscalls:sys_enter_read with filter 'count > 0'"
-        );
-        assert_eq!(
-            f(Feature::TracepointReturn),
-            "syscalls:sys_exit_read enabled in an instance"
-        );
+        for (feature, want) in [
+            (Feature::Control, "an instance with nothing enabled"),
+            (
+                Feature::Filter,
+                "syscalls:sys_enter_read with filter 'count > 0'",
+            ),
+            (
+                Feature::TracepointReturn,
+                "syscalls:sys_exit_read enabled in an instance",
+            ),
+            (Feature::Uretprobe, "r: event on libc read"),
+        ] {
+            assert_eq!(f(feature), want);
+        }
         assert!(f(Feature::SingleKey).contains("CONFIG_HIST_TRIGGERS"));
         assert!(f(Feature::Kprobe).contains("no kprobe_events"));
-        assert_eq!(f(Feature::Uretprobe), "r: event on libc read");
-        assert_eq!(
-            acct(ReadHook::Exit),
-            "syscalls:sys_exit_read enabled in an instance, kept to the workload's threads"
-        );
+        let exit = "syscalls:sys_exit_read enabled in an instance, kept to the workload's threads";
+        assert_eq!(acct(ReadHook::Exit), exit);
         let uretprobe = plan(&read(ReadProgram::Feature(Feature::Uretprobe), false), &fs);
         assert!(matches!(
             uretprobe,
@@ -369,10 +371,8 @@ mod tests {
         assert!(matches!(kprobe, Unsupported::Unavailable(w) if w.contains("not driven")));
         std::fs::write(ev.join("hist"), "").unwrap();
         std::fs::write(dir.path().join("kprobe_events"), "").unwrap();
-        assert_eq!(
-            f(Feature::Map),
-            "syscalls:sys_enter_read trigger 'hist:keys=common_type'"
-        );
+        let map = "syscalls:sys_enter_read trigger 'hist:keys=common_type'";
+        assert_eq!(f(Feature::Map), map);
         assert!(f(Feature::Kprobe).contains("not driven"));
         // Asked to hook vfs_read: not driven.
         let map = plan(ReadProgram::Feature(Feature::Map), true);

@@ -443,19 +443,15 @@ mod tests {
                 ("options/overwrite", "1".to_owned())
             ]
         );
-        assert_eq!(
-            instance_setup(None, false),
-            [("options/overwrite", "0".to_owned())]
-        );
+        let stream = [("options/overwrite", "0".to_owned())];
+        assert_eq!(instance_setup(None, false), stream);
         assert!(buffer_description(Some(64)).contains("64 KiB per CPU"));
     }
 
     #[test]
     fn pid_filter_lists_every_thread() {
         assert_eq!(pid_filter(&["12".into()]), "common_pid == 12");
-        assert_eq!(
-            pid_filter(&["12".into(), "13".into()]),
-            "common_pid == 12 || common_pid == 13"
-        );
+        let filter = pid_filter(&["12".into(), "13".into()]);
+        assert_eq!(filter, "common_pid == 12 || common_pid == 13");
     }
 }

@@ -64,15 +64,11 @@ mod tests {
 
     #[test]
     fn only_the_syscall_tracepoints_run() {
-        let label = |p| plan(p).map(|h| h.label());
-        assert_eq!(
-            label(ReadProgram::Feature(Feature::TracepointReturn)).unwrap(),
-            "syscalls:sys_exit_read"
-        );
-        assert_eq!(
-            label(ReadProgram::Account(ReadHook::Enter)).unwrap(),
-            "syscalls:sys_enter_read"
-        );
+        let label = |p| plan(p).unwrap().label();
+        let exit = label(ReadProgram::Feature(Feature::TracepointReturn));
+        assert_eq!(exit, "syscalls:sys_exit_read");
+        let enter = label(ReadProgram::Account(ReadHook::Enter));
+        assert_eq!(enter, "syscalls:sys_enter_read");
         assert!(matches!(
             plan(ReadProgram::Feature(Feature::Filter)),
             Err(Unsupported::Unavailable(w)) if w.contains("does not drive it yet")
@@ -85,10 +81,10 @@ mod tests {
             plan(ReadProgram::Feature(Feature::Histogram)),
             Err(Unsupported::Inexpressible(_))
         ));
-        assert_eq!(
-            describe(ReadProgram::Feature(Feature::TracepointEntry)),
-            "lttng enable-event -k --syscall read (entry and exit recorded, entries counted)"
-        );
+        let entry = describe(ReadProgram::Feature(Feature::TracepointEntry));
+        let want =
+            "lttng enable-event -k --syscall read (entry and exit recorded, entries counted)";
+        assert_eq!(entry, want);
         assert!(describe(ReadProgram::Account(ReadHook::Exit)).contains("exit only"));
     }
 }

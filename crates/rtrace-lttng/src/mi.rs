@@ -75,10 +75,8 @@ mod tests {
 
     #[test]
     fn finds_the_events_of_one_app() {
-        assert_eq!(
-            app_events(APPS, 25389).unwrap(),
-            ["rtrace:idle", "rtrace:event"]
-        );
+        let events = app_events(APPS, 25389).unwrap();
+        assert_eq!(events, ["rtrace:idle", "rtrace:event"]);
         assert_eq!(app_events(APPS, 7).unwrap(), Vec::<String>::new());
         assert!(app_events(APPS, 2538).is_none());
     }

@@ -104,8 +104,7 @@ mod tests {
     #[test]
     fn verified_data_goes_unless_kept() {
         use KeepTraces::*;
-        assert!(!None.keeps(true, false));
-        assert!(!None.keeps(true, true));
+        assert!(!None.keeps(true, false) && !None.keeps(true, true));
         assert!(
             None.keeps(false, false),
             "failed accounting keeps its evidence"

@@ -2,7 +2,7 @@
 
 use super::common::{tracers, CommonArgs, TracerArg};
 use crate::events::{parse_features, Options};
-use crate::options::{unique, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
+use crate::options::{check_nonzero, unique, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use clap::{Args, ValueEnum};
 use rtrace_measure::events::Workload;
 
@@ -52,9 +52,7 @@ pub struct EventsArgs {
 
 impl EventsArgs {
     pub fn lower(self) -> Result<Options, OptionsError> {
-        if self.reads == 0 {
-            return Err(OptionsError::Zero { what: "reads" });
-        }
+        check_nonzero(self.reads, "reads")?;
         let tracers = tracers(&self.tracer);
         if tracers.is_empty() {
             return Err(OptionsError::Other("--tracer none measures nothing here: name a tracer, e.g. --tracer bpftrace,ebpf (the untraced runs are always made)".into()));

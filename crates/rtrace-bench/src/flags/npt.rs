@@ -2,7 +2,7 @@
 
 use super::common::{CommonArgs, TracerArg, TracerArgs};
 use crate::npt::Options;
-use crate::options::{OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
+use crate::options::{check_nonzero, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use clap::Args;
 use rtrace_tracer::{RecordMode, TracerKind};
 
@@ -34,11 +34,7 @@ pub struct NptArgs {
 
 impl NptArgs {
     pub fn lower(self) -> Result<Options, OptionsError> {
-        if self.duration_ms == 0 {
-            return Err(OptionsError::Zero {
-                what: "duration-ms",
-            });
-        }
+        check_nonzero(self.duration_ms, "duration-ms")?;
         if !(self.event_rate.is_finite() && self.event_rate >= 0.0) {
             return Err(OptionsError::Other(
                 "--event-rate must be 0 (no events) or a positive rate, e.g. --event-rate 10000"

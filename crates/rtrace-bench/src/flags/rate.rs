@@ -1,7 +1,7 @@
 //! `rate`'s flags and their lowering into [`crate::rate::Options`].
 
 use super::common::{tracers, CommonArgs, TracerArg, TracerArgs};
-use crate::options::{check_threads, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
+use crate::options::{check_nonzero, check_threads, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use crate::rate::Options;
 use clap::Args;
 use rtrace_measure::rate::SearchPlan;
@@ -52,11 +52,7 @@ pub struct RateArgs {
 
 impl RateArgs {
     pub fn lower(self) -> Result<Options, OptionsError> {
-        if self.duration_ms == 0 {
-            return Err(OptionsError::Zero {
-                what: "duration-ms",
-            });
-        }
+        check_nonzero(self.duration_ms, "duration-ms")?;
         if self.buffer_sizes_kb.contains(&0) {
             return Err(OptionsError::Buffer);
         }
@@ -112,17 +108,13 @@ mod tests {
         let o = rate(&["--buffer-size-kb", "256"]).unwrap();
         assert_eq!(o.buffer_sizes_kb, [256]);
         assert_eq!(o.common.tracer.buffer_size_kb, Some(256));
-        assert_eq!(
-            rate(&["--buffer-sizes-kb", "16,32,16"])
-                .unwrap()
-                .buffer_sizes_kb,
-            [16, 32]
-        );
+        let sizes = rate(&["--buffer-sizes-kb", "16,32,16"])
+            .unwrap()
+            .buffer_sizes_kb;
+        assert_eq!(sizes, [16, 32]);
         assert!(parse(&["rate", "--buffer-sizes-kb", "16", "--buffer-size-kb", "8"]).is_err());
-        assert_eq!(
-            rate(&["--buffer-sizes-kb", "0"]).unwrap_err(),
-            OptionsError::Buffer
-        );
+        let zero = rate(&["--buffer-sizes-kb", "0"]).unwrap_err();
+        assert_eq!(zero, OptionsError::Buffer);
         assert!(rate(&["-t", "none"]).is_err(), "no tracer to search");
         assert_eq!(rate(&["--rounds", "2"]).unwrap().common.rounds, 2);
     }

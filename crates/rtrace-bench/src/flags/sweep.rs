@@ -2,7 +2,7 @@
 //! [`crate::sweep::Options`].
 
 use super::common::{CommonArgs, TracerArgs};
-use crate::options::{check_rounds, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
+use crate::options::{check_nonzero, check_rounds, Spec, Take, DEFAULT_BUFFER_KB};
 use crate::sweep::cyclictest::MAX_BUCKETS;
 use crate::sweep::{main_cpu, shuffle, CyclictestChoice, Options, SweepOptionsError};
 use clap::{Args, ValueEnum};
@@ -126,9 +126,7 @@ impl SweepArgs {
         if !(1..=1_000_000).contains(&self.interval_us) {
             return Err(SweepOptionsError::Interval(self.interval_us));
         }
-        if self.loops == 0 {
-            return Err(OptionsError::Zero { what: "loops" }.into());
-        }
+        check_nonzero(self.loops, "loops")?;
         if !(1..=MAX_BUCKETS).contains(&self.histogram_us) {
             return Err(SweepOptionsError::Histogram(self.histogram_us));
         }
@@ -170,6 +168,7 @@ impl SweepArgs {
 mod tests {
     use super::*;
     use crate::flags::Command;
+    use crate::options::OptionsError;
     use Configuration::{KernelEbpf, KernelFtrace, KernelLttng, UsdtLttng};
     use CyclictestChoice::{At, Off, OnPath};
     use SweepOptionsError::{Common, Histogram, Interval, MainCpuNotUsable, SameCpu};

@@ -1,7 +1,9 @@
 //! `usdt`'s flags and their lowering into [`crate::usdt::Options`].
 
 use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
-use crate::options::{check_rounds, check_threads, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
+use crate::options::{
+    check_nonzero, check_rounds, check_threads, OptionsError, Spec, Take, DEFAULT_BUFFER_KB,
+};
 use crate::usdt::Options;
 use clap::{Args, ValueEnum};
 use rtrace_measure::usdt::{Case, HookKind};
@@ -97,9 +99,7 @@ pub struct UsdtArgs {
 
 impl UsdtArgs {
     pub fn lower(self) -> Result<Options, OptionsError> {
-        if self.iterations == 0 {
-            return Err(OptionsError::Zero { what: "iterations" });
-        }
+        check_nonzero(self.iterations, "iterations")?;
         let rounds_given = self.common.rounds.is_some();
         let mut common = self.common.lower(&SPEC, self.tracer_args)?;
         if !rounds_given {
