@@ -16,7 +16,7 @@ use table::cols;
 /// Styles of the terminal report; all plain without colour.
 #[derive(Debug, Clone, Copy)]
 pub struct Paint {
-    colour: bool,
+    pub(crate) colour: bool,
 }
 
 impl Paint {
