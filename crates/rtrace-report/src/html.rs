@@ -293,57 +293,40 @@ impl Exporter for Html {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
-    use crate::result::{AnyResult, Report};
-
-    fn page(report: &Report) -> String {
-        let out = Html.export(&Document::of(report)).unwrap().remove(0);
-        String::from_utf8(out.bytes).unwrap()
-    }
+    use crate::fixtures::{self, assert_has};
 
     #[test]
     fn page_is_self_contained_and_has_everything() {
-        let report = Report::new([
-            (None, AnyResult::Usdt(fixtures::usdt())),
-            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT", 2))),
-            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT_RT", 1))),
-        ]);
-        let page = page(&report);
-        assert_eq!(
-            page.matches("<svg").count(),
-            crate::figures::plan(&report).len()
+        let report = fixtures::report();
+        let out = Html.export(&Document::of(&report)).unwrap().remove(0);
+        let page = String::from_utf8(out.bytes).unwrap();
+        let svgs = crate::figures::plan(&report).len();
+        assert_eq!(page.matches("<svg").count(), svgs);
+        assert_has(
+            &page,
+            &[
+                "Table 3.1",
+                "<th class=\"group\" colspan=\"4\">ftrace</th>",
+                "events-lost",
+                "Across results",
+                "PREEMPT_RT",
+                "<td class=\"first flag\">ftrace [lossy]</td>",
+                "<a href=\"csv/usdt-percentiles.csv\">",
+            ],
         );
-        for needle in [
-            "Table 3.1",
-            "<th class=\"group\" colspan=\"4\">ftrace</th>",
-            "events-lost",
-            "Across results",
-            "PREEMPT_RT",
-            "<td class=\"first flag\">ftrace [lossy]</td>",
-            "<a href=\"csv/usdt-percentiles.csv\">",
-        ] {
-            assert!(page.contains(needle), "missing {needle}");
-        }
         assert!(!page.contains("src=\"http"), "no external resources");
     }
 
     #[test]
-    fn warnings_escape_and_mark_code() {
+    fn warnings_escape_and_mark_code_and_fold_their_details() {
         assert_eq!(code_spans("run `a<b` now"), "run <code>a&lt;b</code> now");
-    }
-
-    #[test]
-    fn warning_details_are_folded() {
         let w: Warning = serde_json::from_value(serde_json::json!({
             "kind": "outliers", "scope": null,
             "message": "in 2 of 9 runs the maximum is more than 10× p99.99",
             "details": ["a: max 9 ns", "b<c: max 8 ns"]
         }))
         .unwrap();
-        let html = warnings(&[w]);
-        assert!(
-            html.contains("<details><summary>2 runs</summary><ul><li>a: max 9 ns</li><li>b&lt;c: max 8 ns</li></ul></details>"),
-            "{html}"
-        );
+        let folded = "<details><summary>2 runs</summary><ul><li>a: max 9 ns</li><li>b&lt;c: max 8 ns</li></ul></details>";
+        assert_has(&warnings(&[w]), &[folded]);
     }
 }

@@ -185,7 +185,7 @@ pub fn conditions(warnings: &[Warning]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
+    use crate::fixtures::{self, assert_has};
     use crate::format::tracer_label;
 
     #[test]
@@ -195,28 +195,18 @@ mod tests {
         let base = r.baseline(HookKind::Usdt).unwrap();
         for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
             // Round by round, the run's mean without disturbed samples minus case 0's.
-            let per_round: Vec<f64> = c
-                .rounds
-                .iter()
-                .zip(&base.rounds)
+            let rounds = c.rounds.iter().zip(&base.rounds);
+            let per_round: Vec<f64> = rounds
                 .map(|(a, b)| a.steady_mean_ns() - b.steady_mean_ns())
                 .collect();
             let want = per_round.iter().sum::<f64>() / per_round.len() as f64;
-            let text = format!(
-                "{} {want:.0} ns",
-                tracer_label(c.tracer, c.variant.as_deref())
-            );
-            assert!(lines[1].contains(&text), "{text} not in {}", lines[1]);
+            let label = tracer_label(c.tracer, c.variant.as_deref());
+            assert_has(&lines[1], &[&format!("{label} {want:.0} ns")]);
         }
         assert!(lines[1].starts_with("usdt hook: "), "{}", lines[1]);
-        assert!(
-            lines[1].contains("[lossy: left out of ratios]"),
-            "{}",
-            lines[1]
-        );
-        assert!(lines
-            .iter()
-            .any(|l| l.starts_with("Dormant probes (cases 2 and 3, 4 runs)")));
+        assert_has(&lines[1], &["[lossy: left out of ratios]"]);
+        let dormant = "Dormant probes (cases 2 and 3, 4 runs)";
+        assert!(lines.iter().any(|l| l.starts_with(dormant)), "{lines:?}");
         assert!(
             lines.last().unwrap().starts_with("Conditions: "),
             "{lines:?}"
@@ -227,11 +217,7 @@ mod tests {
         let none = s.run(Configuration::None, Source::Builtin).unwrap();
         let ftrace = s.run(Configuration::UsdtFtrace, Source::Builtin).unwrap();
         let d = ftrace.latency.p50_ns - none.latency.p50_ns;
-        assert!(
-            lines[0].contains(&format!("usdt-ftrace +{} (", us(d))),
-            "{}",
-            lines[0]
-        );
+        assert_has(&lines[0], &[&format!("usdt-ftrace +{} (", us(d))]);
         assert!(
             !lines.iter().any(|l| l.contains("per-hit")),
             "no usdt given"
@@ -241,8 +227,7 @@ mod tests {
         let lines = sweep(&s, &[], Some(&u));
         let per_hit = lines
             .iter()
-            .find(|l| l.starts_with("Median shift ÷ the per-hit cost"))
-            .expect("a per-hit sentence");
-        assert!(per_hit.contains("usdt-ftrace "), "{per_hit}");
+            .find(|l| l.starts_with("Median shift ÷ the per-hit cost"));
+        assert_has(per_hit.expect("a per-hit sentence"), &["usdt-ftrace "]);
     }
 }

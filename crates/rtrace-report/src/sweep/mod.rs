@@ -148,14 +148,11 @@ pub fn latency(r: &SweepResult) -> Table {
 mod tests {
     use super::*;
     use crate::doc::Value;
-    use crate::fixtures;
 
     #[test]
     fn one_row_per_run_with_every_column() {
-        let mut r = fixtures::sweep("PREEMPT_RT", 1);
-        if let Some(a) = r.runs[1].accounting.as_mut() {
-            a.ok = false;
-        }
+        let mut r = crate::fixtures::sweep("PREEMPT_RT", 1);
+        r.runs[1].accounting.as_mut().unwrap().ok = false;
         let t = latency(&r);
         assert_eq!(t.rows.len(), r.runs.len());
         for row in &t.rows {
@@ -164,10 +161,7 @@ mod tests {
         }
         let failed = &t.rows[1][14];
         assert!(failed.flagged && failed.shown == "FAILED", "{failed:?}");
-        assert_eq!(
-            t.rows[0][4].value,
-            Value::Number(r.runs[0].latency.mean_ns / 1000.0),
-            "µs at full precision"
-        );
+        let mean = Value::Number(r.runs[0].latency.mean_ns / 1000.0);
+        assert_eq!(t.rows[0][4].value, mean, "µs at full precision");
     }
 }
