@@ -1,8 +1,10 @@
 //! Line figures over binned histograms: the frequency polygon (thesis Fig 3.2, linear share) and
 //! the histogram overlay with a logarithmic count axis (Fig 3.5).
 
-use super::style;
+use super::data::bins;
+use super::{style, US};
 use anyhow::Result;
+use hdrhistogram::Histogram;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -141,15 +143,40 @@ pub fn polygon(
     Ok(svg)
 }
 
-/// Histograms as steps over a logarithmic count axis; `width` is the bin width in x units.
+/// Histograms in µs, in bins of `width` ns up to the one of `hi` ns, as steps over a
+/// logarithmic count axis; `per` names what they count (`gaps`), `note` says what the figure
+/// shows given the samples beyond the x axis (`None`: every one is shown).
 pub fn log_steps(
     title: &str,
     x_desc: &str,
-    y_desc: &str,
-    note: &str,
-    width: f64,
-    series: &[Series],
+    per: &str,
+    hists: &[(String, style::Look, Histogram<u64>)],
+    (hi, width): (u64, u64),
+    note: impl Fn(Option<String>) -> String,
 ) -> Result<String> {
+    let n = (hi / width + 1) as usize;
+    let end = n as u64 * width;
+    let beyond: Vec<String> = hists
+        .iter()
+        .map(|(label, _, h)| (label, h.count_between(end, h.max().max(end))))
+        .filter(|(_, k)| *k > 0)
+        .map(|(label, k)| format!("{label} {k}"))
+        .collect();
+    let note = &note((!beyond.is_empty()).then(|| beyond.join(", ")));
+    let series = &hists
+        .iter()
+        .map(|(label, look, h)| {
+            let points = bins(h, 0, width, n).into_iter();
+            let points = points.map(|(x, k)| (x as f64 / US, k as f64)).collect();
+            Series {
+                label: label.clone(),
+                look: *look,
+                points,
+            }
+        })
+        .collect::<Vec<_>>();
+    let width = width as f64 / US;
+    let y_desc = &format!("{per} per {} µs bin (log scale)", style::tick(width));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, style::LEGEND_SIZE).into_drawing_area();
