@@ -2,7 +2,7 @@
 //! rate recorded without loss, its confirmation (three runs without a loss) and the run at 1.5
 //! times it (which must lose events), then every point measured.
 
-use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
+use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::result::Entry;
 use rtrace_measure::rate::{Phase, RateResult, Search};
 
@@ -18,22 +18,15 @@ pub fn section(e: &Entry, r: &RateResult) -> Section {
             e.kernel(),
             r.environment.cpu_model
         ),
+        summary(r),
+        Some(Block::Note(format!("{NOTE}."))),
     );
-    s.summary = summary(r);
-    s.summary.extend(crate::summary::conditions(&e.warnings));
-    s.push(Block::Note(format!("{NOTE}.")));
-    s.push(Block::Warnings(e.warnings.clone()));
     s.push(Block::Table(table(r)));
     s.push(Block::Details {
         summary: "Every run".into(),
         blocks: vec![Block::Table(points(r))],
     });
-    if !r.failed.is_empty() {
-        s.push(Block::List(items(
-            r.failed.iter().map(|f| format!("failed: {f}")),
-        )));
-    }
-    s.close(e, serde_json::to_string_pretty(&r.config));
+    s.close(e, &r.failed, &r.config);
     s
 }
 

@@ -39,7 +39,7 @@ pub fn hit_costs(
 }
 
 /// The sentences of a usdt result.
-pub fn usdt(r: &UsdtResult, warnings: &[Warning]) -> Vec<String> {
+pub fn usdt(r: &UsdtResult) -> Vec<String> {
     let mut out = Vec::new();
     let mut first = true;
     for hook in HookKind::ALL {
@@ -79,18 +79,13 @@ pub fn usdt(r: &UsdtResult, warnings: &[Warning]) -> Vec<String> {
             d.iter().map(|x| x.mean_ratio).fold(f64::NEG_INFINITY, f64::max),
         ));
     }
-    out.extend(conditions(warnings));
     out
 }
 
 /// The sentences of a sweep: each configuration's median wake-up latency against no tracing
 /// (with its interval over rounds), and, given `usdt` measured on the same machine, each
 /// user-space shift over the per-hit cost of the same tracer.
-pub fn sweep(
-    r: &SweepResult,
-    warnings: &[Warning],
-    usdt: Option<&rtrace_measure::usdt::UsdtResult>,
-) -> Vec<String> {
+pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -> Vec<String> {
     let mut out = Vec::new();
     let shifts = crate::sweep::shift::shifts(r, usdt);
     for source in [Source::Builtin, Source::Cyclictest] {
@@ -154,7 +149,6 @@ pub fn sweep(
             ));
         }
     }
-    out.extend(conditions(warnings));
     out
 }
 
@@ -191,7 +185,7 @@ mod tests {
     #[test]
     fn the_summary_numbers_are_the_results() {
         let r = fixtures::usdt();
-        let lines = usdt(&r, &rtrace_measure::warnings::usdt(&r));
+        let lines = usdt(&r);
         let base = r.baseline(HookKind::Usdt).unwrap();
         for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
             // Round by round, the run's mean without disturbed samples minus case 0's.
@@ -207,13 +201,17 @@ mod tests {
         assert_has(&lines[1], &["[lossy: left out of ratios]"]);
         let dormant = "Dormant probes (cases 2 and 3, 4 runs)";
         assert!(lines.iter().any(|l| l.starts_with(dormant)), "{lines:?}");
+        // The section's sentences close with the conditions its warnings name.
+        let report = crate::Report::one(crate::AnyResult::Usdt(r.clone()));
+        let summary = &crate::Document::of(&report).sections[0].summary;
+        assert_eq!(summary[..lines.len()], lines);
         assert!(
-            lines.last().unwrap().starts_with("Conditions: "),
-            "{lines:?}"
+            summary.last().unwrap().starts_with("Conditions: "),
+            "{summary:?}"
         );
 
         let s = fixtures::sweep("PREEMPT_RT", 1);
-        let lines = sweep(&s, &[], None);
+        let lines = sweep(&s, None);
         let none = s.run(Configuration::None, Source::Builtin).unwrap();
         let ftrace = s.run(Configuration::UsdtFtrace, Source::Builtin).unwrap();
         let d = ftrace.latency.p50_ns - none.latency.p50_ns;
@@ -224,7 +222,7 @@ mod tests {
         );
         let mut u = fixtures::usdt();
         u.config.run.tracer_options = s.config.run.tracer_options.clone();
-        let lines = sweep(&s, &[], Some(&u));
+        let lines = sweep(&s, Some(&u));
         let per_hit = lines
             .iter()
             .find(|l| l.starts_with("Median shift ÷ the per-hit cost"));

@@ -11,7 +11,7 @@ use rtrace_measure::sweep::{Accounting, AccountingRule, Skipped, SweepResult};
 
 /// The section of sweep result `r` (entry `e` of `report`).
 pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
-    let c = &r.config;
+    let (c, usdt) = (&r.config, shift::usdt_beside(report, r));
     let mut s = Section::new(
         e,
         "wake-up latency",
@@ -20,11 +20,9 @@ pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
             c.loops, c.interval_us, c.run.cpu, c.main_cpu, c.run.priority.unwrap_or(0), e.kernel(),
             r.environment.cpu_model, c.histogram_limit_us
         ),
+        crate::summary::sweep(r, usdt),
+        Some(Block::Paragraph(format!("{}.", notes(r).join(". ")))),
     );
-    let usdt = shift::usdt_beside(report, r);
-    s.summary = crate::summary::sweep(r, &e.warnings, usdt);
-    s.push(Block::Paragraph(format!("{}.", notes(r).join(". "))));
-    s.push(Block::Warnings(e.warnings.clone()));
     s.push(Block::Heading(
         "Latency per configuration (µs) and event accounting".into(),
     ));
@@ -50,7 +48,7 @@ pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
             "No ratios to no tracer: {err:#}."
         ))),
     }
-    s.close(e, serde_json::to_string_pretty(&r.config));
+    s.close(e, &[], &r.config);
     s
 }
 
