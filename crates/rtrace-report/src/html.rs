@@ -5,6 +5,7 @@
 use crate::doc::{Block, Document, Item, Section, Table};
 use crate::export::{Exporter, Output};
 use crate::figures::Figure;
+use crate::format::count;
 use anyhow::{Context, Result};
 use rtrace_measure::Warning;
 
@@ -64,10 +65,9 @@ fn warnings(list: &[Warning]) -> String {
     if list.is_empty() {
         return "<p class=\"ok\">No warnings: the setup matches the thesis'.</p>\n".into();
     }
+    let warnings = count(list.len(), "warning");
     let mut out = format!(
-        "<div class=\"warnings\"><strong>{} warning{}</strong> — each says what to do:<ul>\n",
-        list.len(),
-        if list.len() == 1 { "" } else { "s" }
+        "<div class=\"warnings\"><strong>{warnings}</strong> — each says what to do:<ul>\n"
     );
     for w in list {
         let kind = crate::format::warning_kind(w);
@@ -280,11 +280,9 @@ impl Exporter for Html {
             "<section class=\"summary\"><h2>Summary</h2>\n{}</section>\n",
             blocks_html(&doc.summary, "summary", doc)?
         );
-        let n = doc.sections.len();
+        let (n, total) = (count(doc.sections.len(), "result"), count(total, "warning"));
         let page = format!(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {n} result{}, {total} warning{}. The same tables in <a href=\"report.md\">Markdown</a>; each table's numbers at full precision in the CSV file linked under it.</p>\n<nav>{nav}</nav>\n{summary}{body}</body>\n</html>\n",
-            if n == 1 { "" } else { "s" },
-            if total == 1 { "" } else { "s" },
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {n}, {total}. The same tables in <a href=\"report.md\">Markdown</a>; each table's numbers at full precision in the CSV file linked under it.</p>\n<nav>{nav}</nav>\n{summary}{body}</body>\n</html>\n",
         );
         Ok(vec![Output::new("index.html", page)])
     }

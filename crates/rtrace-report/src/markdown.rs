@@ -95,11 +95,8 @@ fn warnings(list: &[Warning]) -> String {
     if list.is_empty() {
         return "No warnings.\n".into();
     }
-    let mut out = format!(
-        "**{} warning{}** — each says what to do:\n\n",
-        list.len(),
-        if list.len() == 1 { "" } else { "s" }
-    );
+    let warnings = crate::format::count(list.len(), "warning");
+    let mut out = format!("**{warnings}** — each says what to do:\n\n");
     for w in list {
         let kind = crate::format::warning_kind(w);
         out.push_str(&format!("- **{kind}** {w}\n"));

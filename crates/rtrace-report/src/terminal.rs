@@ -7,6 +7,7 @@ pub mod table;
 
 use crate::doc::{Block, Document, Item, Section};
 use crate::export::{Exporter, Output};
+use crate::format::count;
 use crate::result::Report;
 use anstyle::{AnsiColor, Style};
 use anyhow::Result;
@@ -62,12 +63,10 @@ pub fn text(report: &Report, paint: Paint) -> String {
 
 /// The terminal rendering of `doc`.
 pub fn render(doc: &Document, paint: Paint) -> String {
-    let n = doc.sections.len();
-    let w = doc.warnings();
+    let n = count(doc.sections.len(), "result");
     let mut out = paint.bold(&format!(
-        "rtrace-bench report: {n} result{}, {w} warning{}",
-        plural(n),
-        plural(w)
+        "rtrace-bench report: {n}, {}",
+        count(doc.warnings(), "warning")
     ));
     out.push('\n');
     if !doc.summary.is_empty() {
@@ -82,14 +81,6 @@ pub fn render(doc: &Document, paint: Paint) -> String {
         out.push_str(&blocks_text(&doc.shared, paint));
     }
     out
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Prose without its code-span backticks.
