@@ -26,18 +26,14 @@ pub fn sweeps(c: &Comparison) -> String {
     );
     for p in &c.pairs {
         for (i, d) in p.stats.iter().enumerate() {
-            let first = i == 0;
+            // The configuration and source on their first row only.
+            let (config, source) = match i {
+                0 => (p.config.to_string(), p.source.to_string()),
+                _ => (String::new(), String::new()),
+            };
             t.text_row(vec![
-                if first {
-                    p.config.to_string()
-                } else {
-                    String::new()
-                },
-                if first {
-                    p.source.to_string()
-                } else {
-                    String::new()
-                },
+                config,
+                source,
                 d.stat.name().to_string(),
                 us(d.a_ns),
                 us(d.b_ns),
@@ -46,15 +42,10 @@ pub fn sweeps(c: &Comparison) -> String {
             ]);
         }
         if p.a_overflows > 0 || p.b_overflows > 0 {
-            t.text_row(vec![
-                String::new(),
-                String::new(),
-                "overflow".into(),
-                p.a_overflows.to_string(),
-                p.b_overflows.to_string(),
-                format!("{:+}", p.b_overflows as i64 - p.a_overflows as i64),
-                "-".into(),
-            ]);
+            let (a, b) = (p.a_overflows.to_string(), p.b_overflows.to_string());
+            let diff = format!("{:+}", p.b_overflows as i64 - p.a_overflows as i64);
+            let row = ["", "", "overflow", &a, &b, &diff, "-"];
+            t.text_row(row.map(String::from).to_vec());
         }
     }
     if c.pairs.is_empty() {

@@ -176,32 +176,31 @@ pub fn program_cost_lines(r: &UsdtResult) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtrace_measure::usdt::Case;
+    use crate::result::{AnyResult, Report};
+    use rtrace_measure::probe_cost::{Extra, Stat};
+    use rtrace_measure::usdt::{Case, CaseResult};
+    use TracerKind::{Bpftrace, Ebpf, Ftrace};
 
     /// The fixture's ftrace case-1 run again as eBPF floor, count and aggregate steps, 100 ns apart,
     /// and bpftrace's as aggregate, 150 ns above the floor.
     fn decomposed() -> UsdtResult {
         let mut r = crate::fixtures::usdt();
-        let ebpf = r
+        let ftrace = r
             .runs
             .iter()
-            .find(|c| c.tracer == TracerKind::Ftrace && c.case == Case::Traced)
-            .unwrap()
-            .clone();
+            .find(|c| c.tracer == Ftrace && c.case == Case::Traced);
+        let ftrace = ftrace.unwrap().clone();
         for (mode, tracer, shift) in [
-            ("floor", TracerKind::Ebpf, 0.0),
-            ("count", TracerKind::Ebpf, 100.0),
-            ("aggregate", TracerKind::Ebpf, 200.0),
-            ("aggregate", TracerKind::Bpftrace, 150.0),
+            ("floor", Ebpf, 0.0),
+            ("count", Ebpf, 100.0),
+            ("aggregate", Ebpf, 200.0),
+            ("aggregate", Bpftrace, 150.0),
         ] {
-            let mut c = ebpf.clone();
-            c.tracer = tracer;
-            c.variant = Some(mode.into());
+            let mut c = ftrace.clone();
+            (c.tracer, c.variant, c.disturbed) = (tracer, Some(mode.into()), None);
             c.summary.mean_ns += shift;
-            c.disturbed = None;
             if let Some(e) = &mut c.events {
-                e.recorded += e.lost;
-                e.lost = 0;
+                (e.recorded, e.lost) = (e.recorded + e.lost, 0);
             }
             for round in &mut c.rounds {
                 round.summary.mean_ns += shift;
@@ -212,53 +211,34 @@ mod tests {
         r
     }
 
+    /// The table titled `title`, and its caption.
+    fn titled<'a>(t: &'a [Table], title: &str) -> (&'a Table, &'a str) {
+        let t = t.iter().find(|t| t.title.as_deref() == Some(title));
+        let t = t.unwrap_or_else(|| panic!("no {title}"));
+        (t, t.caption.as_deref().unwrap())
+    }
+
     #[test]
     fn steps_telescope_to_the_top_and_programs_compare_above_the_floor() {
         let r = decomposed();
         let t = tables(&r, &[]);
-        let ebpf = t
-            .iter()
-            .find(|t| t.title.as_deref() == Some("ebpf (maps) on usdt"))
-            .expect("eBPF staircase");
+        let (ebpf, caption) = titled(&t, "ebpf (maps) on usdt");
         assert_eq!(ebpf.rows.len(), 3);
-        assert!(
-            ebpf.rows[1][3].shown.starts_with("100"),
-            "{:?}",
-            ebpf.rows[1]
-        );
-        assert!(
-            ebpf.rows[2][3].shown.starts_with("100"),
-            "{:?}",
-            ebpf.rows[2]
-        );
-        assert!(
-            ebpf.caption
-                .as_deref()
-                .unwrap()
-                .contains("increments telescope"),
-            "{}",
-            ebpf.caption.as_deref().unwrap()
-        );
-        let bpftrace = t
-            .iter()
-            .find(|t| t.title.as_deref() == Some("bpftrace (count()) on usdt"))
-            .expect("bpftrace's path starts on the eBPF floor");
-        assert!(
-            bpftrace.rows[0][1].shown.starts_with("ebpf (floor)"),
-            "{:?}",
-            bpftrace.rows
-        );
-        assert!(
-            bpftrace.rows[1][3].shown.starts_with("150"),
-            "{:?}",
-            bpftrace.rows[1]
-        );
-        assert!(
-            t.iter().all(|t| !t
-                .title
+        assert!(ebpf.rows[1][3].shown.starts_with("100"), "{:?}", ebpf.rows);
+        assert!(ebpf.rows[2][3].shown.starts_with("100"), "{:?}", ebpf.rows);
+        assert!(caption.contains("increments telescope"), "{caption}");
+        // bpftrace's path starts on the eBPF floor.
+        let (bpftrace, _) = titled(&t, "bpftrace (count()) on usdt");
+        let b = &bpftrace.rows;
+        assert!(b[0][1].shown.starts_with("ebpf (floor)") && b[1][3].shown.starts_with("150"));
+        let ring = |t: &Table| {
+            t.title
                 .as_deref()
                 .unwrap_or_default()
-                .starts_with("ebpf (ring buffer)")),
+                .starts_with("ebpf (ring")
+        };
+        assert!(
+            !t.iter().any(ring),
             "a path with an unmeasured step has no staircase"
         );
         let lines = program_cost_lines(&r);
@@ -267,39 +247,26 @@ mod tests {
     }
 
     #[test]
-    fn a_decomposition_is_headed_as_one() {
-        use crate::doc::Document;
-        let report = crate::result::Report::one(crate::result::AnyResult::Usdt(decomposed()));
-        let doc = Document::of(&report);
-        assert_eq!(
-            doc.sections[0].title,
-            "per-hit cost decomposition (usdt --decompose)"
-        );
-        assert!(doc
-            .tables()
-            .iter()
-            .any(|(_, t)| t.title.as_deref() == Some("ebpf (maps) on usdt")));
-        let plain = crate::result::Report::one(crate::AnyResult::Usdt(crate::fixtures::usdt()));
-        assert_eq!(Document::of(&plain).sections[0].title, "per-probe duration");
-    }
-
-    #[test]
-    fn a_decomposition_has_its_staircases_and_no_thesis_figures() {
-        let report = crate::result::Report::one(crate::result::AnyResult::Usdt(decomposed()));
-        let titles: Vec<String> = crate::figures::plan(&report)
-            .into_iter()
-            .map(|f| f.title)
-            .collect();
+    fn a_decomposition_is_headed_as_one_with_its_staircases_and_no_thesis_figures() {
+        let report = Report::one(AnyResult::Usdt(decomposed()));
+        let doc = crate::doc::Document::of(&report);
+        let title = "per-hit cost decomposition (usdt --decompose)";
+        assert_eq!(doc.sections[0].title, title);
+        let mut tables = doc.tables().into_iter();
+        assert!(tables.any(|(_, t)| t.title.as_deref() == Some("ebpf (maps) on usdt")));
+        let plain = Report::one(AnyResult::Usdt(crate::fixtures::usdt()));
+        let plain = crate::doc::Document::of(&plain);
+        assert_eq!(plain.sections[0].title, "per-probe duration");
+        let plan = crate::figures::plan(&report);
+        let titles: Vec<&str> = plan.iter().map(|f| f.title.as_str()).collect();
+        // ftrace off and eBPF's floor are not the thesis' tracers.
         assert!(
             titles.iter().all(|t| !t.contains("thesis Fig")),
-            "ftrace off and eBPF's floor are not the thesis' tracers: {titles:?}"
-        );
-        assert!(
-            titles
-                .iter()
-                .any(|t| t.starts_with("Where the nanoseconds go")),
             "{titles:?}"
         );
+        assert!(titles
+            .iter()
+            .any(|t| t.starts_with("Where the nanoseconds go")));
         assert!(
             titles.iter().any(|t| t.contains("every tracer and mode")),
             "{titles:?}"
@@ -309,38 +276,27 @@ mod tests {
     #[test]
     fn the_sum_is_checked_against_the_top_configuration_measured_alone() {
         let r = decomposed();
+        let aggregate =
+            |c: &CaseResult| c.tracer == Ebpf && c.variant.as_deref() == Some("aggregate");
+        let top = r.runs.iter().find(|c| aggregate(c)).unwrap();
+        let extra = Extra::of(&r, top)
+            .unwrap()
+            .difference(Stat::SteadyMean)
+            .unwrap();
         // A plain run of eBPF aggregate, 10% dearer than the staircase's top step.
         let mut plain = decomposed();
-        plain.runs.retain(|c| {
-            c.tracer == TracerKind::None
-                || (c.tracer == TracerKind::Ebpf && c.variant.as_deref() == Some("aggregate"))
-        });
-        let top = decomposed()
+        plain
             .runs
-            .into_iter()
-            .find(|c| c.tracer == TracerKind::Ebpf && c.variant.as_deref() == Some("aggregate"))
-            .unwrap();
-        let extra = rtrace_measure::probe_cost::Extra::of(&r, &top)
-            .unwrap()
-            .difference(rtrace_measure::probe_cost::Stat::SteadyMean)
-            .unwrap()
-            .estimate;
-        for c in plain
-            .runs
-            .iter_mut()
-            .filter(|c| c.tracer == TracerKind::Ebpf)
-        {
-            c.summary.mean_ns += 0.1 * extra;
+            .retain(|c| c.tracer == TracerKind::None || aggregate(c));
+        for c in plain.runs.iter_mut().filter(|c| c.tracer == Ebpf) {
+            c.summary.mean_ns += 0.1 * extra.estimate;
             for round in &mut c.rounds {
-                round.summary.mean_ns += 0.1 * extra;
+                round.summary.mean_ns += 0.1 * extra.estimate;
             }
         }
-        let report = crate::result::Report::new([
-            (
-                Some("decompose.json".into()),
-                crate::AnyResult::Usdt(r.clone()),
-            ),
-            (Some("plain.json".into()), crate::AnyResult::Usdt(plain)),
+        let report = Report::new([
+            (Some("decompose.json".into()), AnyResult::Usdt(r.clone())),
+            (Some("plain.json".into()), AnyResult::Usdt(plain)),
         ]);
         let alone = alone_beside(&report, &r);
         assert_eq!(
@@ -350,38 +306,17 @@ mod tests {
         );
         assert_eq!(alone[0].file.as_deref(), Some("plain.json"));
         let t = tables(&r, &alone);
-        let ebpf = t
-            .iter()
-            .find(|t| t.title.as_deref() == Some("ebpf (maps) on usdt"))
-            .unwrap();
+        let (_, caption) = titled(&t, "ebpf (maps) on usdt");
+        let plain = "measured alone in a separate invocation (plain.json)";
         assert!(
-            ebpf.caption
-                .as_deref()
-                .unwrap()
-                .contains("measured alone in a separate invocation (plain.json)"),
-            "{}",
-            ebpf.caption.as_deref().unwrap()
+            caption.contains(plain) && caption.ends_with("the sum -9.1% from it"),
+            "{caption}"
         );
+        let (_, caption) = titled(&t, "bpftrace (count()) on usdt");
+        let none = "did not measure this configuration";
         assert!(
-            ebpf.caption
-                .as_deref()
-                .unwrap()
-                .ends_with("the sum -9.1% from it"),
-            "{}",
-            ebpf.caption.as_deref().unwrap()
-        );
-        let bpftrace = t
-            .iter()
-            .find(|t| t.title.as_deref() == Some("bpftrace (count()) on usdt"))
-            .unwrap();
-        assert!(
-            bpftrace
-                .caption
-                .as_deref()
-                .unwrap()
-                .contains("did not measure this configuration"),
-            "the plain run has no bpftrace: {}",
-            bpftrace.caption.as_deref().unwrap()
+            caption.contains(none),
+            "the plain run has no bpftrace: {caption}"
         );
     }
 }

@@ -24,11 +24,9 @@ pub fn section(e: &Entry, r: &EventsResult) -> Section {
             e.kernel(),
             r.environment.cpu_model
         ),
+        summary(r),
+        Some(Block::Note(format!("{}.", note(r)))),
     );
-    s.summary = summary(r);
-    s.summary.extend(crate::summary::conditions(&e.warnings));
-    s.push(Block::Note(format!("{}.", note(r))));
-    s.push(Block::Warnings(e.warnings.clone()));
     for w in r.workloads() {
         s.push(Block::Heading(format!(
             "{}: per-event cost, ns (Piotrowski's Table IV)",
@@ -51,12 +49,7 @@ pub fn section(e: &Entry, r: &EventsResult) -> Section {
         summary: "Programs, Gregg's fastest-run statistic, output checked".into(),
         blocks: vec![Block::Table(programs(r))],
     });
-    if !r.failed.is_empty() {
-        s.push(Block::List(items(
-            r.failed.iter().map(|f| format!("failed: {f}")),
-        )));
-    }
-    s.close(e, serde_json::to_string_pretty(&r.config));
+    s.close(e, &r.failed, &r.config);
     s
 }
 

@@ -1,6 +1,7 @@
 //! Synthetic results, deterministic and shaped like real runs: the exporters' unit tests and
 //! other crates' tests use them (nothing here is measured).
 
+use hdrhistogram::Histogram;
 use rtrace_measure::disturbed::Disturbed;
 use rtrace_measure::sweep::{
     Accounting, Configuration, Source, SweepConfig, SweepResult, SweepRun,
@@ -8,7 +9,8 @@ use rtrace_measure::sweep::{
 use rtrace_measure::usdt::{Case, CaseResult, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{Environment, Events, Summary};
 use rtrace_protocol::{encode_histogram, new_histogram};
-use rtrace_tracer::TracerKind;
+use rtrace_tracer::TracerKind::{self, Ftrace, Lttng};
+use std::collections::BTreeMap;
 
 /// `n` samples around `centre` with a long thin tail (deterministic).
 pub fn samples(n: u64, centre: u64, spread: u64) -> Vec<u64> {
@@ -30,12 +32,35 @@ fn seeded_samples(n: u64, centre: u64, spread: u64, seed: u64) -> Vec<u64> {
         .collect()
 }
 
-fn hist(values: &[u64]) -> (Summary, String) {
+/// `hits` events, `lost` of them lost.
+pub fn events(hits: u64, lost: u64) -> Events {
+    let (recorded, overwritten) = (hits - lost, 0);
+    Events {
+        hits,
+        recorded,
+        lost,
+        overwritten,
+    }
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn histogram(values: impl IntoIterator<Item = u64>) -> Histogram<u64> {
     let mut h = new_histogram();
-    for &v in values {
+    for v in values {
         h.record(v).unwrap();
     }
-    (Summary::of(&h).unwrap(), encode_histogram(&h).unwrap())
+    h
+}
+
+/// `h`'s summary and encoding.
+fn summarised(h: &Histogram<u64>) -> (Summary, String) {
+    (Summary::of(h).unwrap(), encode_histogram(h).unwrap())
 }
 
 pub fn environment(preemption: &str) -> Environment {
@@ -43,20 +68,15 @@ pub fn environment(preemption: &str) -> Environment {
         kernel_release: "6.1.0-test".into(),
         kernel_version: format!("#1 SMP {preemption}"),
         preemption: preemption.into(),
-        cmdline: String::new(),
-        isolated_cpus: String::new(),
-        nohz_full: String::new(),
         cpu_model: "Test CPU".into(),
         online_cpus: 2,
         smt_active: Some(false),
-        governor: None,
-        turbo: None,
         clocksource: "tsc".into(),
         tsc_invariant: true,
         tsc_hz: Some(2e9),
         tsc_step_ns: Some(10.0),
         virtualized: true,
-        emulated: false,
+        ..Default::default()
     }
 }
 
@@ -68,22 +88,13 @@ pub fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResul
     let mut pooled = new_histogram();
     let mut rounds = Vec::new();
     for round in 0..ROUNDS {
-        let mut h = new_histogram();
-        for v in seeded_samples(5_000, centre, centre / 10, round) {
-            h.record(v).unwrap();
-        }
-        let mut timer = new_histogram();
-        for v in seeded_samples(1_000, 10, 1, round) {
-            timer.record(v).unwrap();
-        }
+        let h = histogram(seeded_samples(5_000, centre, centre / 10, round));
+        let timer = histogram(seeded_samples(1_000, 10, 1, round));
         rounds.push(RoundSummary::of(&h).unwrap().with_timer(&timer));
         pooled.add(&h).unwrap();
     }
-    let (summary, histogram) = (
-        Summary::of(&pooled).unwrap(),
-        encode_histogram(&pooled).unwrap(),
-    );
-    let (timer_overhead, _) = hist(&samples(100, 10, 1));
+    let (summary, encoded) = summarised(&pooled);
+    let (timer_overhead, _) = summarised(&histogram(samples(100, 10, 1)));
     CaseResult {
         tracer,
         case,
@@ -92,17 +103,10 @@ pub fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResul
         hook: None,
         hook_kind: Default::default(),
         summary,
-        histogram,
+        histogram: encoded,
         timer_overhead,
-        events: (tracer != TracerKind::None && case != Case::Instrumented).then(|| {
-            let hits = if case == Case::Traced { 20_000 } else { 0 };
-            Events {
-                hits,
-                recorded: hits - lost,
-                lost,
-                overwritten: 0,
-            }
-        }),
+        events: (tracer != TracerKind::None && case != Case::Instrumented)
+            .then(|| events(if case == Case::Traced { 20_000 } else { 0 }, lost)),
         tsc_hz: 2e9,
         tsc_step_ns: Some(10.0),
         trace_data: None,
@@ -120,8 +124,7 @@ pub fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResul
 /// none case 0, ftrace and lttng cases 1-3; ftrace case 1 lost events.
 pub fn usdt() -> UsdtResult {
     let mut runs = vec![case(TracerKind::None, Case::Baseline, 15, 0)];
-    for (t, c1) in [(TracerKind::Ftrace, 600), (TracerKind::Lttng, 200)] {
-        let lost = if t == TracerKind::Ftrace { 5_000 } else { 0 };
+    for (t, c1, lost) in [(Ftrace, 600, 5_000), (Lttng, 200, 0)] {
         runs.push(case(t, Case::Traced, c1, lost));
         runs.push(case(t, Case::Dormant, 16, 0));
         runs.push(case(t, Case::Instrumented, 16, 0));
@@ -132,7 +135,7 @@ pub fn usdt() -> UsdtResult {
         started_unix: 1_700_000_000,
         environment: environment("PREEMPT_DYNAMIC (full)"),
         config: UsdtConfig {
-            tracers: vec![TracerKind::Ftrace, TracerKind::Lttng],
+            tracers: vec![Ftrace, Lttng],
             cases: Case::ALL.to_vec(),
             iterations: 20_000,
             warmup: 100,
@@ -143,19 +146,11 @@ pub fn usdt() -> UsdtResult {
                 rounds: ROUNDS as u32,
                 buffer_size_kb: Some(4096),
                 tracer_options: serde_json::json!({"record": "overwrite"}),
-                buffers: [
+                buffers: map(&[
                     ("ftrace", "instance buffer_size_kb = 4096 KiB per CPU"),
                     ("lttng", "4 sub-buffers × 1024 KiB = 4096 KiB per CPU"),
-                ]
-                .into_iter()
-                .map(|(t, b)| (t.to_owned(), b.to_owned()))
-                .collect(),
-                unequal: [(
-                    "lttng".to_owned(),
-                    "a session daemon found running".to_owned(),
-                )]
-                .into_iter()
-                .collect(),
+                ]),
+                unequal: map(&[("lttng", "a session daemon found running")]),
                 keep_traces: Some(rtrace_measure::trace_data::KeepTraces::None),
                 ..Default::default()
             },
@@ -171,28 +166,20 @@ pub fn usdt() -> UsdtResult {
 
 /// A run of `config` from `source` with latencies around `centre_ns`.
 pub fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> SweepRun {
-    let (latency, histogram) = hist(&samples(5_000, centre_ns, centre_ns / 3));
+    let (latency, encoded) = summarised(&histogram(samples(5_000, centre_ns, centre_ns / 3)));
     SweepRun {
         config,
         source,
         tracer: config.tracer(),
         hook: None,
         program: "workload".into(),
-        histogram,
+        histogram: encoded,
         overflows: 0,
         loops: 5_000,
         overruns: Some(0),
-        accounting: config.rule().map(|rule| {
-            Accounting::judge(
-                rule,
-                Events {
-                    hits: 5_000,
-                    recorded: 5_000,
-                    lost: 0,
-                    overwritten: 0,
-                },
-            )
-        }),
+        accounting: config
+            .rule()
+            .map(|rule| Accounting::judge(rule, events(5_000, 0))),
         mlocked: Some(true),
         pm_qos_zero: Some(true),
         trace_data: None,
@@ -226,11 +213,8 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
         .iter()
         .map(|&(c, ns)| sweep_run(c, Source::Builtin, ns * slower))
         .collect();
-    runs.push(sweep_run(
-        Configuration::None,
-        Source::Cyclictest,
-        9_200 * slower,
-    ));
+    let cyclictest = sweep_run(Configuration::None, Source::Cyclictest, 9_200 * slower);
+    runs.push(cyclictest);
     SweepResult {
         experiment: "cyclictest-sweep".into(),
         tool_version: "0.1.0".into(),
@@ -263,5 +247,25 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
         unavailable: Vec::new(),
         failed: Vec::new(),
         warnings: Vec::new(),
+    }
+}
+
+/// A report of the usdt fixture (from `a/usdt.json`) and sweeps on PREEMPT (twice as slow) and
+/// PREEMPT_RT.
+#[cfg(test)]
+pub fn report() -> crate::Report {
+    use crate::AnyResult::{Sweep, Usdt};
+    crate::Report::new([
+        (Some("a/usdt.json".into()), Usdt(usdt())),
+        (None, Sweep(sweep("PREEMPT", 2))),
+        (None, Sweep(sweep("PREEMPT_RT", 1))),
+    ])
+}
+
+/// Panics unless `text` has every one of `needles`, showing `text`.
+#[cfg(test)]
+pub fn assert_has(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(text.contains(n), "no {n:?} in:\n{text}");
     }
 }

@@ -5,6 +5,7 @@
 use crate::doc::{Block, Document, Item, Section, Table};
 use crate::export::{Exporter, Output};
 use crate::figures::Figure;
+use crate::format::count;
 use anyhow::{Context, Result};
 use rtrace_measure::Warning;
 
@@ -64,10 +65,9 @@ fn warnings(list: &[Warning]) -> String {
     if list.is_empty() {
         return "<p class=\"ok\">No warnings: the setup matches the thesis'.</p>\n".into();
     }
+    let warnings = count(list.len(), "warning");
     let mut out = format!(
-        "<div class=\"warnings\"><strong>{} warning{}</strong> — each says what to do:<ul>\n",
-        list.len(),
-        if list.len() == 1 { "" } else { "s" }
+        "<div class=\"warnings\"><strong>{warnings}</strong> — each says what to do:<ul>\n"
     );
     for w in list {
         let kind = crate::format::warning_kind(w);
@@ -280,11 +280,9 @@ impl Exporter for Html {
             "<section class=\"summary\"><h2>Summary</h2>\n{}</section>\n",
             blocks_html(&doc.summary, "summary", doc)?
         );
-        let n = doc.sections.len();
+        let (n, total) = (count(doc.sections.len(), "result"), count(total, "warning"));
         let page = format!(
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {n} result{}, {total} warning{}. The same tables in <a href=\"report.md\">Markdown</a>; each table's numbers at full precision in the CSV file linked under it.</p>\n<nav>{nav}</nav>\n{summary}{body}</body>\n</html>\n",
-            if n == 1 { "" } else { "s" },
-            if total == 1 { "" } else { "s" },
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {n}, {total}. The same tables in <a href=\"report.md\">Markdown</a>; each table's numbers at full precision in the CSV file linked under it.</p>\n<nav>{nav}</nav>\n{summary}{body}</body>\n</html>\n",
         );
         Ok(vec![Output::new("index.html", page)])
     }
@@ -293,57 +291,40 @@ impl Exporter for Html {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
-    use crate::result::{AnyResult, Report};
-
-    fn page(report: &Report) -> String {
-        let out = Html.export(&Document::of(report)).unwrap().remove(0);
-        String::from_utf8(out.bytes).unwrap()
-    }
+    use crate::fixtures::{self, assert_has};
 
     #[test]
     fn page_is_self_contained_and_has_everything() {
-        let report = Report::new([
-            (None, AnyResult::Usdt(fixtures::usdt())),
-            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT", 2))),
-            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT_RT", 1))),
-        ]);
-        let page = page(&report);
-        assert_eq!(
-            page.matches("<svg").count(),
-            crate::figures::plan(&report).len()
+        let report = fixtures::report();
+        let out = Html.export(&Document::of(&report)).unwrap().remove(0);
+        let page = String::from_utf8(out.bytes).unwrap();
+        let svgs = crate::figures::plan(&report).len();
+        assert_eq!(page.matches("<svg").count(), svgs);
+        assert_has(
+            &page,
+            &[
+                "Table 3.1",
+                "<th class=\"group\" colspan=\"4\">ftrace</th>",
+                "events-lost",
+                "Across results",
+                "PREEMPT_RT",
+                "<td class=\"first flag\">ftrace [lossy]</td>",
+                "<a href=\"csv/usdt-percentiles.csv\">",
+            ],
         );
-        for needle in [
-            "Table 3.1",
-            "<th class=\"group\" colspan=\"4\">ftrace</th>",
-            "events-lost",
-            "Across results",
-            "PREEMPT_RT",
-            "<td class=\"first flag\">ftrace [lossy]</td>",
-            "<a href=\"csv/usdt-percentiles.csv\">",
-        ] {
-            assert!(page.contains(needle), "missing {needle}");
-        }
         assert!(!page.contains("src=\"http"), "no external resources");
     }
 
     #[test]
-    fn warnings_escape_and_mark_code() {
+    fn warnings_escape_and_mark_code_and_fold_their_details() {
         assert_eq!(code_spans("run `a<b` now"), "run <code>a&lt;b</code> now");
-    }
-
-    #[test]
-    fn warning_details_are_folded() {
         let w: Warning = serde_json::from_value(serde_json::json!({
             "kind": "outliers", "scope": null,
             "message": "in 2 of 9 runs the maximum is more than 10× p99.99",
             "details": ["a: max 9 ns", "b<c: max 8 ns"]
         }))
         .unwrap();
-        let html = warnings(&[w]);
-        assert!(
-            html.contains("<details><summary>2 runs</summary><ul><li>a: max 9 ns</li><li>b&lt;c: max 8 ns</li></ul></details>"),
-            "{html}"
-        );
+        let folded = "<details><summary>2 runs</summary><ul><li>a: max 9 ns</li><li>b&lt;c: max 8 ns</li></ul></details>";
+        assert_has(&warnings(&[w]), &[folded]);
     }
 }

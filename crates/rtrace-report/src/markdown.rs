@@ -95,11 +95,8 @@ fn warnings(list: &[Warning]) -> String {
     if list.is_empty() {
         return "No warnings.\n".into();
     }
-    let mut out = format!(
-        "**{} warning{}** — each says what to do:\n\n",
-        list.len(),
-        if list.len() == 1 { "" } else { "s" }
-    );
+    let warnings = crate::format::count(list.len(), "warning");
+    let mut out = format!("**{warnings}** — each says what to do:\n\n");
     for w in list {
         let kind = crate::format::warning_kind(w);
         out.push_str(&format!("- **{kind}** {w}\n"));
@@ -162,35 +159,25 @@ fn part(t: &Table) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{AnyResult, Report};
+    use crate::fixtures::{self, assert_has};
+    use crate::format::{dec2, int, LOSSY};
 
     #[test]
     fn table31_has_thesis_layout_and_the_result_numbers() {
-        let r = crate::fixtures::usdt();
-        let report = Report::one(AnyResult::Usdt(r.clone()));
-        let md = render(&Document::of(&report));
+        let r = fixtures::usdt();
+        let md = render(&Document::of(&crate::Report::one(crate::AnyResult::Usdt(
+            r.clone(),
+        ))));
         let from = md
             .find("### Table 3.1, usdt hook: routine duration (ns)")
             .unwrap();
-        let mut lines = md[from..].lines();
-        lines.next();
-        assert_eq!(
-            lines.nth(1).unwrap(),
-            "| Case | ftrace min | ftrace max | ftrace x̄ | ftrace s | lttng min | lttng max | lttng x̄ | lttng s |"
-        );
-        let c1 = r
-            .runs
-            .iter()
-            .find(|c| c.tracer.name() == "ftrace" && c.case.number() == 1)
-            .unwrap();
+        let header = "| Case | ftrace min | ftrace max | ftrace x̄ | ftrace s | lttng min | lttng max | lttng x̄ | lttng s |";
+        assert_eq!(md[from..].lines().nth(2).unwrap(), header);
+        let c1 = &r.runs[1].summary; // ftrace case 1
         let row = md.lines().find(|l| l.starts_with("| Case 1 |")).unwrap();
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        assert_eq!(cells[2], crate::format::int(c1.summary.min_ns));
-        let lossy = format!(
-            "{}{}",
-            crate::format::dec2(c1.summary.mean_ns),
-            crate::format::LOSSY
-        );
+        assert_eq!(cells[2], int(c1.min_ns));
+        let lossy = format!("{}{LOSSY}", dec2(c1.mean_ns));
         assert_eq!(cells[4], lossy, "ftrace case 1 lost events: marked");
         let table: Vec<&str> = md.lines().filter(|l| l.starts_with("| Case ")).collect();
         assert_eq!(table.len(), 5, "a header and four cases: {md}");
@@ -202,29 +189,19 @@ mod tests {
 
     #[test]
     fn report_has_every_section() {
-        let report = Report::new([
-            (
-                Some("a/usdt.json".into()),
-                AnyResult::Usdt(crate::fixtures::usdt()),
-            ),
-            (None, AnyResult::Sweep(crate::fixtures::sweep("PREEMPT", 1))),
-            (
-                None,
-                AnyResult::Sweep(crate::fixtures::sweep("PREEMPT_RT", 1)),
-            ),
-        ]);
-        let md = render(&Document::of(&report));
-        for needle in [
-            "## `usdt`: per-probe duration (`a/usdt.json`)",
-            "## `cyclictest-sweep-2`: wake-up latency",
-            "| usdt-ftrace | builtin |",
-            "- **events-lost** ftrace case 1:",
-            "![",
-            "## Across results",
-            "| preemption | PREEMPT_RT |",
-            "<details><summary>Configuration</summary>",
-        ] {
-            assert!(md.contains(needle), "missing {needle:?} in\n{md}");
-        }
+        let md = render(&Document::of(&fixtures::report()));
+        assert_has(
+            &md,
+            &[
+                "## `usdt`: per-probe duration (`a/usdt.json`)",
+                "## `cyclictest-sweep-2`: wake-up latency",
+                "| usdt-ftrace | builtin |",
+                "- **events-lost** ftrace case 1:",
+                "![",
+                "## Across results",
+                "| preemption | PREEMPT_RT |",
+                "<details><summary>Configuration</summary>",
+            ],
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! per run (no tracer, then each tracer consuming the loop's events), the gaps between
 //! iterations of a tight TSC loop, the interruptions among them, and the event accounting.
 
-use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
+use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::format::{int, us};
 use crate::result::Entry;
 use rtrace_measure::npt::{NptResult, NptRun, Osnoise, INTERRUPTION_NS};
@@ -19,19 +19,12 @@ pub fn section(e: &Entry, r: &NptResult) -> Section {
             e.kernel(),
             r.environment.cpu_model
         ),
+        summary(r),
+        Some(Block::Note(format!("{}.", note(r)))),
     );
-    s.summary = summary(r);
-    s.summary.extend(crate::summary::conditions(&e.warnings));
-    s.push(Block::Note(format!("{}.", note(r))));
-    s.push(Block::Warnings(e.warnings.clone()));
     s.push(Block::Table(table(r)));
     s.push(Block::Pre(osnoise_line(r).trim_end().to_owned()));
-    if !r.failed.is_empty() {
-        s.push(Block::List(items(
-            r.failed.iter().map(|f| format!("failed: {f}")),
-        )));
-    }
-    s.close(e, serde_json::to_string_pretty(&r.config));
+    s.close(e, &r.failed, &r.config);
     s
 }
 

@@ -2,7 +2,7 @@
 //! rate recorded without loss, its confirmation (three runs without a loss) and the run at 1.5
 //! times it (which must lose events), then every point measured.
 
-use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
+use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::result::Entry;
 use rtrace_measure::rate::{Phase, RateResult, Search};
 
@@ -18,22 +18,15 @@ pub fn section(e: &Entry, r: &RateResult) -> Section {
             e.kernel(),
             r.environment.cpu_model
         ),
+        summary(r),
+        Some(Block::Note(format!("{NOTE}."))),
     );
-    s.summary = summary(r);
-    s.summary.extend(crate::summary::conditions(&e.warnings));
-    s.push(Block::Note(format!("{NOTE}.")));
-    s.push(Block::Warnings(e.warnings.clone()));
     s.push(Block::Table(table(r)));
     s.push(Block::Details {
         summary: "Every run".into(),
         blocks: vec![Block::Table(points(r))],
     });
-    if !r.failed.is_empty() {
-        s.push(Block::List(items(
-            r.failed.iter().map(|f| format!("failed: {f}")),
-        )));
-    }
-    s.close(e, serde_json::to_string_pretty(&r.config));
+    s.close(e, &r.failed, &r.config);
     s
 }
 
@@ -202,9 +195,8 @@ pub fn points(r: &RateResult) -> Table {
 mod tests {
     use super::*;
     use rtrace_measure::rate::{search, Point, RateSettings, SearchPlan};
-    use rtrace_measure::Events;
 
-    pub fn fixture() -> RateResult {
+    fn fixture() -> RateResult {
         let plan = SearchPlan::default();
         let f = search(&plan, |rate, phase| {
             let hits = rate as u64;
@@ -214,12 +206,7 @@ mod tests {
                 rate_hz: rate,
                 achieved_hz: rate,
                 late: 0,
-                events: Events {
-                    hits,
-                    recorded: hits - lost,
-                    lost,
-                    overwritten: 0,
-                },
+                events: crate::fixtures::events(hits, lost),
             })
         })
         .unwrap();
@@ -260,13 +247,14 @@ mod tests {
         let r = fixture();
         let rows = table(&r).rows;
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0][3].shown, "yes");
-        assert!(rows[0][4].shown.ends_with("% lost"), "{:?}", rows[0]);
-        assert!(rows[0][2].shown.ends_with("k/s"), "{:?}", rows[0]);
-        assert_eq!(
-            rows[0][2].value,
-            crate::doc::Value::Number(r.searches[0].max_lossless_hz.unwrap())
+        let row = &rows[0];
+        assert_eq!(row[3].shown, "yes");
+        assert!(
+            row[4].shown.ends_with("% lost") && row[2].shown.ends_with("k/s"),
+            "{row:?}"
         );
+        let max = r.searches[0].max_lossless_hz.unwrap();
+        assert_eq!(row[2].value, crate::doc::Value::Number(max));
         assert!(summary(&r)[0].contains("ftrace at 256 KiB"));
         assert_eq!(points(&r).rows.len(), r.searches[0].points.len());
     }

@@ -202,48 +202,40 @@ pub fn usdt_method(r: &UsdtResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
+    use crate::fixtures::{self, assert_has};
 
     #[test]
     fn case1_ratios_divide_extra_costs_with_an_interval_over_rounds() {
         let mut r = fixtures::usdt();
-        assert!(
-            case1_vs_cheapest(&r).is_empty(),
-            "the fixture's ftrace case 1 lost events: out of ratios"
-        );
+        let lossy = "the fixture's ftrace case 1 lost events: out of ratios";
+        assert!(case1_vs_cheapest(&r).is_empty(), "{lossy}");
         r.config.allow_loss = true;
         let rows = case1_vs_cheapest(&r);
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
         assert_eq!(
-            (row.numerator.as_str(), row.denominator.as_str()),
+            (&*row.numerator, &*row.denominator),
             ("ftrace case 1", "lttng case 1")
         );
         let mean = row.mean.unwrap();
-        let base = r.runs[0].steady_mean_ns();
-        let exact = (r.runs[1].steady_mean_ns() - base) / (r.runs[4].steady_mean_ns() - base);
+        let (base, steady) = (r.runs[0].steady_mean_ns(), |i: usize| {
+            r.runs[i].steady_mean_ns()
+        });
+        let exact = (steady(1) - base) / (steady(4) - base);
         assert!(
             (mean.estimate - exact).abs() / exact < 0.01,
             "{mean:?} vs {exact}"
         );
         assert_eq!(mean.rounds, Some(fixtures::ROUNDS as usize));
-        let (low, high) = (mean.low.unwrap(), mean.high.unwrap());
-        assert!(low < mean.estimate && mean.estimate < high);
+        assert!(mean.low.unwrap() < mean.estimate && mean.estimate < mean.high.unwrap());
         let s = row.sentence();
         assert!(
             s.starts_with("ftrace case 1 is ") && s.contains("lttng case 1 by mean"),
             "{s}"
         );
         assert!(table(&rows).contains("mean ratio (95% CI)"));
-        let method = usdt_method(&r);
-        assert!(
-            method.contains("extra ns per hit") && method.contains("4 rounds"),
-            "{method}"
-        );
-    }
-
-    #[test]
-    fn one_round_prints_no_interval_and_says_why() {
+        assert_has(&usdt_method(&r), &["extra ns per hit", "4 rounds"]);
+        // One round: no interval, and the ratio says why.
         let e = Estimate {
             estimate: 2.0,
             low: None,
@@ -263,16 +255,13 @@ mod tests {
             1,
             "lttng case 1: the lossy ftrace run stays out"
         );
-        a.config.allow_loss = true;
-        b.config.allow_loss = true;
+        (a.config.allow_loss, b.config.allow_loss) = (true, true);
         let rows = usdt_pairs(&a, &b);
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].numerator, "B lttng case 1");
         let one = rows[1].mean.unwrap();
-        assert!(
-            (one.estimate - 1.0).abs() < 1e-9 && one.low.unwrap() < 1.0 && one.high.unwrap() > 1.0,
-            "{one:?}"
-        );
+        assert!((one.estimate - 1.0).abs() < 1e-9, "{one:?}");
+        assert!(one.low.unwrap() < 1.0 && one.high.unwrap() > 1.0, "{one:?}");
         let (sa, sb) = (
             fixtures::sweep("PREEMPT", 2),
             fixtures::sweep("PREEMPT_RT", 1),
@@ -283,14 +272,8 @@ mod tests {
         assert!((half.estimate - 0.5).abs() < 0.02, "{half:?}");
         let vs_none = sweep_vs_none(&sa).unwrap();
         let names: Vec<&str> = vs_none.iter().map(|r| r.numerator.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "usdt-ftrace/builtin",
-                "usdt-lttng/builtin",
-                "kernel-ftrace/builtin"
-            ]
-        );
+        let user = ["usdt-ftrace/builtin", "usdt-lttng/builtin"];
+        assert_eq!(names, [&user[..], &["kernel-ftrace/builtin"]].concat());
         assert_eq!(vs_none[0].denominator, "none/builtin");
     }
 }

@@ -39,7 +39,7 @@ pub fn hit_costs(
 }
 
 /// The sentences of a usdt result.
-pub fn usdt(r: &UsdtResult, warnings: &[Warning]) -> Vec<String> {
+pub fn usdt(r: &UsdtResult) -> Vec<String> {
     let mut out = Vec::new();
     let mut first = true;
     for hook in HookKind::ALL {
@@ -79,18 +79,13 @@ pub fn usdt(r: &UsdtResult, warnings: &[Warning]) -> Vec<String> {
             d.iter().map(|x| x.mean_ratio).fold(f64::NEG_INFINITY, f64::max),
         ));
     }
-    out.extend(conditions(warnings));
     out
 }
 
 /// The sentences of a sweep: each configuration's median wake-up latency against no tracing
 /// (with its interval over rounds), and, given `usdt` measured on the same machine, each
 /// user-space shift over the per-hit cost of the same tracer.
-pub fn sweep(
-    r: &SweepResult,
-    warnings: &[Warning],
-    usdt: Option<&rtrace_measure::usdt::UsdtResult>,
-) -> Vec<String> {
+pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -> Vec<String> {
     let mut out = Vec::new();
     let shifts = crate::sweep::shift::shifts(r, usdt);
     for source in [Source::Builtin, Source::Cyclictest] {
@@ -154,7 +149,6 @@ pub fn sweep(
             ));
         }
     }
-    out.extend(conditions(warnings));
     out
 }
 
@@ -185,64 +179,53 @@ pub fn conditions(warnings: &[Warning]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
+    use crate::fixtures::{self, assert_has};
     use crate::format::tracer_label;
 
     #[test]
     fn the_summary_numbers_are_the_results() {
         let r = fixtures::usdt();
-        let lines = usdt(&r, &rtrace_measure::warnings::usdt(&r));
+        let lines = usdt(&r);
         let base = r.baseline(HookKind::Usdt).unwrap();
         for c in r.runs.iter().filter(|c| c.case == Case::Traced) {
             // Round by round, the run's mean without disturbed samples minus case 0's.
-            let per_round: Vec<f64> = c
-                .rounds
-                .iter()
-                .zip(&base.rounds)
+            let rounds = c.rounds.iter().zip(&base.rounds);
+            let per_round: Vec<f64> = rounds
                 .map(|(a, b)| a.steady_mean_ns() - b.steady_mean_ns())
                 .collect();
             let want = per_round.iter().sum::<f64>() / per_round.len() as f64;
-            let text = format!(
-                "{} {want:.0} ns",
-                tracer_label(c.tracer, c.variant.as_deref())
-            );
-            assert!(lines[1].contains(&text), "{text} not in {}", lines[1]);
+            let label = tracer_label(c.tracer, c.variant.as_deref());
+            assert_has(&lines[1], &[&format!("{label} {want:.0} ns")]);
         }
         assert!(lines[1].starts_with("usdt hook: "), "{}", lines[1]);
+        assert_has(&lines[1], &["[lossy: left out of ratios]"]);
+        let dormant = "Dormant probes (cases 2 and 3, 4 runs)";
+        assert!(lines.iter().any(|l| l.starts_with(dormant)), "{lines:?}");
+        // The section's sentences close with the conditions its warnings name.
+        let report = crate::Report::one(crate::AnyResult::Usdt(r.clone()));
+        let summary = &crate::Document::of(&report).sections[0].summary;
+        assert_eq!(summary[..lines.len()], lines);
         assert!(
-            lines[1].contains("[lossy: left out of ratios]"),
-            "{}",
-            lines[1]
-        );
-        assert!(lines
-            .iter()
-            .any(|l| l.starts_with("Dormant probes (cases 2 and 3, 4 runs)")));
-        assert!(
-            lines.last().unwrap().starts_with("Conditions: "),
-            "{lines:?}"
+            summary.last().unwrap().starts_with("Conditions: "),
+            "{summary:?}"
         );
 
         let s = fixtures::sweep("PREEMPT_RT", 1);
-        let lines = sweep(&s, &[], None);
+        let lines = sweep(&s, None);
         let none = s.run(Configuration::None, Source::Builtin).unwrap();
         let ftrace = s.run(Configuration::UsdtFtrace, Source::Builtin).unwrap();
         let d = ftrace.latency.p50_ns - none.latency.p50_ns;
-        assert!(
-            lines[0].contains(&format!("usdt-ftrace +{} (", us(d))),
-            "{}",
-            lines[0]
-        );
+        assert_has(&lines[0], &[&format!("usdt-ftrace +{} (", us(d))]);
         assert!(
             !lines.iter().any(|l| l.contains("per-hit")),
             "no usdt given"
         );
         let mut u = fixtures::usdt();
         u.config.run.tracer_options = s.config.run.tracer_options.clone();
-        let lines = sweep(&s, &[], Some(&u));
+        let lines = sweep(&s, Some(&u));
         let per_hit = lines
             .iter()
-            .find(|l| l.starts_with("Median shift ÷ the per-hit cost"))
-            .expect("a per-hit sentence");
-        assert!(per_hit.contains("usdt-ftrace "), "{per_hit}");
+            .find(|l| l.starts_with("Median shift ÷ the per-hit cost"));
+        assert_has(per_hit.expect("a per-hit sentence"), &["usdt-ftrace "]);
     }
 }

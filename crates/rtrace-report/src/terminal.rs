@@ -7,6 +7,7 @@ pub mod table;
 
 use crate::doc::{Block, Document, Item, Section};
 use crate::export::{Exporter, Output};
+use crate::format::count;
 use crate::result::Report;
 use anstyle::{AnsiColor, Style};
 use anyhow::Result;
@@ -16,7 +17,7 @@ use table::cols;
 /// Styles of the terminal report; all plain without colour.
 #[derive(Debug, Clone, Copy)]
 pub struct Paint {
-    colour: bool,
+    pub(crate) colour: bool,
 }
 
 impl Paint {
@@ -62,12 +63,10 @@ pub fn text(report: &Report, paint: Paint) -> String {
 
 /// The terminal rendering of `doc`.
 pub fn render(doc: &Document, paint: Paint) -> String {
-    let n = doc.sections.len();
-    let w = doc.warnings();
+    let n = count(doc.sections.len(), "result");
     let mut out = paint.bold(&format!(
-        "rtrace-bench report: {n} result{}, {w} warning{}",
-        plural(n),
-        plural(w)
+        "rtrace-bench report: {n}, {}",
+        count(doc.warnings(), "warning")
     ));
     out.push('\n');
     if !doc.summary.is_empty() {
@@ -82,14 +81,6 @@ pub fn render(doc: &Document, paint: Paint) -> String {
         out.push_str(&blocks_text(&doc.shared, paint));
     }
     out
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 /// Prose without its code-span backticks.
@@ -210,46 +201,24 @@ impl Exporter for Text {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::AnyResult;
+    use crate::fixtures::{self, assert_has};
 
     #[test]
-    fn colour_only_when_asked() {
-        let report = Report::one(AnyResult::Usdt(crate::fixtures::usdt()));
-        let plain = text(&report, Paint::new(false));
-        assert!(!plain.contains('\x1b'));
-        assert!(
-            plain.contains("Warning: ftrace case 1: 5000 of 20000 events"),
-            "{plain}"
-        );
-        assert!(text(&report, Paint::new(true)).contains("\x1b["));
-    }
-
-    #[test]
-    fn text_file_has_every_result() {
-        let report = Report::new([
-            (None, AnyResult::Usdt(crate::fixtures::usdt())),
-            (
-                None,
-                AnyResult::Sweep(crate::fixtures::sweep("PREEMPT_RT", 1)),
-            ),
-        ]);
-        let out = Text.export(&Document::of(&report)).unwrap();
+    fn text_file_has_every_result_and_colour_only_when_asked() {
+        let out = Text.export(&Document::of(&fixtures::report())).unwrap();
         let text = String::from_utf8(out[0].bytes.clone()).unwrap();
-        assert!(
-            text.contains("usdt: per-probe duration")
-                && text.contains("cyclictest-sweep: wake-up latency")
+        assert!(!text.contains('\x1b'));
+        assert_has(
+            &text,
+            &[
+                "usdt: per-probe duration",
+                "cyclictest-sweep: wake-up latency",
+                "Warning: ftrace case 1: 5000 of 20000 events",
+                "Warning: measured in a virtual machine",
+                "Figure: ",                   // figures are one line each
+                "Configuration: folded here", // and so are details
+            ],
         );
-        assert!(
-            text.contains("Warning: measured in a virtual machine"),
-            "{text}"
-        );
-        assert!(
-            text.contains("Figure: "),
-            "figures are one line each: {text}"
-        );
-        assert!(
-            text.contains("Configuration: folded here"),
-            "details are one line: {text}"
-        );
+        assert!(super::text(&fixtures::report(), Paint::new(true)).contains("\x1b["));
     }
 }

@@ -10,7 +10,7 @@ mod table;
 pub use table::{columns, slug, Cell, Column, Group, Table, Value};
 
 use crate::figures::Figure;
-use crate::result::Report;
+use crate::result::{Entry, Report};
 use rtrace_measure::Warning;
 
 /// A whole report: the summary every report opens with, a section per result, and the figures
@@ -127,15 +127,24 @@ pub struct Section {
 }
 
 impl Section {
-    /// A section with no blocks yet.
-    pub fn new(e: &crate::result::Entry, title: &str, subtitle: String) -> Section {
+    /// A section whose sentences of the report's summary are `summary`, closed by the
+    /// conditions its warnings name; it opens with `head` (what it shows) and the warnings.
+    pub fn new(
+        e: &Entry,
+        title: &str,
+        subtitle: String,
+        mut summary: Vec<String>,
+        head: Option<Block>,
+    ) -> Section {
+        summary.extend(crate::summary::conditions(&e.warnings));
+        let warnings = Block::Warnings(e.warnings.clone());
         Section {
             id: e.id.clone(),
             title: title.to_owned(),
             source: e.file.clone(),
             subtitle,
-            summary: Vec::new(),
-            blocks: Vec::new(),
+            summary,
+            blocks: head.into_iter().chain([warnings]).collect(),
             figures_at: None,
         }
     }
@@ -153,13 +162,19 @@ impl Section {
         }
     }
 
-    /// The closing blocks every section has: its figures, the environment, the configuration.
-    pub fn close(&mut self, e: &crate::result::Entry, config: serde_json::Result<String>) {
+    /// The closing blocks every section has: the runs that failed, its figures, the
+    /// environment, the configuration.
+    pub fn close(&mut self, e: &Entry, failed: &[String], config: &impl serde::Serialize) {
+        if !failed.is_empty() {
+            self.push(Block::List(items(
+                failed.iter().map(|f| format!("failed: {f}")),
+            )));
+        }
         self.figures_at = Some(self.blocks.len());
         self.push(Block::Heading("Environment".into()));
-        self.push(Block::Environment(crate::format::environment_rows(
-            e.result.environment(),
-        )));
+        let environment = crate::format::environment_rows(e.result.environment());
+        self.push(Block::Environment(environment));
+        let config = serde_json::to_string_pretty(config);
         self.push(Block::Details {
             summary: "Configuration".into(),
             blocks: vec![Block::Pre(
@@ -217,17 +232,14 @@ pub fn items(lines: impl IntoIterator<Item = String>) -> Vec<Item> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
-    use crate::result::AnyResult;
+    use crate::fixtures::sweep;
+    use crate::result::AnyResult::{self, Sweep};
 
     #[test]
     fn each_section_has_its_figures_before_the_environment_and_shared_ones_stand_apart() {
         let rate = AnyResult::from_json(include_str!("../../testdata/rate.json")).unwrap();
-        let report = Report::new([
-            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT", 2))),
-            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT_RT", 1))),
-            (None, rate),
-        ]);
+        let (a, b) = (Sweep(sweep("PREEMPT", 2)), Sweep(sweep("PREEMPT_RT", 1)));
+        let report = Report::new([(None, a), (None, b), (None, rate)]);
         let doc = Document::of(&report);
         for s in &doc.sections {
             let at = |f: fn(&Block) -> bool| s.blocks.iter().position(f).unwrap();
@@ -239,24 +251,15 @@ mod tests {
                 s.id
             );
         }
-        assert!(
-            matches!(&doc.shared[..], [Block::Figure(f)] if f.entries.len() == 2),
-            "the PREEMPT vs PREEMPT_RT overlay"
-        );
-        assert_eq!(
-            doc.figures().len(),
-            crate::figures::plan(&report).len(),
-            "every planned figure, once"
-        );
+        let overlay = matches!(&doc.shared[..], [Block::Figure(f)] if f.entries.len() == 2);
+        assert!(overlay, "the PREEMPT vs PREEMPT_RT overlay");
+        let planned = crate::figures::plan(&report).len();
+        assert_eq!(doc.figures().len(), planned, "every planned figure, once");
         assert!(matches!(&doc.summary[0], Block::Heading(h) if h == "`cyclictest-sweep`"));
-        let tables: Vec<String> = doc
-            .tables()
+        let tables = doc.tables();
+        let folded = tables
             .iter()
-            .map(|(s, t)| format!("{}-{}", s.id, t.id))
-            .collect();
-        assert!(
-            tables.contains(&"rate-points".to_owned()),
-            "folded tables count: {tables:?}"
-        );
+            .any(|(s, t)| (&*s.id, &*t.id) == ("rate", "points"));
+        assert!(folded, "folded tables count");
     }
 }

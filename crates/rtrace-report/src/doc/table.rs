@@ -300,25 +300,19 @@ impl Cell {
 mod tests {
     use super::*;
 
-    fn grouped() -> Table {
+    #[test]
+    fn a_grouped_table_splits_with_its_text_columns() {
         let mut t = Table::new(
             "t",
             1,
             columns(&["case", "min", "max", "min", "max", "min", "max"]),
         );
-        t.groups = ["a", "b", "c"]
-            .map(|n| Group {
-                name: n.into(),
-                columns: 2,
-            })
-            .to_vec();
+        let group = |n: &str| Group {
+            name: n.into(),
+            columns: 2,
+        };
+        t.groups = vec![group("a"), group("b"), group("c")];
         t.rows = vec![["0", "1", "2", "3", "4", "5", "6"].map(Cell::text).to_vec()];
-        t
-    }
-
-    #[test]
-    fn a_grouped_table_splits_with_its_text_columns() {
-        let t = grouped();
         assert_eq!(t.full_name(3), "b min");
         assert!(t.starts_group(3) && !t.starts_group(4));
         let parts = t.split(2);
@@ -330,16 +324,12 @@ mod tests {
     }
 
     #[test]
-    fn slugs_are_file_names() {
+    fn slugs_are_file_names_and_headers_show_a_unit_only_when_asked() {
         assert_eq!(
             slug("staircase ebpf (maps) usdt-nop5"),
             "staircase-ebpf-maps-usdt-nop5"
         );
         assert_eq!(slug("count()"), "count");
-    }
-
-    #[test]
-    fn headers_show_a_unit_only_when_asked() {
         assert_eq!(Column::new("p50").unit("ns").header(), "p50");
         assert_eq!(
             Column::new("increment").shown_unit("ns").header(),

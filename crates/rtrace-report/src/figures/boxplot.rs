@@ -2,9 +2,8 @@
 //! ring, and the maximum written above each box so the tail is never hidden.
 
 use super::data::BoxStats;
-use super::style;
+use super::style::{self, Area};
 use anyhow::Result;
-use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -116,7 +115,7 @@ pub fn needs_log(series: &[BoxSeries]) -> bool {
 /// Draws one box-plot panel on `area`, values shown divided by `unit_ns` (1 ns or 1000 for µs);
 /// logarithmic when the boxes span more than [`LOG_SPAN`].
 pub fn panel(
-    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    area: &Area<'_>,
     title: &str,
     y_desc: &str,
     series: &[BoxSeries],
@@ -163,7 +162,7 @@ pub fn panel(
 
 #[allow(clippy::too_many_arguments)]
 fn draw<Y>(
-    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    area: &Area<'_>,
     title: &str,
     y_desc: &str,
     series: &[BoxSeries],
@@ -180,22 +179,14 @@ where
 {
     let n = series.len().max(1);
     let x_range = Categories(n);
-    let mut chart = ChartBuilder::on(area)
+    let mut chart = style::chart(area)
         .caption(title, style::text(style::PANEL_TITLE_PX))
-        .margin(style::MARGIN_PX)
-        .x_label_area_size(style::X_AXIS_PX)
-        .y_label_area_size(style::Y_AXIS_PX)
         .build_cartesian_2d(x_range, y)?;
-    chart
-        .configure_mesh()
+    style::mesh(&mut chart)
         .disable_x_mesh()
-        .light_line_style(WHITE)
-        .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
         .y_desc(y_desc)
         .x_label_formatter(&|_| String::new())
         .y_label_formatter(&|v| y_label(*v))
-        .axis_desc_style(style::text(style::AXIS_PX))
-        .label_style(style::text(style::LABEL_PX))
         .draw()?;
     let two_rows = series.len() > ONE_ROW;
     let row = |i: usize, px: u32| {
@@ -270,13 +261,8 @@ pub fn figure(
     } else {
         size
     };
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE)?;
-        let body = root.titled(title, style::text(style::TITLE_PX))?;
-        let (_, h) = body.dim_in_pixel();
-        let (plots, key) = body.split_vertically(h - style::TITLE_PX * 2);
+    style::svg(size, |root| {
+        let (plots, key) = style::titled(root, title)?;
         let n = groups.len().max(1);
         let panels = plots.split_evenly(if crowded { (n, 1) } else { (1, n) });
         for (i, ((panel_title, series), area)) in groups.iter().zip(&panels).enumerate() {
@@ -288,15 +274,8 @@ pub fn figure(
                 unit_ns,
             )?;
         }
-        let (w, _) = key.dim_in_pixel();
-        key.draw(&Text::new(
-            KEY,
-            (w as i32 / 2, 0),
-            style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top)),
-        ))?;
-        root.present()?;
-    }
-    Ok(svg)
+        style::key(&key, KEY)
+    })
 }
 
 #[cfg(test)]

@@ -31,25 +31,16 @@ pub fn figure(title: &str, r: &EventsResult, w: Workload) -> Result<String> {
         })
         .fold(100.0f64, f64::max)
         * 2.0;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, style::WIDE).into_drawing_area();
-        root.fill(&WHITE)?;
+    style::svg(style::WIDE, |root| {
         let body = root.titled(title, style::text(style::TITLE_PX))?;
-        let mut chart = ChartBuilder::on(&body)
-            .margin(style::MARGIN_PX)
-            .x_label_area_size(style::X_AXIS_PX)
-            .y_label_area_size(style::Y_AXIS_PX)
-            .build_cartesian_2d(-0.5..n - 0.5, (FLOOR..top).log_scale())?;
+        let mut chart =
+            style::chart(&body).build_cartesian_2d(-0.5..n - 0.5, (FLOOR..top).log_scale())?;
         let names: Vec<String> = features
             .iter()
             .map(|f| format!("{:02}", f.number()))
             .collect();
-        chart
-            .configure_mesh()
+        style::mesh(&mut chart)
             .disable_x_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
             .x_labels(features.len() + 1)
             .x_label_formatter(&|x| {
                 let i = x.round();
@@ -62,8 +53,6 @@ pub fn figure(title: &str, r: &EventsResult, w: Workload) -> Result<String> {
             .x_desc("experiment (Gregg's numbering; names in the table)")
             .y_desc("cost per event (ns, log scale)")
             .y_label_formatter(&|v| format!("{v:.0}"))
-            .axis_desc_style(style::text(style::AXIS_PX))
-            .label_style(style::text(style::LABEL_PX))
             .draw()?;
         let width = 0.8 / tracers.len().max(1) as f64;
         for (k, &t) in tracers.iter().enumerate() {
@@ -116,7 +105,6 @@ pub fn figure(title: &str, r: &EventsResult, w: Workload) -> Result<String> {
             .border_style(RGBColor(0xcc, 0xcc, 0xcc))
             .label_font(style::text(style::LABEL_PX))
             .draw()?;
-        root.present()?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }

@@ -1,9 +1,11 @@
 //! Line figures over binned histograms: the frequency polygon (thesis Fig 3.2, linear share) and
 //! the histogram overlay with a logarithmic count axis (Fig 3.5).
 
-use super::style;
+use super::data::bins;
+use super::style::{self, Area};
+use super::US;
 use anyhow::Result;
-use plotters::coord::Shift;
+use hdrhistogram::Histogram;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -41,22 +43,10 @@ fn extent(series: &[Series], f: impl Fn(&(f64, f64)) -> f64) -> (f64, f64) {
 
 /// Title on top, the note (units, binning) at the bottom, the legend of `series` in a column on
 /// the right; returns the plot area.
-fn frame<'a>(
-    root: &DrawingArea<SVGBackend<'a>, Shift>,
-    title: &str,
-    note: &str,
-    series: &[Series],
-) -> Result<DrawingArea<SVGBackend<'a>, Shift>> {
-    root.fill(&WHITE)?;
-    let body = root.titled(title, style::text(style::TITLE_PX))?;
-    let (w, h) = body.dim_in_pixel();
-    let (main, key) = body.split_vertically(h - style::TITLE_PX * 2);
-    let (kw, _) = key.dim_in_pixel();
-    key.draw(&Text::new(
-        note.to_owned(),
-        (kw as i32 / 2, 0),
-        style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top)),
-    ))?;
+fn frame<'a>(root: &Area<'a>, title: &str, note: &str, series: &[Series]) -> Result<Area<'a>> {
+    let (main, key) = style::titled(root, title)?;
+    style::key(&key, note)?;
+    let (w, _) = main.dim_in_pixel();
     let (plot, legend) = main.split_horizontally(w - LEGEND_PX);
     for (i, s) in series.iter().enumerate() {
         let y = style::MARGIN_PX as i32 * 2 + i as i32 * LEGEND_ROW_PX;
@@ -72,11 +62,7 @@ fn frame<'a>(
 }
 
 /// Draws `points` (pixel coordinates of the legend) in `look`: solid or dashed.
-fn swatch(
-    area: &DrawingArea<SVGBackend<'_>, Shift>,
-    points: Vec<(i32, i32)>,
-    look: style::Look,
-) -> Result<()> {
+fn swatch(area: &Area<'_>, points: Vec<(i32, i32)>, look: style::Look) -> Result<()> {
     let stroke = look.colour.stroke_width(3);
     match look.dash {
         None => area.draw(&PathElement::new(points, stroke))?,
@@ -111,60 +97,65 @@ pub fn polygon(
     note: &str,
     series: &[Series],
 ) -> Result<String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, style::LEGEND_SIZE).into_drawing_area();
-        let plot = frame(&root, title, note, series)?;
+    style::svg(style::LEGEND_SIZE, |root| {
+        let plot = frame(root, title, note, series)?;
         let (x0, x1) = extent(series, |p| p.0);
         let (_, y1) = extent(series, |p| p.1);
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(style::MARGIN_PX)
-            .x_label_area_size(style::X_AXIS_PX)
-            .y_label_area_size(style::Y_AXIS_PX)
-            .build_cartesian_2d(x0..x1, 0.0..y1 * HEADROOM)?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
+        let mut chart = style::chart(&plot).build_cartesian_2d(x0..x1, 0.0..y1 * HEADROOM)?;
+        style::mesh(&mut chart)
             .x_desc(x_desc)
             .y_desc(y_desc)
             .x_label_formatter(&|v| style::tick(*v))
             .y_label_formatter(&|v| style::tick(*v))
-            .axis_desc_style(style::text(style::AXIS_PX))
-            .label_style(style::text(style::LABEL_PX))
             .draw()?;
         for s in series {
             draw_line(&mut chart, s.points.clone(), s.look)?;
         }
-        root.present()?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
-/// Histograms as steps over a logarithmic count axis; `width` is the bin width in x units.
+/// Histograms in µs, in bins of `width` ns up to the one of `hi` ns, as steps over a
+/// logarithmic count axis; `per` names what they count (`gaps`), `note` says what the figure
+/// shows given the samples beyond the x axis (`None`: every one is shown).
 pub fn log_steps(
     title: &str,
     x_desc: &str,
-    y_desc: &str,
-    note: &str,
-    width: f64,
-    series: &[Series],
+    per: &str,
+    hists: &[(String, style::Look, Histogram<u64>)],
+    (hi, width): (u64, u64),
+    note: impl Fn(Option<String>) -> String,
 ) -> Result<String> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, style::LEGEND_SIZE).into_drawing_area();
-        let plot = frame(&root, title, note, series)?;
+    let n = (hi / width + 1) as usize;
+    let end = n as u64 * width;
+    let beyond: Vec<String> = hists
+        .iter()
+        .map(|(label, _, h)| (label, h.count_between(end, h.max().max(end))))
+        .filter(|(_, k)| *k > 0)
+        .map(|(label, k)| format!("{label} {k}"))
+        .collect();
+    let note = &note((!beyond.is_empty()).then(|| beyond.join(", ")));
+    let series = &hists
+        .iter()
+        .map(|(label, look, h)| {
+            let points = bins(h, 0, width, n).into_iter();
+            let points = points.map(|(x, k)| (x as f64 / US, k as f64)).collect();
+            Series {
+                label: label.clone(),
+                look: *look,
+                points,
+            }
+        })
+        .collect::<Vec<_>>();
+    let width = width as f64 / US;
+    let y_desc = &format!("{per} per {} µs bin (log scale)", style::tick(width));
+    style::svg(style::LEGEND_SIZE, |root| {
+        let plot = frame(root, title, note, series)?;
         let (x0, x1) = extent(series, |p| p.0);
         let (_, y1) = extent(series, |p| p.1);
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(style::MARGIN_PX)
-            .x_label_area_size(style::X_AXIS_PX)
-            .y_label_area_size(style::Y_AXIS_PX)
+        let mut chart = style::chart(&plot)
             .build_cartesian_2d(x0..x1 + width, (LOG_FLOOR..y1.max(1.0) * 2.0).log_scale())?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
+        style::mesh(&mut chart)
             .x_desc(x_desc)
             .y_desc(y_desc)
             .x_label_formatter(&|v| style::tick(*v))
@@ -175,8 +166,6 @@ pub fn log_steps(
                     format!("{v:.0}")
                 }
             })
-            .axis_desc_style(style::text(style::AXIS_PX))
-            .label_style(style::text(style::LABEL_PX))
             .draw()?;
         for s in series {
             let steps = s.points.iter().flat_map(|&(x, c)| {
@@ -185,7 +174,6 @@ pub fn log_steps(
             });
             draw_line(&mut chart, steps.collect(), s.look)?;
         }
-        root.present()?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }

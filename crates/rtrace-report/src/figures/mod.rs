@@ -345,22 +345,12 @@ pub fn plan(report: &Report) -> Vec<Figure> {
 mod tests {
     use super::*;
     use crate::fixtures;
-    use crate::result::AnyResult;
-
-    fn report() -> Report {
-        Report::new([
-            (None, AnyResult::Usdt(fixtures::usdt())),
-            (
-                None,
-                AnyResult::Sweep(fixtures::sweep("PREEMPT_DYNAMIC (full)", 2)),
-            ),
-            (None, AnyResult::Sweep(fixtures::sweep("PREEMPT_RT", 1))),
-        ])
-    }
 
     #[test]
-    fn every_thesis_figure_is_planned() {
-        let files: Vec<String> = plan(&report()).into_iter().map(|f| f.file).collect();
+    fn every_thesis_figure_is_planned_and_renders_with_labelled_axes() {
+        let report = fixtures::report();
+        let plan = plan(&report);
+        let files: Vec<&str> = plan.iter().map(|f| f.file.as_str()).collect();
         assert_eq!(
             files,
             [
@@ -376,12 +366,7 @@ mod tests {
                 "preemption-usdt-lttng-histogram.svg",
             ]
         );
-    }
-
-    #[test]
-    fn figures_render_with_labelled_axes() {
-        let report = report();
-        for f in plan(&report) {
+        for f in plan {
             let svg = f.render(&report).unwrap();
             assert!(svg.starts_with("<svg"), "{}", f.file);
             assert!(

@@ -45,20 +45,11 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
         .flat_map(|s| s.2.iter().map(|p| p.1))
         .fold(1.0f64, f64::max)
         * 3.0;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, style::SIZE).into_drawing_area();
-        root.fill(&WHITE)?;
+    style::svg(style::SIZE, |root| {
         let body = root.titled(title, style::text(style::TITLE_PX))?;
-        let mut chart = ChartBuilder::on(&body)
-            .margin(style::MARGIN_PX)
-            .x_label_area_size(style::X_AXIS_PX)
-            .y_label_area_size(style::Y_AXIS_PX)
+        let mut chart = style::chart(&body)
             .build_cartesian_2d((lo..hi * 1.5).log_scale(), (ZERO..ymax).log_scale())?;
-        chart
-            .configure_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
+        style::mesh(&mut chart)
             .x_desc("events per second fired")
             .y_desc("events lost (%, log scale; 0 at the bottom)")
             .x_label_formatter(&|v| {
@@ -77,11 +68,9 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
                     format!("{v}")
                 }
             })
-            .axis_desc_style(style::text(style::AXIS_PX))
-            .label_style(style::text(style::LABEL_PX))
             .draw()?;
         for (label, look, pts, max) in &series {
-            let line = look.colour.stroke_width(2);
+            let (look, line) = (*look, look.colour.stroke_width(2));
             chart
                 .draw_series(LineSeries::new(pts.clone(), line))?
                 .label(label.clone())
@@ -103,7 +92,6 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
             .border_style(RGBColor(0xcc, 0xcc, 0xcc))
             .label_font(style::text(style::LABEL_PX))
             .draw()?;
-        root.present()?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }

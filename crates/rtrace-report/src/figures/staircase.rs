@@ -61,26 +61,16 @@ pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
         .map(|r| r.2.min(r.3).min(r.4))
         .fold(0.0f64, f64::min);
     let size = (style::WIDE.0, FRAME_PX + ROW_PX * n as u32);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE)?;
-        let body = root.titled(title, style::text(style::TITLE_PX))?;
-        let (_, h) = body.dim_in_pixel();
-        let (plot, key) = body.split_vertically(h - style::TITLE_PX * 2);
+    style::svg(size, |root| {
+        let (plot, key) = style::titled(root, title)?;
         // Row i at y = n - 1 - i: the first step on top.
         let y = |i: usize| (n - 1 - i) as f64;
         let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(style::MARGIN_PX)
-            .x_label_area_size(style::X_AXIS_PX)
+        let mut chart = style::chart(&plot)
             .y_label_area_size(label_area(&labels))
             .build_cartesian_2d(xmin..xmax, -0.5..(n as f64 - 0.5))?;
-        chart
-            .configure_mesh()
+        style::mesh(&mut chart)
             .disable_y_mesh()
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
             .x_desc("extra ns per hit over case 0")
             .y_labels(n)
             .y_label_formatter(&|v| {
@@ -91,8 +81,6 @@ pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
                 labels[n - 1 - r as usize].clone()
             })
             .x_label_formatter(&|v| style::grouped(*v))
-            .axis_desc_style(style::text(style::AXIS_PX))
-            .label_style(style::text(style::LABEL_PX))
             .draw()?;
         for (i, (_, colour, below, height, low, high, increment)) in rows.iter().enumerate() {
             let yc = y(i);
@@ -122,15 +110,8 @@ pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
             chart.draw_series([EmptyElement::at((b.max(*high), yc))
                 + Text::new(format!("{:+} ns", increment.round() + 0.0), (8, 0), note)])?;
         }
-        let (w, _) = key.dim_in_pixel();
-        key.draw(&Text::new(
-            KEY,
-            (w as i32 / 2, 0),
-            style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top)),
-        ))?;
-        root.present()?;
-    }
-    Ok(svg)
+        style::key(&key, KEY)
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,11 @@
 //! One look for every figure: sizes, fonts, and a colour per tracer that is the same everywhere.
 
+use anyhow::Result;
+use plotters::chart::MeshStyle;
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{FontFamily, RGBColor, TextStyle};
 use rtrace_measure::sweep::{Configuration, Space};
 use rtrace_tracer::TracerKind;
@@ -95,6 +101,62 @@ pub const SERIES: [RGBColor; 6] = [
     RGBColor(0x94, 0x67, 0xbd),
     RGBColor(0x8c, 0x56, 0x4b),
 ];
+
+/// A part of an SVG figure.
+pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// An SVG of `size` pixels, drawn by `draw` on its white root.
+pub fn svg(size: (u32, u32), draw: impl FnOnce(&Area) -> Result<()>) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE)?;
+        draw(&root)?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// `area` under `title`, split into the plot and a strip for the key underneath.
+pub fn titled<'a>(area: &Area<'a>, title: &str) -> Result<(Area<'a>, Area<'a>)> {
+    let body = area.titled(title, text(TITLE_PX))?;
+    let (_, h) = body.dim_in_pixel();
+    Ok(body.split_vertically(h - TITLE_PX * 2))
+}
+
+/// `note` centred at the top of the key strip.
+pub fn key(key: &Area, note: &str) -> Result<()> {
+    let (w, _) = key.dim_in_pixel();
+    let centred = muted(NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top));
+    key.draw(&Text::new(note.to_owned(), (w as i32 / 2, 0), centred))?;
+    Ok(())
+}
+
+/// A chart on `area` with the usual margin and axis room.
+pub fn chart<'a, 'b>(area: &'a Area<'b>) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut chart = ChartBuilder::on(area);
+    chart
+        .margin(MARGIN_PX)
+        .x_label_area_size(X_AXIS_PX)
+        .y_label_area_size(Y_AXIS_PX);
+    chart
+}
+
+/// The mesh of `chart` in the usual look: light grid, axis fonts.
+pub fn mesh<'a, 'b, 's, X, Y>(
+    chart: &'b mut ChartContext<'a, SVGBackend<'s>, Cartesian2d<X, Y>>,
+) -> MeshStyle<'a, 'b, X, Y, SVGBackend<'s>>
+where
+    X: Ranged + ValueFormatter<X::ValueType>,
+    Y: Ranged + ValueFormatter<Y::ValueType>,
+{
+    let mut mesh = chart.configure_mesh();
+    mesh.light_line_style(WHITE)
+        .bold_line_style(RGBColor(0xe4, 0xe4, 0xe4))
+        .axis_desc_style(text(AXIS_PX))
+        .label_style(text(LABEL_PX));
+    mesh
+}
 
 pub fn text(px: u32) -> TextStyle<'static> {
     TextStyle::from((FONT, px)).color(&TEXT)

@@ -1,9 +1,8 @@
 //! What the sweep figures draw: the runs of Figs 3.3 and 3.4, and overlaid latency histograms
 //! with a log count axis (per configuration, or across kernels as in Fig 3.5).
 
-use super::data::{bins, nice_width};
-use super::lines::{self, Series};
-use super::{decode, style, US};
+use super::data::nice_width;
+use super::{decode, lines, style};
 use anyhow::Result;
 use rtrace_measure::sweep::{Configuration, Source, Space, SweepResult, SweepRun};
 
@@ -36,56 +35,27 @@ pub(super) fn latency_histograms(
 ) -> Result<String> {
     let hists = series
         .into_iter()
-        .map(|(label, h)| Ok((label, decode(h)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let hi = hists
-        .iter()
-        .map(|(_, h)| h.value_at_quantile(HISTOGRAM_TOP_QUANTILE))
-        .max()
-        .unwrap_or(1);
-    let width = nice_width(hi, HISTOGRAM_BINS).max(MIN_LATENCY_BIN_NS);
-    let n = (hi / width + 1) as usize;
-    let beyond: Vec<String> = hists
-        .iter()
-        .map(|(label, h)| {
-            (
-                label,
-                h.count_between(n as u64 * width, h.max().max(n as u64 * width)),
-            )
-        })
-        .filter(|(_, k)| *k > 0)
-        .map(|(label, k)| format!("{label} {k}"))
-        .collect();
-    let note = if beyond.is_empty() {
-        "every sample is shown".to_owned()
-    } else {
-        format!(
-            "x axis up to the largest p99.99; wake-ups beyond it: {} (see the max in the tables)",
-            beyond.join(", ")
-        )
-    };
-    let series: Vec<Series> = hists
-        .iter()
         .zip(colours)
-        .map(|((label, h), colour)| Series {
-            label: label.clone(),
-            look: style::Look { colour, dash: None },
-            points: bins(h, 0, width, n)
-                .into_iter()
-                .map(|(x, k)| (x as f64 / US, k as f64))
-                .collect(),
-        })
-        .collect();
+        .map(|((label, h), colour)| Ok((label, style::Look { colour, dash: None }, decode(h)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let top = hists
+        .iter()
+        .map(|(_, _, h)| h.value_at_quantile(HISTOGRAM_TOP_QUANTILE));
+    let hi = top.max().unwrap_or(1);
+    let width = nice_width(hi, HISTOGRAM_BINS).max(MIN_LATENCY_BIN_NS);
+    let x_desc = "wake-up latency (µs)";
     lines::log_steps(
         title,
-        "wake-up latency (µs)",
-        &format!(
-            "wake-ups per {} µs bin (log scale)",
-            style::tick(width as f64 / US)
+        x_desc,
+        "wake-ups",
+        &hists,
+        (hi, width),
+        |beyond| match beyond {
+            None => "every sample is shown".to_owned(),
+            Some(b) => format!(
+            "x axis up to the largest p99.99; wake-ups beyond it: {b} (see the max in the tables)"
         ),
-        &note,
-        width as f64 / US,
-        &series,
+        },
     )
 }
 

@@ -161,7 +161,7 @@ pub(super) fn polygon(title: &str, runs: &[&CaseResult]) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
+    use TracerKind::{Bpftrace, Ebpf, Ftrace, Lttng};
 
     /// Series in one panel of the thesis job, at most (8 on the USDT hook: ftrace, 3 eBPF modes,
     /// 2 LTTng event kinds, 2 bpftrace modes).
@@ -169,38 +169,34 @@ mod tests {
 
     /// The thesis job's shape: every hook kind, every mode and event kind.
     fn thesis_job() -> UsdtResult {
-        let mut r = fixtures::usdt();
-        let base: Vec<CaseResult> = r.runs.clone();
+        let mut r = crate::fixtures::usdt();
+        let base: Vec<CaseResult> = std::mem::take(&mut r.runs);
         let modes: [(TracerKind, &[&str]); 4] = [
-            (TracerKind::Ftrace, &[""]),
-            (TracerKind::Ebpf, &["record", "record-wakeup", "aggregate"]),
-            (TracerKind::Lttng, &["tracepoint", "tracef"]),
-            (TracerKind::Bpftrace, &["record", "aggregate"]),
+            (Ftrace, &[""]),
+            (Ebpf, &["record", "record-wakeup", "aggregate"]),
+            (Lttng, &["tracepoint", "tracef"]),
+            (Bpftrace, &["record", "aggregate"]),
         ];
-        r.runs.clear();
-        for hook in HookKind::ALL {
-            for case in Case::ALL {
-                if case == Case::Baseline {
-                    if hook == HookKind::UsdtNop5 {
-                        continue; // the barrier baseline serves both static kinds
-                    }
-                    let mut c = base[0].clone();
-                    c.hook_kind = hook;
-                    c.variant = hook.variant(None);
+        for (hook, case) in HookKind::ALL
+            .into_iter()
+            .flat_map(|h| Case::ALL.map(|c| (h, c)))
+        {
+            // The barrier baseline serves both static kinds.
+            let baseline = [(TracerKind::None, &[""][..])];
+            let tracers = match case {
+                Case::Baseline if hook == HookKind::UsdtNop5 => &[][..],
+                Case::Baseline => &baseline[..],
+                _ => &modes[..],
+            };
+            for (t, ms) in tracers
+                .iter()
+                .filter(|(t, _)| *t != Lttng || hook == HookKind::Usdt)
+            {
+                for m in *ms {
+                    let mut c = base.iter().find(|c| c.case == case).unwrap().clone();
+                    (c.tracer, c.hook_kind) = (*t, hook);
+                    c.variant = hook.variant((!m.is_empty()).then_some(*m));
                     r.runs.push(c);
-                    continue;
-                }
-                for (t, ms) in modes {
-                    if t == TracerKind::Lttng && hook != HookKind::Usdt {
-                        continue;
-                    }
-                    for m in ms {
-                        let mut c = base.iter().find(|c| c.case == case).unwrap().clone();
-                        c.tracer = t;
-                        c.hook_kind = hook;
-                        c.variant = hook.variant((!m.is_empty()).then_some(*m));
-                        r.runs.push(c);
-                    }
                 }
             }
         }
@@ -210,27 +206,23 @@ mod tests {
     #[test]
     fn every_panel_of_the_thesis_job_is_legible() {
         let r = thesis_job();
-        let thesis: Vec<String> = picked(&r, Pick::Thesis, Case::Traced)
-            .iter()
-            .map(|c| mode_label(c))
-            .collect();
+        let thesis = picked(&r, Pick::Thesis, Case::Traced);
+        let thesis: Vec<String> = thesis.iter().map(|c| mode_label(c)).collect();
         assert_eq!(thesis, ["ftrace", "ebpf (record)", "lttng (tracef)"]);
-        for hook in HookKind::ALL {
-            for case in Case::ALL {
-                let runs = picked(&r, Pick::Hook(hook), case);
-                assert!(!runs.is_empty(), "{hook} case {}", case.number());
-                assert!(runs.len() <= MAX_SERIES, "{hook}: {} series", runs.len());
-                let labels: Vec<String> = runs.iter().map(|c| mode_label(c)).collect();
-                let looks = looks(&runs);
-                for i in 0..runs.len() {
-                    for j in i + 1..runs.len() {
-                        assert_ne!(labels[i], labels[j], "{hook}: two series named alike");
-                        assert_ne!(
-                            looks[i], looks[j],
-                            "{hook}: {} and {} look alike",
-                            labels[i], labels[j]
-                        );
-                    }
+        for (hook, case) in HookKind::ALL
+            .into_iter()
+            .flat_map(|h| Case::ALL.map(|c| (h, c)))
+        {
+            let runs = picked(&r, Pick::Hook(hook), case);
+            assert!(!runs.is_empty(), "{hook} case {}", case.number());
+            assert!(runs.len() <= MAX_SERIES, "{hook}: {} series", runs.len());
+            let labels: Vec<String> = runs.iter().map(|c| mode_label(c)).collect();
+            let looks = looks(&runs);
+            for i in 0..runs.len() {
+                for j in i + 1..runs.len() {
+                    assert_ne!(labels[i], labels[j], "{hook}: two series named alike");
+                    let (a, b) = (&labels[i], &labels[j]);
+                    assert_ne!(looks[i], looks[j], "{hook}: {a} and {b} look alike");
                 }
             }
         }

@@ -11,7 +11,7 @@ use rtrace_measure::sweep::{Accounting, AccountingRule, Skipped, SweepResult};
 
 /// The section of sweep result `r` (entry `e` of `report`).
 pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
-    let c = &r.config;
+    let (c, usdt) = (&r.config, shift::usdt_beside(report, r));
     let mut s = Section::new(
         e,
         "wake-up latency",
@@ -20,11 +20,9 @@ pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
             c.loops, c.interval_us, c.run.cpu, c.main_cpu, c.run.priority.unwrap_or(0), e.kernel(),
             r.environment.cpu_model, c.histogram_limit_us
         ),
+        crate::summary::sweep(r, usdt),
+        Some(Block::Paragraph(format!("{}.", notes(r).join(". ")))),
     );
-    let usdt = shift::usdt_beside(report, r);
-    s.summary = crate::summary::sweep(r, &e.warnings, usdt);
-    s.push(Block::Paragraph(format!("{}.", notes(r).join(". "))));
-    s.push(Block::Warnings(e.warnings.clone()));
     s.push(Block::Heading(
         "Latency per configuration (µs) and event accounting".into(),
     ));
@@ -50,7 +48,7 @@ pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
             "No ratios to no tracer: {err:#}."
         ))),
     }
-    s.close(e, serde_json::to_string_pretty(&r.config));
+    s.close(e, &[], &r.config);
     s
 }
 
@@ -148,14 +146,11 @@ pub fn latency(r: &SweepResult) -> Table {
 mod tests {
     use super::*;
     use crate::doc::Value;
-    use crate::fixtures;
 
     #[test]
     fn one_row_per_run_with_every_column() {
-        let mut r = fixtures::sweep("PREEMPT_RT", 1);
-        if let Some(a) = r.runs[1].accounting.as_mut() {
-            a.ok = false;
-        }
+        let mut r = crate::fixtures::sweep("PREEMPT_RT", 1);
+        r.runs[1].accounting.as_mut().unwrap().ok = false;
         let t = latency(&r);
         assert_eq!(t.rows.len(), r.runs.len());
         for row in &t.rows {
@@ -164,10 +159,7 @@ mod tests {
         }
         let failed = &t.rows[1][14];
         assert!(failed.flagged && failed.shown == "FAILED", "{failed:?}");
-        assert_eq!(
-            t.rows[0][4].value,
-            Value::Number(r.runs[0].latency.mean_ns / 1000.0),
-            "µs at full precision"
-        );
+        let mean = Value::Number(r.runs[0].latency.mean_ns / 1000.0);
+        assert_eq!(t.rows[0][4].value, mean, "µs at full precision");
     }
 }

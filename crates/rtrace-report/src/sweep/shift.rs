@@ -188,6 +188,9 @@ pub fn table(r: &SweepResult, usdt: Option<&UsdtResult>) -> Option<Table> {
 mod tests {
     use super::*;
     use crate::fixtures;
+    use rtrace_measure::usdt::CaseResult;
+    use Configuration::{UretprobeEbpf, UsdtFtrace};
+    use TracerKind::{Ebpf, Ftrace};
 
     #[test]
     fn shifts_pair_rounds_and_carry_an_interval() {
@@ -205,86 +208,60 @@ mod tests {
             assert!(x.per_hit.is_none(), "no usdt result given");
         }
         let t = table(&r, None).unwrap();
-        for row in &t.rows {
-            assert_eq!(row.len(), t.columns.len());
-        }
+        assert!(t.rows.iter().all(|row| row.len() == t.columns.len()));
         let p50 = s[0].p50.unwrap();
-        assert_eq!(
-            t.rows[0][2].value,
-            crate::doc::Value::Interval {
-                estimate: p50.estimate / 1000.0,
-                low: p50.low.map(|l| l / 1000.0),
-                high: p50.high.map(|h| h / 1000.0),
-            },
-            "µs at full precision"
-        );
+        let us = |x: f64| x / 1e3;
+        let (estimate, low, high) = (us(p50.estimate), p50.low.map(us), p50.high.map(us));
+        let want = crate::doc::Value::Interval {
+            estimate,
+            low,
+            high,
+        };
+        assert_eq!(t.rows[0][2].value, want, "µs at full precision");
     }
 
     #[test]
     fn per_hit_comes_from_the_same_tracer_and_mode() {
-        let r = fixtures::sweep("PREEMPT_RT", 1);
+        let mut r = fixtures::sweep("PREEMPT_RT", 1);
         let mut u = fixtures::usdt();
         u.config.run.tracer_options = r.config.run.tracer_options.clone();
+        let per_hit = |c: &CaseResult| Extra::of(&u, c)?.difference(Stat::SteadyMean);
+        let expected = per_hit(&u.runs[1]).unwrap(); // ftrace case 1
         let s = shifts(&r, Some(&u));
-        let ftrace = s
-            .iter()
-            .find(|x| x.run.config == Configuration::UsdtFtrace)
-            .unwrap();
-        let expected = u
-            .runs
-            .iter()
-            .find(|c| c.case == Case::Traced && c.tracer == TracerKind::Ftrace)
-            .and_then(|c| Extra::of(&u, c)?.difference(Stat::SteadyMean))
-            .unwrap();
+        let ftrace = s.iter().find(|x| x.run.config == UsdtFtrace).unwrap();
         assert_eq!(ftrace.per_hit, Some(expected));
         assert!(ftrace.ratio().is_some());
         // cyclictest's row of the same configuration fires a uretprobe: its per-hit cost is the
-        // uretprobe's, not the USDT probe's.
-        let mut r = r;
-        r.runs.push(fixtures::sweep_run(
-            Configuration::UsdtFtrace,
-            Source::Cyclictest,
-            13_000,
-        ));
-        for (tracer, case, ns) in [
+        // uretprobe's, not the USDT probe's. A mode-carrying tracer on another hook: its variant
+        // names both ("record, uretprobe").
+        let more = [
+            (UsdtFtrace, Source::Cyclictest, 13_000),
+            (UretprobeEbpf, Source::Builtin, 12_500),
+        ];
+        r.runs
+            .extend(more.map(|(c, src, ns)| fixtures::sweep_run(c, src, ns)));
+        let runs = [
             (TracerKind::None, Case::Baseline, 15),
-            (TracerKind::Ftrace, Case::Traced, 1_000),
-        ] {
+            (Ftrace, Case::Traced, 1_000),
+        ];
+        for (tracer, case, ns) in runs.into_iter().chain([(Ebpf, Case::Traced, 900)]) {
             let mut run = fixtures::case(tracer, case, ns, 0);
             run.hook_kind = HookKind::Uretprobe;
+            run.variant = (tracer == Ebpf).then(|| "record, uretprobe".into());
             u.runs.push(run);
         }
+        let n = u.runs.len();
+        let per_hit = |c: &CaseResult| Extra::of(&u, c)?.difference(Stat::SteadyMean);
+        let (uretprobe, ebpf) = (per_hit(&u.runs[n - 2]).unwrap(), per_hit(&u.runs[n - 1]));
         let s = shifts(&r, Some(&u));
-        let cross = s
-            .iter()
-            .find(|x| {
-                x.run.config == Configuration::UsdtFtrace && x.run.source == Source::Cyclictest
-            })
-            .unwrap();
-        let uretprobe = Extra::of(&u, u.runs.last().unwrap())
-            .and_then(|e| e.difference(Stat::SteadyMean))
-            .unwrap();
-        assert_eq!(cross.per_hit, Some(uretprobe));
+        let row = |c, src| {
+            s.iter()
+                .find(|x| x.run.config == c && x.run.source == src)
+                .unwrap()
+        };
+        assert_eq!(row(UsdtFtrace, Source::Cyclictest).per_hit, Some(uretprobe));
         assert!(uretprobe.estimate > expected.estimate + 300.0);
-        // A mode-carrying tracer on another hook: its variant names both ("record, uretprobe").
-        let mut ebpf = fixtures::case(TracerKind::Ebpf, Case::Traced, 900, 0);
-        ebpf.hook_kind = HookKind::Uretprobe;
-        ebpf.variant = Some("record, uretprobe".into());
-        u.runs.push(ebpf);
-        r.runs.push(fixtures::sweep_run(
-            Configuration::UretprobeEbpf,
-            Source::Builtin,
-            12_500,
-        ));
-        let ebpf = shifts(&r, Some(&u))
-            .into_iter()
-            .find(|x| x.run.config == Configuration::UretprobeEbpf)
-            .unwrap();
-        assert_eq!(
-            ebpf.per_hit,
-            Extra::of(&u, u.runs.last().unwrap()).and_then(|e| e.difference(Stat::SteadyMean))
-        );
-        assert!(ebpf.per_hit.is_some());
+        assert!(ebpf.is_some() && row(UretprobeEbpf, Source::Builtin).per_hit == ebpf);
         // Another recording mode: not the same measurement, no per-hit cost.
         u.config.run.tracer_options["record"] = "overwrite".into();
         assert!(shifts(&r, Some(&u)).iter().all(|x| x.per_hit.is_none()));

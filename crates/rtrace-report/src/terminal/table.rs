@@ -1,13 +1,17 @@
-//! A table as aligned plain text: text columns left-aligned, the others right-aligned, two
-//! spaces between columns and four where a column group starts, group names centred above their
-//! columns. A table wider than [`WIDTH`] is split into parts of fewer groups, then its widest
-//! columns wrap their text (numbers never wrap, only their headers).
+//! A table as plain text, laid out by comfy-table: a header, a rule under it, columns separated
+//! by spaces, text columns left-aligned and the others right-aligned, a group's name as the first
+//! line of its first column's header. A table wider than [`WIDTH`] is split into parts of fewer
+//! groups, then its text columns and headers wrap (numbers never do).
 
 use super::Paint;
 use crate::doc::Table;
+use comfy_table::{
+    Attribute, CellAlignment, Color, ColumnConstraint, ContentArrangement, ContentLineStyle,
+    LineStyle, TableStyle, Width,
+};
 
 /// Columns a table may take.
-pub const WIDTH: usize = 160;
+pub const WIDTH: u16 = 160;
 
 /// Columns `s` takes on a terminal: combining marks (the macron of `x̄`) take none.
 pub fn cols(s: &str) -> usize {
@@ -16,15 +20,28 @@ pub fn cols(s: &str) -> usize {
         .count()
 }
 
+/// No border; a space between columns and a rule under the header.
+const STYLE: TableStyle = TableStyle::new()
+    .header_lines(ContentLineStyle::none().junction(' '))
+    .header_separator(LineStyle::none().fill('-').junction(' '))
+    .content_lines(ContentLineStyle::none().junction(' '));
+
 /// `t` in as few parts as fit [`WIDTH`] (a grouped table split between its groups), each part
 /// wrapped to fit.
 pub fn render(t: &Table, paint: Paint) -> String {
+    let natural = |p: &Table| {
+        let w = layout(p, paint).column_max_content_widths();
+        w.iter().map(|&w| usize::from(w) + 1).sum::<usize>() - 1
+    };
     let parts = (1..=t.groups.len().max(1))
         .rev()
         .map(|n| t.split(n))
-        .find(|parts| parts.iter().all(|p| width(p, &natural(p)) <= WIDTH))
+        .find(|parts| parts.iter().all(|p| natural(p) <= WIDTH.into()))
         .unwrap_or_else(|| t.split(1));
-    let parts: Vec<String> = parts.iter().map(|p| aligned(p, paint)).collect();
+    let parts: Vec<String> = parts
+        .iter()
+        .map(|p| layout(p, paint).trim_fmt() + "\n")
+        .collect();
     parts.join("\n")
 }
 
@@ -33,169 +50,50 @@ pub fn plain(t: &Table) -> String {
     render(t, Paint::new(false))
 }
 
-/// The gap before column `i`: wider where a group starts.
-fn gap(t: &Table, i: usize) -> usize {
-    match i {
-        0 => 0,
-        _ if t.starts_group(i) => 4,
-        _ => 2,
+/// `t` as a comfy-table of at most [`WIDTH`] columns.
+fn layout(t: &Table, paint: Paint) -> comfy_table::Table {
+    let align = |i: usize| match i < t.text_columns {
+        true => CellAlignment::Left,
+        false => CellAlignment::Right,
+    };
+    let mut out = comfy_table::Table::new();
+    out.load_style(STYLE)
+        .force_no_tty()
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(WIDTH);
+    if paint.colour {
+        out.enforce_styling();
     }
-}
-
-fn width(t: &Table, w: &[usize]) -> usize {
-    w.iter().enumerate().map(|(i, w)| w + gap(t, i)).sum()
-}
-
-/// Each column's width unwrapped: its header, its cells, and room for its group's name.
-fn natural(t: &Table) -> Vec<usize> {
-    let mut w: Vec<usize> = (0..t.columns.len())
-        .map(|i| {
-            t.rows
-                .iter()
-                .map(|r| cols(&r[i].shown))
-                .chain([cols(&t.columns[i].header())])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut start = t.text_columns;
-    for g in &t.groups {
-        let end = start + g.columns;
-        let span: usize = w[start..end].iter().sum::<usize>() + 2 * (g.columns - 1);
-        let name = cols(&g.name);
-        if name > span {
-            w[end - 1] += name - span;
-        }
-        start = end;
-    }
-    w
-}
-
-/// The widths that fit [`WIDTH`]: the widest column narrowed first, its header and text cells
-/// wrapping (at spaces and after `:`); numbers never wrap, and no column gets narrower than its
-/// longest unbreakable piece.
-fn fitted(t: &Table) -> Vec<usize> {
-    let mut w = natural(t);
-    let longest = |s: &str| pieces(s).map(|(p, _)| cols(p)).max().unwrap_or(0);
-    let least: Vec<usize> = (0..w.len())
-        .map(|i| {
-            let cells = t.rows.iter().map(|r| &r[i].shown);
-            let cells = if i < t.text_columns {
-                cells.map(|c| longest(c)).max()
-            } else {
-                cells.map(|c| cols(c)).max()
-            };
-            let header = longest(&t.columns[i].header());
-            cells.unwrap_or(0).max(header).min(w[i])
-        })
-        .collect();
-    while width(t, &w) > WIDTH {
-        let Some(i) = (0..w.len())
-            .filter(|&i| w[i] > least[i])
-            .max_by_key(|&i| w[i])
-        else {
-            break;
+    out.set_header((0..t.columns.len()).map(|i| {
+        let group = match t.group_of(i) {
+            Some(g) if t.starts_group(i) => format!("{}\n", g.name),
+            _ if !t.groups.is_empty() => "\n".into(),
+            _ => String::new(),
         };
-        w[i] -= 1;
-    }
-    w
-}
-
-/// The pieces a line may break between: words, and parts of a word after each `:`; each with
-/// whether a space comes before it.
-fn pieces(s: &str) -> impl Iterator<Item = (&str, bool)> {
-    s.split(' ').enumerate().flat_map(|(n, word)| {
-        word.split_inclusive(':')
-            .enumerate()
-            .map(move |(k, p)| (p, n > 0 && k == 0))
-    })
-}
-
-/// `s` in lines of at most `width` columns, broken between [`pieces`] (a longer piece on its
-/// own line).
-fn wrap(s: &str, width: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    for (piece, space) in pieces(s) {
-        let sep = usize::from(space && !line.is_empty());
-        if !line.is_empty() && cols(&line) + sep + cols(piece) > width {
-            lines.push(std::mem::take(&mut line));
-        } else if sep == 1 {
-            line.push(' ');
-        }
-        line.push_str(piece);
-    }
-    lines.push(line);
-    lines
-}
-
-/// One table, fitted.
-fn aligned(t: &Table, paint: Paint) -> String {
-    let w = fitted(t);
-    let pad = |i: usize, s: &str| {
-        let n = w[i].saturating_sub(cols(s));
-        if i < t.text_columns {
-            format!("{s}{}", " ".repeat(n))
-        } else {
-            format!("{}{s}", " ".repeat(n))
-        }
-    };
-    // One row of cells, each wrapped to its width; headers sit on the last line.
-    let row = |cells: Vec<(String, bool)>, bottom: bool| {
-        let wrapped: Vec<Vec<String>> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, (s, _))| wrap(s, w[i]))
-            .collect();
-        let height = wrapped.iter().map(Vec::len).max().unwrap_or(1);
-        let mut out = String::new();
-        for k in 0..height {
-            let mut s = String::new();
-            for (i, lines) in wrapped.iter().enumerate() {
-                let at = if bottom { k + lines.len() } else { k + height };
-                let text = at
-                    .checked_sub(height)
-                    .and_then(|j| lines.get(j))
-                    .map_or("", String::as_str);
-                s.push_str(&" ".repeat(gap(t, i)));
-                let cell = pad(i, text);
-                if cells[i].1 && !text.is_empty() {
-                    s.push_str(&paint.flag(&cell));
-                } else {
-                    s.push_str(&cell);
-                }
-            }
-            out.push_str(s.trim_end());
-            out.push('\n');
-        }
-        out
-    };
-    let mut out = String::new();
-    if !t.groups.is_empty() {
-        let lead: usize = (0..t.text_columns).map(|i| gap(t, i) + w[i]).sum();
-        let mut s = " ".repeat(lead);
-        let mut start = t.text_columns;
-        for g in &t.groups {
-            let span: usize =
-                w[start..start + g.columns].iter().sum::<usize>() + 2 * (g.columns - 1);
-            let left = span.saturating_sub(cols(&g.name)) / 2;
-            s.push_str(&" ".repeat(gap(t, start) + left));
-            s.push_str(&g.name);
-            s.push_str(&" ".repeat(span.saturating_sub(cols(&g.name) + left)));
-            start += g.columns;
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    }
-    let header = t.columns.iter().map(|c| (c.header(), false)).collect();
-    out.push_str(&row(header, true));
-    let rule: Vec<String> = w.iter().map(|n| "-".repeat(*n)).collect();
-    out.push_str(&row(rule.into_iter().map(|r| (r, false)).collect(), false));
+        comfy_table::Cell::new(group + &t.columns[i].header()).set_alignment(align(i))
+    }));
     for r in &t.rows {
-        out.push_str(&row(
-            r.iter().map(|c| (c.shown.clone(), c.flagged)).collect(),
-            false,
-        ));
+        out.add_row(r.iter().enumerate().map(|(i, c)| {
+            let cell = comfy_table::Cell::new(&c.shown).set_alignment(align(i));
+            match c.flagged {
+                true => cell.fg(Color::Red).add_attribute(Attribute::Bold),
+                false => cell,
+            }
+        }));
+    }
+    // Text wraps between words, numbers not at all.
+    let longest = |s: &str| s.split(' ').map(cols).max().unwrap_or(0);
+    for (i, column) in out.column_iter_mut().enumerate() {
+        let cells = t.rows.iter().map(|r| &r[i].shown);
+        let least = match i < t.text_columns {
+            true => cells.map(|c| longest(c)).max(),
+            false => cells.map(|c| cols(c)).max(),
+        };
+        let least = least.unwrap_or(0).max(longest(&t.columns[i].header()));
+        let least = Width::Fixed(least.try_into().unwrap_or(u16::MAX));
+        column
+            .set_padding((0, 0))
+            .set_constraint(ColumnConstraint::LowerBoundary(least));
     }
     out
 }
@@ -206,77 +104,44 @@ mod tests {
     use crate::doc::{columns, Cell, Group};
 
     #[test]
-    fn grouped_tables_name_their_groups_and_split_to_fit() {
+    fn grouped_tables_name_their_groups_above_their_first_column_and_split_to_fit() {
         let mut t = Table::new("t", 1, columns(&["case", "min", "max", "min", "max"]));
-        t.groups = vec![
-            Group {
-                name: "a long group name".into(),
-                columns: 2,
-            },
-            Group {
-                name: "b".into(),
-                columns: 2,
-            },
-        ];
+        let group = |name: &str| Group {
+            name: name.into(),
+            columns: 2,
+        };
+        t.groups = vec![group("a long group name"), group("b")];
         t.rows = vec![["Case 1", "1", "22", "333", "4"].map(Cell::text).to_vec()];
-        let text = render(&t, Paint::new(false));
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "          a long group name       b", "{text}");
+        t.rows[0][4] = Cell::text("4").flag();
         assert_eq!(
-            lines[1], "case      min           max    min  max",
-            "{text}"
+            plain(&t),
+            "       a long group name       b\n\
+             case                 min max min max\n\
+             ------ ----------------- --- --- ---\n\
+             Case 1                 1  22 333   4\n"
         );
-        assert_eq!(
-            lines[3], "Case 1      1            22    333    4",
-            "{text}"
-        );
-        let mut wide = t.clone();
-        wide.groups[0].name = "x".repeat(WIDTH);
-        assert_eq!(
-            render(&wide, Paint::new(false)).matches("case").count(),
-            2,
-            "split"
-        );
+        assert!(render(&t, Paint::new(true)).contains("\x1b["), "flagged");
+        t.groups[0].name = "x".repeat(WIDTH.into());
+        assert_eq!(plain(&t).matches("case").count(), 2, "split");
     }
 
     #[test]
-    fn a_wide_text_column_wraps_and_numbers_do_not() {
+    fn a_wide_text_column_wraps_between_words_and_numbers_do_not() {
         let long = "word ".repeat(60);
         let mut t = Table::new("t", 1, columns(&["what", "a long header over a number"]));
         t.rows = vec![
             vec![Cell::text(long.trim()), Cell::num(1.0, "12345".into())],
             vec![Cell::text("short"), Cell::num(2.0, "2".into())],
         ];
-        let text = render(&t, Paint::new(false));
-        assert!(text.lines().all(|l| cols(l) <= WIDTH), "{text}");
+        let text = plain(&t);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(
-            lines.iter().filter(|l| l.ends_with("12345")).count(),
-            1,
-            "{text}"
-        );
-        let rule = lines.iter().position(|l| l.starts_with("---")).unwrap();
+        assert!(lines.iter().all(|l| cols(l) <= WIDTH.into()), "{text}");
+        assert!(lines[2].starts_with("word word") && lines[2].ends_with(" 12345"));
         assert!(
-            lines[rule - 1].ends_with(" number"),
-            "the header wraps: {text}"
-        );
-        assert!(
-            lines[rule + 1].starts_with("word word") && lines[rule + 2].starts_with("word"),
+            lines[3].starts_with("word") && lines[3].ends_with("word"),
             "{text}"
         );
         assert!(lines.last().unwrap().starts_with("short"), "{text}");
         assert_eq!(text.matches("word").count(), 60, "no word lost: {text}");
-    }
-
-    #[test]
-    fn wrapping_breaks_at_spaces_and_after_colons() {
-        assert_eq!(wrap("ab cd ef", 5), ["ab cd", "ef"]);
-        assert_eq!(wrap("abcdefgh ij", 4), ["abcdefgh", "ij"]);
-        assert_eq!(wrap("", 3), [""]);
-        assert_eq!(
-            wrap("tracepoint:syscalls:sys_enter_read", 20),
-            ["tracepoint:syscalls:", "sys_enter_read"]
-        );
-        assert_eq!(wrap("a b:c d", 3), ["a", "b:c", "d"]);
     }
 }

@@ -62,7 +62,7 @@ pub fn push(s: &mut Section, r: &UsdtResult) {
 mod tests {
     use super::*;
     use rtrace_measure::usdt::Case;
-    use rtrace_tracer::TracerKind;
+    use rtrace_tracer::TracerKind::{Ftrace, Lttng};
 
     /// The fixture's runs again as uprobe and uretprobe rows (ftrace case 1 twice and 2.5 times
     /// as expensive), plus the call baselines; plain means only (no disturbed samples), lossy
@@ -70,27 +70,20 @@ mod tests {
     fn with_dynamic_rows() -> UsdtResult {
         let mut r = crate::fixtures::usdt();
         r.config.allow_loss = true;
-        for c in &mut r.runs {
-            c.disturbed = None;
-        }
+        r.runs.iter_mut().for_each(|c| c.disturbed = None);
         let usdt_runs = r.runs.clone();
         for (kind, factor) in [(HookKind::Uprobe, 2.0), (HookKind::Uretprobe, 2.5)] {
-            for c in &usdt_runs {
-                if c.tracer == TracerKind::Lttng {
-                    continue;
-                }
+            for c in usdt_runs.iter().filter(|c| c.tracer != Lttng) {
                 let mut d = c.clone();
-                d.hook_kind = kind;
-                d.variant = kind.variant(None);
-                if c.case == Case::Traced {
-                    d.summary.mean_ns = 20.0 + (c.summary.mean_ns - 15.0) * factor;
-                    d.summary.p50_ns = 20.0 + 100.0 * factor;
-                    d.summary.min_ns = 20.0 + 80.0 * factor;
-                } else {
-                    d.summary.mean_ns = 20.0;
-                    d.summary.p50_ns = 20.0;
-                    d.summary.min_ns = 10.0;
-                }
+                (d.hook_kind, d.variant) = (kind, kind.variant(None));
+                let s = &mut d.summary;
+                (s.mean_ns, s.p50_ns, s.min_ns) = match c.case {
+                    Case::Traced => {
+                        let extra = (c.summary.mean_ns - 15.0) * factor;
+                        (20.0 + extra, 20.0 + 100.0 * factor, 20.0 + 80.0 * factor)
+                    }
+                    _ => (20.0, 20.0, 10.0),
+                };
                 r.runs.push(d);
             }
         }
@@ -99,59 +92,40 @@ mod tests {
 
     fn blocks(r: &UsdtResult) -> Vec<Block> {
         let e = crate::result::Report::one(crate::AnyResult::Usdt(r.clone()));
-        let mut s = Section::new(&e.entries[0], "", String::new());
+        let mut s = Section::new(&e.entries[0], "", String::new(), Vec::new(), None);
+        s.blocks.clear();
         push(&mut s, r);
         s.blocks
     }
 
     #[test]
-    fn usdt_only_results_add_nothing() {
+    fn costs_ratio_and_call_are_shown_and_usdt_only_results_add_nothing() {
         assert!(blocks(&crate::fixtures::usdt()).is_empty());
-    }
-
-    #[test]
-    fn costs_ratio_and_call_are_shown() {
         let r = with_dynamic_rows();
-        let base = r.runs[0].summary.mean_ns;
-        let usdt1 = r
-            .runs
-            .iter()
-            .find(|c| c.tracer == TracerKind::Ftrace && c.case == Case::Traced)
-            .unwrap()
-            .summary
-            .mean_ns;
+        let (base, usdt1) = (r.runs[0].summary.mean_ns, r.runs[1].summary.mean_ns);
         let costs = HookCosts::of(&r);
         assert_eq!(costs.call.unwrap().mean_ns, 20.0 - base);
         let ftrace = &costs.rows[0];
-        assert_eq!(ftrace.tracer, TracerKind::Ftrace);
-        assert_eq!(ftrace.mode, None);
+        assert_eq!((ftrace.tracer, ftrace.mode.as_deref()), (Ftrace, None));
         assert_eq!(ftrace.usdt.unwrap().mean_ns, usdt1 - base);
         let ratio = ftrace.ret_ratio().unwrap();
-        assert!((ratio.mean_ns - 1.25).abs() < 1e-9);
-        assert!((ratio.p50_ns - 1.25).abs() < 1e-9);
+        assert!((ratio.mean_ns - 1.25).abs() < 1e-9 && (ratio.p50_ns - 1.25).abs() < 1e-9);
         assert!(ratio.min_ns > 1.0);
         let blocks = blocks(&r);
         let Some(Block::Table(t)) = blocks.iter().find(|b| matches!(b, Block::Table(_))) else {
             panic!("no table");
         };
         let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+        let want = ["tracer", "usdt", "uprobe", "uretprobe", "uretprobe/uprobe"];
         assert_eq!(
             names,
-            [
-                "tracer",
-                "usdt",
-                "uprobe",
-                "uretprobe",
-                "uretprobe/uprobe",
-                "by p50",
-                "by min"
-            ],
-            "no usdt-nop5 column: no run measured it"
+            [&want[..], &["by p50", "by min"]].concat(),
+            "no usdt-nop5 column"
         );
         assert_eq!(t.rows[0][4].shown, "1.25");
-        assert!(blocks
-            .iter()
-            .any(|b| matches!(b, Block::Paragraph(p) if p.starts_with("The plain marker call"))));
+        let call =
+            |b: &Block| matches!(b, Block::Paragraph(p) if p.starts_with("The plain marker call"));
+        assert!(blocks.iter().any(call));
         // lttng has no dynamic rows: a dash, not a number.
         let lttng = t.rows.iter().find(|r| r[0].shown == "lttng").unwrap();
         assert_eq!(lttng[2].shown, "-");

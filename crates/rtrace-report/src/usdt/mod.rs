@@ -33,12 +33,9 @@ pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
             e.kernel(),
             r.environment.cpu_model
         ),
+        crate::summary::usdt(r),
+        threads::note(r).map(|n| Block::Paragraph(format!("{n}."))),
     );
-    s.summary = crate::summary::usdt(r, &e.warnings);
-    if let Some(n) = threads::note(r) {
-        s.push(Block::Paragraph(format!("{n}.")));
-    }
-    s.push(Block::Warnings(e.warnings.clone()));
     for (title, t) in table31::tables(r) {
         s.push(Block::Heading(title));
         s.push(Block::Table(t));
@@ -79,7 +76,7 @@ pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
     s.list("Reference comparisons (same run)", reference::items(r));
     hooks::push(&mut s, r);
     crate::decompose::push(&mut s, r, &crate::decompose::alone_beside(report, r));
-    s.close(e, serde_json::to_string_pretty(&r.config));
+    s.close(e, &[], &r.config);
     s
 }
 

@@ -104,48 +104,32 @@ pub fn sentence(c: &CostRatio) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
+    use crate::fixtures::{self, assert_has};
     use rtrace_measure::usdt::Case;
-    use rtrace_tracer::TracerKind;
+    use rtrace_tracer::TracerKind::{Bpftrace, Ebpf};
 
     /// The items as the terminal shows them: each `- line`, its `differs:` line indented.
-    fn lines(r: &UsdtResult, bullet: &str) -> String {
-        let indent = " ".repeat(bullet.chars().count() + 2);
-        let mut out = String::new();
-        for item in items(r) {
-            out.push_str(&format!("{bullet}{}\n", item.text));
-            if let Some(d) = item.more {
-                out.push_str(&format!("{indent}{d}\n"));
-            }
-        }
-        out
+    fn lines(r: &UsdtResult) -> String {
+        let more = |m: Option<String>| m.map_or(String::new(), |d| format!("    {d}\n"));
+        let line = |i: Item| format!("- {}\n{}", i.text, more(i.more));
+        items(r).into_iter().map(line).collect()
     }
 
     /// The fixture with case-1 runs of our eBPF in `record` and `record-wakeup` and bpftrace in
     /// `record`, at the given extra costs (ns over case 0).
     fn bpf_result(record: f64, wakeup: f64, bpftrace: f64) -> UsdtResult {
         let mut r = fixtures::usdt();
-        let base = r.runs[0].clone();
         r.runs.truncate(1);
-        for (tracer, mode, extra) in [
-            (TracerKind::Ebpf, "record", record),
-            (TracerKind::Ebpf, "record-wakeup", wakeup),
-            (TracerKind::Bpftrace, "record", bpftrace),
-        ] {
-            let mut c = base.clone();
-            c.tracer = tracer;
-            c.case = Case::Traced;
-            c.variant = Some(mode.into());
-            c.events = None;
+        let modes = [(Ebpf, "record", record), (Ebpf, "record-wakeup", wakeup)];
+        for (tracer, mode, extra) in modes.into_iter().chain([(Bpftrace, "record", bpftrace)]) {
+            let mut c = r.runs[0].clone();
+            (c.tracer, c.case, c.variant, c.events) =
+                (tracer, Case::Traced, Some(mode.into()), None);
             c.summary.mean_ns += extra;
-            if let Some(d) = c.disturbed.as_mut() {
-                d.mean_ns += extra;
-            }
+            c.disturbed.iter_mut().for_each(|d| d.mean_ns += extra);
             for round in &mut c.rounds {
                 round.summary.mean_ns += extra;
-                if let Some(d) = round.disturbed.as_mut() {
-                    d.mean_ns += extra;
-                }
+                round.disturbed.iter_mut().for_each(|d| d.mean_ns += extra);
             }
             r.runs.push(c);
         }
@@ -154,61 +138,55 @@ mod tests {
 
     #[test]
     fn every_line_says_what_differs_with_the_measured_wakeup_cost() {
-        let text = lines(&bpf_result(815.0, 17_015.0, 16_015.0), "- ");
+        let mut r = bpf_result(815.0, 17_015.0, 16_015.0);
+        let text = lines(&r);
         let l: Vec<&str> = text.lines().collect();
-        assert!(
-            l[0].starts_with(
-                "- ebpf (record) ÷ bpftrace (record) (extra ns per hit): 815 ns ÷ 16015 ns"
-            ) && l[0].ends_with("[usdt]"),
-            "{text}"
-        );
-        assert!(
-            l[1].starts_with("    differs: the wake-up policy")
-                && l[1].contains("measured on our eBPF: 16200 ns"),
-            "{text}"
-        );
-        assert!(
-            l[2].starts_with("- ebpf (record-wakeup) ÷ bpftrace (record) (extra ns per hit): 17015 ns ÷ 16015 ns"),
-            "{text}"
-        );
-        assert!(
-            l[3].contains("differs: only the BPF program and the reader")
-                && l[3].contains("both wake the reader on every event")
-                && l[3].contains("same int3 uprobe trap"),
-            "{text}"
-        );
-        assert!(
-            l[4].starts_with(
-                "- wake-up cost per event (usdt): ebpf (record-wakeup) − ebpf (record) = 16200 ns"
-            ),
-            "{text}"
-        );
         assert_eq!(l.len(), 5, "{text}");
-    }
-
-    #[test]
-    fn without_the_wakeup_variant_the_line_says_how_to_measure_it() {
-        let mut r = bpf_result(900.0, 17_000.0, 16_000.0);
+        let record = "- ebpf (record) ÷ bpftrace (record) (extra ns per hit): 815 ns ÷ 16015 ns";
+        assert!(
+            l[0].starts_with(record) && l[0].ends_with("[usdt]"),
+            "{text}"
+        );
+        assert!(
+            l[1].starts_with("    differs: the wake-up policy"),
+            "{text}"
+        );
+        assert_has(l[1], &["measured on our eBPF: 16200 ns"]);
+        let wakeup = "(extra ns per hit): 17015 ns ÷ 16015 ns";
+        assert!(l[2].starts_with(&format!(
+            "- ebpf (record-wakeup) ÷ bpftrace (record) {wakeup}"
+        )));
+        let both = "both wake the reader on every event";
+        assert_has(
+            l[3],
+            &[
+                "differs: only the BPF program and the reader",
+                both,
+                "same int3 uprobe trap",
+            ],
+        );
+        let cost =
+            "- wake-up cost per event (usdt): ebpf (record-wakeup) − ebpf (record) = 16200 ns";
+        assert!(l[4].starts_with(cost), "{text}");
+        // Without the wake-up variant, the line says how to measure it.
         r.runs
             .retain(|c| c.variant.as_deref() != Some("record-wakeup"));
-        let text = lines(&r, "  ");
-        assert!(
-            text.contains("not measured here: add --bpf-mode record-wakeup"),
-            "{text}"
+        assert_has(
+            &lines(&r),
+            &["not measured here: add --bpf-mode record-wakeup"],
         );
     }
 
     #[test]
     fn lttng_against_ftrace_as_extra_costs_with_intervals() {
         let mut r = fixtures::usdt();
-        assert_eq!(lines(&r, "- "), "", "ftrace case 1 lost events");
+        assert_eq!(lines(&r), "", "ftrace case 1 lost events");
         r.config.allow_loss = true;
-        let text = lines(&r, "- ");
+        let text = lines(&r);
         assert!(
-            text.starts_with("- lttng ÷ ftrace (extra ns per hit): ")
-                && text.contains("× (")
-                && text.contains("by median"),
+            text.starts_with("- lttng ÷ ftrace (extra ns per hit): "),
             "{text}"
         );
+        assert_has(&text, &["× (", "by median"]);
     }
 }

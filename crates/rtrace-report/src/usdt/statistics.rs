@@ -120,47 +120,32 @@ pub const DORMANT_METHOD: &str = "dormant cases: per round, the run's statistic 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
+    use crate::fixtures::{self, assert_has};
 
     #[test]
-    fn the_method_is_named_with_its_rule_and_the_lossy_run() {
+    fn the_method_is_named_with_its_rule_and_the_lossy_run_and_dormant_runs_with_an_interval() {
         let text: String = method(&fixtures::usdt())
             .iter()
             .map(|l| format!("- {l}\n"))
             .collect();
-        assert!(text.contains("- ratios: extra ns per hit"), "{text}");
-        assert!(text.contains("Student-t interval over rounds"), "{text}");
-        assert!(text.contains("10 × its run's median"), "{text}");
-        assert!(text.contains("dormant cases: per round"), "{text}");
-        assert!(
-            text.contains("- timing: each call between `lfence; rdtsc` and `rdtscp`")
-                && text.contains("steps of 10.0 ns here"),
-            "{text}"
+        assert_has(
+            &text,
+            &[
+                "- ratios: extra ns per hit",
+                "Student-t interval over rounds",
+                "10 × its run's median",
+                "dormant cases: per round",
+                "- timing: each call between `lfence; rdtsc` and `rdtscp`",
+                "steps of 10.0 ns here",
+                "- not equal between tracers: lttng: a session daemon found running",
+                "- trace buffers (--buffer-size-kb 4096, the same per-CPU size for every tracer): ftrace: instance buffer_size_kb = 4096 KiB per CPU; lttng: 4 sub-buffers",
+                "ftrace case 1 dropped 5000 of 20000 events",
+            ],
         );
-        assert!(
-            text.contains("- not equal between tracers: lttng: a session daemon found running"),
-            "{text}"
-        );
-        assert!(
-            text.contains("- trace buffers (--buffer-size-kb 4096, the same per-CPU size for every tracer): ftrace: instance buffer_size_kb = 4096 KiB per CPU; lttng: 4 sub-buffers"),
-            "{text}"
-        );
-        assert!(
-            text.contains("ftrace case 1 dropped 5000 of 20000 events"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn dormant_runs_are_within_an_interval_of_case_0() {
         let lines = dormant_lines(&fixtures::usdt());
         assert_eq!(lines.len(), 4, "{lines:?}");
-        assert!(
-            lines[0].starts_with(
-                "ftrace case 2 − case 0 net of each process's empty interval: median "
-            ) && lines[0].contains(" ns (")
-                && lines[0].contains("× case 0"),
-            "{lines:?}"
-        );
+        let net = "ftrace case 2 − case 0 net of each process's empty interval: median ";
+        assert!(lines[0].starts_with(net), "{lines:?}");
+        assert_has(&lines[0], &[" ns (", "× case 0"]);
     }
 }

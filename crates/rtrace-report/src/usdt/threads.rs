@@ -104,8 +104,7 @@ mod tests {
     #[test]
     fn each_thread_is_compared_with_the_same_thread_of_case_0() {
         let mut r = crate::fixtures::usdt();
-        r.config.thread_cpus = vec![1, 0];
-        r.config.run.harness_cpus = vec![0];
+        (r.config.thread_cpus, r.config.run.harness_cpus) = (vec![1, 0], vec![0]);
         for c in &mut r.runs {
             c.per_thread = match c.case {
                 Case::Baseline => vec![thread(1, &[10.0, 12.0]), thread(0, &[20.0, 20.0])],
@@ -118,8 +117,7 @@ mod tests {
         assert_eq!(rows[1][1].shown, "2 (CPU 0)");
         assert!(rows[1][3].shown.starts_with("300"), "{:?}", rows[1]);
         let note = note(&r).unwrap();
-        assert!(note.contains("2 loop threads"), "{note}");
-        assert!(note.contains("CPU 0 is also the harness's"), "{note}");
+        crate::fixtures::assert_has(&note, &["2 loop threads", "CPU 0 is also the harness's"]);
         r.config.thread_cpus.clear();
         assert!(super::note(&r).is_none());
     }
