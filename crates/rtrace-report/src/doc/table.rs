@@ -216,63 +216,52 @@ pub enum Value {
 }
 
 impl Cell {
-    /// Text.
-    pub fn text(s: impl Into<String>) -> Cell {
+    fn of(shown: impl Into<String>, value: Value) -> Cell {
         Cell {
-            shown: s.into(),
-            value: Value::Text,
+            shown: shown.into(),
+            value,
             flagged: false,
         }
+    }
+
+    /// Text.
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::of(s, Value::Text)
     }
 
     /// A number shown as `shown`.
     pub fn num(value: f64, shown: String) -> Cell {
-        Cell {
-            shown,
-            value: Value::Number(value),
-            flagged: false,
-        }
+        Cell::of(shown, Value::Number(value))
     }
 
     /// A count.
     pub fn count(n: u64) -> Cell {
-        Cell {
-            shown: n.to_string(),
-            value: Value::Count(n),
-            flagged: false,
-        }
+        Cell::count_shown(n, n.to_string())
     }
 
     /// A count shown otherwise (`2.5 MB`).
     pub fn count_shown(n: u64, shown: String) -> Cell {
-        Cell {
-            shown,
-            value: Value::Count(n),
-            flagged: false,
-        }
+        Cell::of(shown, Value::Count(n))
     }
 
     /// An estimate divided by `per_unit` into the column's unit (1000 for ns to µs), shown as
     /// `shown`.
     pub fn estimate(e: &Estimate, per_unit: f64, shown: String) -> Cell {
-        Cell {
+        let estimate = e.estimate / per_unit;
+        let (low, high) = (e.low.map(|l| l / per_unit), e.high.map(|h| h / per_unit));
+        Cell::of(
             shown,
-            value: Value::Interval {
-                estimate: e.estimate / per_unit,
-                low: e.low.map(|l| l / per_unit),
-                high: e.high.map(|h| h / per_unit),
+            Value::Interval {
+                estimate,
+                low,
+                high,
             },
-            flagged: false,
-        }
+        )
     }
 
     /// `-`: nothing to show.
     pub fn missing() -> Cell {
-        Cell {
-            shown: "-".into(),
-            value: Value::Missing,
-            flagged: false,
-        }
+        Cell::of("-", Value::Missing)
     }
 
     /// `f(v)`, or `-` without a value.
@@ -281,18 +270,14 @@ impl Cell {
     }
 
     /// Flagged: styled apart wherever a format can.
-    pub fn flag(mut self) -> Cell {
-        self.flagged = true;
-        self
+    pub fn flag(self) -> Cell {
+        self.flag_if(true)
     }
 
     /// Flagged when `when`.
-    pub fn flag_if(self, when: bool) -> Cell {
-        if when {
-            self.flag()
-        } else {
-            self
-        }
+    pub fn flag_if(mut self, when: bool) -> Cell {
+        self.flagged |= when;
+        self
     }
 }
 
