@@ -2,7 +2,7 @@
 //! usdt comparison, its per-hit cost decomposition, the cyclictest sweep, the lossless-rate
 //! search, npt and Gregg's per-event cost suite (`events`) with every tracer available here
 //! (quick defaults), and writes one report directory (`index.html`, `report.md`,
-//! `results.csv`, `figures/`).
+//! `csv/` with one file per table, `figures/`).
 
 use crate::exec::{cargo, exec};
 use crate::packages;

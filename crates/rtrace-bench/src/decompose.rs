@@ -1,5 +1,5 @@
 //! `usdt --decompose`: the per-hit cost decomposition is a plan of the `usdt` experiment. Every
-//! tracer runs in the modes whose steps make its staircases (`rtrace_measure::staircase`): eBPF
+//! tracer runs in the modes whose steps make its staircases (`rtrace_measure::decompose`): eBPF
 //! floor / count / aggregate / record / record-wakeup, ftrace off / overwrite / stream, LTTng
 //! tracepoint and tracef, bpftrace aggregate and record; on the usdt and usdt-nop5 sites; cases 0
 //! and 1, and case 3 for LTTng only (its dormant tracepoint is the first step of its staircase).

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod counters;
 pub mod cyclictest;
+pub mod decompose;
 pub mod disturbed;
 pub mod env;
 pub mod events;
@@ -16,7 +17,6 @@ pub mod probe_cost;
 pub mod rate;
 pub mod settings;
 pub mod spawn;
-pub mod staircase;
 pub mod summary;
 pub mod sweep;
 #[cfg(test)]

@@ -4,8 +4,8 @@
 //! cost above our eBPF floor for our aggregate program and bpftrace's `count()`.
 
 use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
+use rtrace_measure::decompose::{above_floor, measured_alone, staircases, Staircase};
 use rtrace_measure::interval::Estimate;
-use rtrace_measure::staircase::{above_floor, measured_alone, staircases, Staircase};
 use rtrace_measure::usdt::{HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 
@@ -42,7 +42,7 @@ pub fn cell(e: &Estimate) -> String {
 }
 
 /// The counters of a step per hit, `task-clock 610 ns, cycles 1500`; `-` without any.
-fn counters_cell(st: &rtrace_measure::staircase::Step) -> String {
+fn counters_cell(st: &rtrace_measure::decompose::Step) -> String {
     if st.counters.is_empty() {
         return "-".into();
     }

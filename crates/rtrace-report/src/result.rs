@@ -172,14 +172,14 @@ impl Report {
         Report::new([(None, result)])
     }
 
-    /// The plain `usdt` results (not decompositions: `rtrace_measure::staircase`) measured on
+    /// The plain `usdt` results (not decompositions: `rtrace_measure::decompose`) measured on
     /// the machine `env` describes (same kernel and CPU model), in report order.
     pub fn plain_usdt_of(&self, env: &rtrace_measure::Environment) -> Vec<(&Entry, &UsdtResult)> {
         self.usdt()
             .filter(|(_, u)| {
                 u.environment.kernel_release == env.kernel_release
                     && u.environment.cpu_model == env.cpu_model
-                    && !rtrace_measure::staircase::is_decomposition(u)
+                    && !rtrace_measure::decompose::is_decomposition(u)
             })
             .collect()
     }

@@ -135,7 +135,7 @@ impl Figure {
                 _ => anyhow::bail!("{} needs an events result", self.file),
             },
             Kind::Staircase(hook) => {
-                let stairs: Vec<_> = rtrace_measure::staircase::staircases(usdt()?)
+                let stairs: Vec<_> = rtrace_measure::decompose::staircases(usdt()?)
                     .into_iter()
                     .filter(|s| s.hook == *hook)
                     .collect();
@@ -222,7 +222,7 @@ pub fn plan(report: &Report) -> Vec<Figure> {
     for (e, r) in report.usdt() {
         // A decomposition's runs are steps (ftrace with tracing off, eBPF's floor), not the
         // thesis' tracers: its figures are the staircases and every step side by side.
-        let thesis = if rtrace_measure::staircase::is_decomposition(r) {
+        let thesis = if rtrace_measure::decompose::is_decomposition(r) {
             Vec::new()
         } else {
             picked(r, Pick::Thesis, Case::Traced)
@@ -260,7 +260,7 @@ pub fn plan(report: &Report) -> Vec<Figure> {
             out.push(fig(e, &name("cases-box"), format!("Probe duration per tracer, every case ({h} hook)"),
                 "Each case on its own axis: case 0 is the bare loop; cases 2 and 3 show what a dormant tracer and an inactive tracepoint cost.",
                 Kind::CasesBox(h)));
-            if rtrace_measure::staircase::staircases(r)
+            if rtrace_measure::decompose::staircases(r)
                 .iter()
                 .any(|s| s.hook == h)
             {

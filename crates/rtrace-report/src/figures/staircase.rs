@@ -6,7 +6,7 @@ use super::style;
 use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use rtrace_measure::staircase::Staircase;
+use rtrace_measure::decompose::Staircase;
 
 /// Height of one step's row (px), and of the title, axis and key around the rows.
 const ROW_PX: u32 = 34;

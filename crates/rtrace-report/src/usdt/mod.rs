@@ -16,7 +16,7 @@ use rtrace_measure::usdt::UsdtResult;
 
 /// The section of usdt result `r` (entry `e` of `report`).
 pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
-    let decomposition = rtrace_measure::staircase::is_decomposition(r);
+    let decomposition = rtrace_measure::decompose::is_decomposition(r);
     let title = if decomposition {
         "per-hit cost decomposition (usdt --decompose)"
     } else {
