@@ -22,11 +22,10 @@ mod tracers;
 mod usdt;
 mod workload;
 
-use clap::Parser;
 use flags::Task;
 
 fn main() {
-    let code = match flags::Cli::parse().command.lower().and_then(run) {
+    let code = match flags::task().and_then(run) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e:#}");

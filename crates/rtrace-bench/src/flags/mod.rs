@@ -13,6 +13,11 @@ use crate::options::OptionsError;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// The command line, parsed and lowered: clap exits with its message on a parse error.
+pub fn task() -> anyhow::Result<Task> {
+    Cli::parse().command.lower()
+}
+
 #[derive(Parser, Debug)]
 #[command(name = "rtrace-bench", version, about = "Measure the observer effect of Linux tracers on real-time workloads", long_about = None)]
 pub struct Cli {
