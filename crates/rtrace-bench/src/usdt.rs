@@ -6,7 +6,6 @@ use crate::options::{CommonOptions, TracerChoice};
 use crate::runner::{self, Plan, Round};
 use crate::{tracers, workload};
 use anyhow::{Context, Result};
-use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
 use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
@@ -405,8 +404,7 @@ fn run_case(
         round.dir_suffix()
     ));
     if hook.is_some() {
-        std::fs::create_dir_all(&out_dir)
-            .with_context(|| format!("cannot create {}", out_dir.display()))?;
+        workload::create_dir(&out_dir)?;
     }
     let env = col.map_or_else(Vec::new, |c| c.tracer.workload_env());
     // `--decompose` also counts the process's performance counters (opened once the tracer
@@ -471,12 +469,8 @@ fn run_case(
     };
     if hook.is_some() {
         let verified = rtrace_measure::pool::Accounted::accounting(&r).is_ok();
-        r.trace_data = Some(
-            TraceData::settle(&out_dir, o.common.keep_traces, verified, r.lost() > 0)
-                .with_context(|| {
-                    format!("cannot settle the trace data in {}", out_dir.display())
-                })?,
-        );
+        let lossy = r.lost() > 0;
+        r.trace_data = Some(workload::settle(&o.common, &out_dir, verified, lossy)?);
     }
     Ok(r)
 }

@@ -19,7 +19,7 @@ use rtrace_measure::events::{
 };
 use rtrace_measure::pool::Accounted;
 use rtrace_measure::{run_workload_message, Environment};
-use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
+use rtrace_protocol::{Message, ReadsConfig, WorkloadConfig};
 use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram, Unsupported};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
@@ -402,19 +402,9 @@ fn reads_config(o: &Options, reads: u64) -> WorkloadConfig {
     })
 }
 
-fn reads_done(s: &Setup, last: Message) -> Result<ReadsDone> {
-    match last {
-        Message::ReadsDone(d) => Ok(d),
-        _ => bail!(
-            "{} answered without a reads result: rebuild the workload binaries (`cargo build --release`)",
-            s.workload.display()
-        ),
-    }
-}
-
 fn run_dir(o: &Options, name: &str) -> Result<PathBuf> {
     let d = o.common.out.join(name);
-    std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+    crate::workload::create_dir(&d)?;
     Ok(d)
 }
 
@@ -450,7 +440,9 @@ fn run_traced<A>(
                 run_workload_message(&s.workload, &[], &reads_config(o, reads), |ready| {
                     attach(ready.pid)
                 })?;
-            let done = reads_done(s, last)?;
+            let Message::ReadsDone(done) = last else {
+                return Err(crate::workload::outdated(&s.workload, "a reads"));
+            };
             Ok((
                 Ran {
                     pid: ready.pid,
