@@ -2,7 +2,8 @@
 //! rounds, output, workload directory, trace data, tracer backends), built once from the command
 //! line by `flags` after the experiment's [`Spec`] said which of them it takes and with which
 //! defaults. Every rejection is one line that names the fix; nothing on the machine has been
-//! touched when it happens. Nothing here sees a clap type.
+//! touched when it happens. Nothing here sees a clap type ([`BpfMode`] only derives the parsing of
+//! its names).
 
 use crate::cpus::Cpus;
 use rtrace_measure::trace_data::KeepTraces;
@@ -147,7 +148,7 @@ impl TracerOptions {
 }
 
 /// Tracer pattern (every event to a file) or aggregator pattern (counts in maps); the variants'
-/// comments are `--bpf-mode`'s help (bpftrace's modes: see `crate::tracers::build`).
+/// comments are `--bpf-mode`'s help (bpftrace's modes: see `crate::tracers::variants`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BpfMode {
     /// Every event to a file; our ring buffer never wakes the reader, which polls.
