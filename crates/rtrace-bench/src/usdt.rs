@@ -431,10 +431,8 @@ fn run_case(
     } else {
         outcome.done.hits
     };
-    let events = match attachment {
-        Some(a) => Some(Events::new(hits, a.finish()?)),
-        None => None,
-    };
+    let events = attachment.map(|a| a.finish()).transpose()?;
+    let events = events.map(|stats| Events::new(hits, stats));
     let hist = decode_histogram(&outcome.done.histogram)?;
     let timer = decode_histogram(&outcome.done.timer_overhead)?;
     let timer_overhead = Summary::of(&timer).context("workload recorded no timer samples")?;
