@@ -228,12 +228,11 @@ struct Usdt {
     result: UsdtResult,
 }
 
-impl Usdt {
-    fn variant(&self, &(col, _, hook_kind): &Step) -> Option<String> {
-        match col {
-            Some(c) => self.cols[c].variant.clone(),
-            None => hook_kind.variant(None),
-        }
+/// The variant of a run of `col` (`None`: no tracer) on `hook_kind`'s body.
+fn variant(col: Option<&Column>, hook_kind: HookKind) -> Option<String> {
+    match col {
+        Some(c) => c.variant.clone(),
+        None => hook_kind.variant(None),
     }
 }
 
@@ -273,13 +272,13 @@ impl runner::Experiment for Usdt {
     }
 
     fn label(&self, entry: &Entry) -> String {
-        let Entry::Step(step @ (col, case, _)) = *entry else {
+        let Entry::Step((col, case, hook_kind)) = *entry else {
             return "priming run".into();
         };
         format!(
             "{}{} case {}",
             col.map_or(TracerKind::None, |c| self.cols[c].kind),
-            self.variant(&step)
+            variant(col.map(|c| &self.cols[c]), hook_kind)
                 .as_deref()
                 .map_or(String::new(), |v| format!(" ({v})")),
             case.number(),
@@ -390,10 +389,7 @@ fn run_case(
         more_threads: o.thread_cpus().into_iter().skip(1).collect(),
     });
     let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
-    let variant = match col {
-        Some(c) => c.variant.clone(),
-        None => hook_kind.variant(None),
-    };
+    let variant = variant(col, hook_kind);
     let out_dir = o.common.out.join(format!(
         "{}{}-case{}{}",
         tracer_kind,
