@@ -185,7 +185,7 @@ impl LttngTracer {
     /// Optional: `attach` does it too, but an LTTng-UST application registers faster when the
     /// daemon is already up when it starts. Returns the pid of a daemon we started.
     pub fn ensure_sessiond(&self, consumer_cpus: &[usize]) -> Result<Option<u32>> {
-        Ok(self.sessiond(consumer_cpus)?.started_pid())
+        Ok(self.sessiond(consumer_cpus)?.started)
     }
 
     fn sessiond(&self, consumer_cpus: &[usize]) -> Result<Arc<Sessiond>> {
