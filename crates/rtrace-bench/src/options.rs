@@ -2,8 +2,7 @@
 //! rounds, output, workload directory, trace data, tracer backends), built once from the command
 //! line by `flags` after the experiment's [`Spec`] said which of them it takes and with which
 //! defaults. Every rejection is one line that names the fix; nothing on the machine has been
-//! touched when it happens. Nothing here sees a clap type ([`BpfMode`] only derives the parsing of
-//! its names).
+//! touched when it happens. Nothing here sees a clap type.
 
 use crate::cpus::Cpus;
 use rtrace_measure::trace_data::KeepTraces;
@@ -148,7 +147,7 @@ impl TracerOptions {
 }
 
 /// Tracer pattern (every event to a file) or aggregator pattern (counts in maps); the variants'
-/// comments are `--bpf-mode`'s help (bpftrace's modes: see `crate::tracers::variants`).
+/// comments are `--bpf-mode`'s help (bpftrace's modes: see `crate::tracers::build`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BpfMode {
     /// Every event to a file; our ring buffer never wakes the reader, which polls.
