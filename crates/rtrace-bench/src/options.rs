@@ -146,20 +146,16 @@ impl TracerOptions {
     }
 }
 
-/// Tracer pattern (every event to a file) or aggregator pattern (counts in maps); the variants'
-/// comments are `--bpf-mode`'s help (bpftrace's modes: see `crate::tracers::build`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// Tracer pattern (every event to a file) or aggregator pattern (counts in maps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BpfMode {
-    /// Every event to a file; our ring buffer never wakes the reader, which polls.
     Record,
-    /// As `record`, every event waking the reader (bpftrace's policy).
+    /// eBPF: record, waking the reader on every event; bpftrace: record (its printf always does).
     RecordWakeup,
-    /// Counts only.
     Aggregate,
-    /// eBPF only: the per-CPU counter without the histogram (a decomposition step).
+    /// eBPF: the aggregate program's per-CPU counter alone; bpftrace: `aggregate` (`count()`).
     Count,
-    /// eBPF only: one increment of a global counter, the cheapest program that counts every hit
-    /// (the decomposition's floor; one measured thread).
+    /// eBPF: one increment of a global counter, the decomposition's floor; bpftrace: none.
     Floor,
 }
 

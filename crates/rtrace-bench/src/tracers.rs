@@ -56,15 +56,20 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
             })
             .collect(),
         TracerKind::Bpftrace => {
+            let mut modes: Vec<BpfMode> = Vec::new();
             // bpftrace's printf always wakes its reader, its `count()` is its aggregate, and it
             // has nothing as small as our floor.
-            let modes = opts.bpf_modes.iter().filter_map(|&m| match m {
+            for m in opts.bpf_modes.iter().filter_map(|&m| match m {
                 BpfMode::RecordWakeup => Some(BpfMode::Record),
                 BpfMode::Count => Some(BpfMode::Aggregate),
                 BpfMode::Floor => None,
                 m => Some(m),
-            });
-            crate::options::unique(modes)
+            }) {
+                if !modes.contains(&m) {
+                    modes.push(m);
+                }
+            }
+            modes
                 .into_iter()
                 .map(|m| Variant {
                     name: Some(m.name()),

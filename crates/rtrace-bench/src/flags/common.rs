@@ -45,6 +45,21 @@ pub enum KeepTracesArg {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BpfModeArg {
+    /// Every event to a file; our ring buffer never wakes the reader, which polls.
+    Record,
+    /// As `record`, every event waking the reader (bpftrace's policy).
+    RecordWakeup,
+    /// Counts only.
+    Aggregate,
+    /// eBPF only: the per-CPU counter without the histogram (a decomposition step).
+    Count,
+    /// eBPF only: one increment of a global counter, the cheapest program that counts every hit
+    /// (the decomposition's floor; one measured thread).
+    Floor,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FtraceModeArg {
     Off,
     Overwrite,
@@ -131,7 +146,7 @@ pub struct TracerArgs {
     /// global increment) are the decomposition's lower steps; bpftrace's `count` is `aggregate`
     /// and it has no `floor`. Default: record.
     #[arg(long, value_enum, value_delimiter = ',', alias = "ebpf-mode")]
-    pub bpf_mode: Vec<BpfMode>,
+    pub bpf_mode: Vec<BpfModeArg>,
     /// ftrace modes (comma separated, each its own column): `off` (events enabled, instance
     /// tracing off: the trap, the uprobe handler and a failed ring-buffer reservation; hits
     /// counted from uprobe_profile), `overwrite` (ring buffer, no consumer), `stream` (a
@@ -200,7 +215,13 @@ impl TracerArgs {
             LttngEventArg::Tracepoint => rtrace_lttng::EventKind::Tracepoint,
             LttngEventArg::Tracef => rtrace_lttng::EventKind::Tracef,
         }));
-        let bpf_modes = unique(self.bpf_mode.iter().copied());
+        let bpf_modes = unique(self.bpf_mode.iter().map(|m| match m {
+            BpfModeArg::Record => BpfMode::Record,
+            BpfModeArg::RecordWakeup => BpfMode::RecordWakeup,
+            BpfModeArg::Aggregate => BpfMode::Aggregate,
+            BpfModeArg::Count => BpfMode::Count,
+            BpfModeArg::Floor => BpfMode::Floor,
+        }));
         TracerOptions {
             lttng_subbuf_size: self.lttng_subbuf_size,
             lttng_num_subbuf: self.lttng_num_subbuf,
