@@ -50,9 +50,13 @@ fn run(task: Task) -> anyhow::Result<i32> {
         Task::Npt(o) => npt::run(o),
         Task::Events(o) => events::run(o),
         Task::Count(o) => count::run(o),
-        Task::Probes(a) => probes::run(&a.binary, a.symbols.as_deref(), a.json),
-        Task::Compare(a) => compare::run(&a.a, &a.b, a.json.as_deref()),
-        Task::Report(a) => report::run(&a.results, a.out.as_deref()),
-        Task::HoldExec(a) => hold::run(&a.env, &a.command),
+        Task::Probes {
+            binary,
+            symbols,
+            json,
+        } => probes::run(&binary, symbols.as_deref(), json),
+        Task::Compare { a, b, json } => compare::run(&a, &b, json.as_deref()),
+        Task::Report { results, out } => report::run(&results, out.as_deref()),
+        Task::HoldExec { env, command } => hold::run(&env, &command),
     }
 }

@@ -1,7 +1,6 @@
-//! The command line: clap's syntax and its lowering into typed options (ripgrep's `flags/`
-//! shape): every experiment's and `count`'s flags are lowered once into their own options, and
-//! the rest of the program sees only those; the other tools' flags need no checking and are
-//! their options.
+//! The command line: clap's syntax and its lowering into typed options. Raw flags never leave
+//! this module (ripgrep's `flags/` shape): every command is lowered once into its experiment's
+//! or tool's own options, and the rest of the program sees only those.
 
 pub mod common;
 mod events;
@@ -141,10 +140,24 @@ pub enum Task {
     Npt(crate::npt::Options),
     Events(crate::events::Options),
     Count(crate::count::Options),
-    Probes(ProbesArgs),
-    Compare(CompareArgs),
-    Report(ReportArgs),
-    HoldExec(HoldExecArgs),
+    Probes {
+        binary: PathBuf,
+        symbols: Option<String>,
+        json: bool,
+    },
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        json: Option<PathBuf>,
+    },
+    Report {
+        results: Vec<PathBuf>,
+        out: Option<PathBuf>,
+    },
+    HoldExec {
+        env: Vec<String>,
+        command: Vec<String>,
+    },
 }
 
 impl Command {
@@ -157,10 +170,24 @@ impl Command {
             Command::Npt(a) => Task::Npt(a.lower()?),
             Command::Events(a) => Task::Events(a.lower()?),
             Command::Count(a) => Task::Count(a.lower()?),
-            Command::Probes(a) => Task::Probes(a),
-            Command::Compare(a) => Task::Compare(a),
-            Command::Report(a) => Task::Report(a),
-            Command::HoldExec(a) => Task::HoldExec(a),
+            Command::Probes(a) => Task::Probes {
+                binary: a.binary,
+                symbols: a.symbols,
+                json: a.json,
+            },
+            Command::Compare(a) => Task::Compare {
+                a: a.a,
+                b: a.b,
+                json: a.json,
+            },
+            Command::Report(a) => Task::Report {
+                results: a.results,
+                out: a.out,
+            },
+            Command::HoldExec(a) => Task::HoldExec {
+                env: a.env,
+                command: a.command,
+            },
         })
     }
 }
