@@ -24,7 +24,7 @@ impl Workload {
         });
         let mut child = Command::new(rtrace_tests::bin("workload-lttng"))
             .arg(config.to_string())
-            .env(EventKind::WORKLOAD_ENV, kind.workload_env_value())
+            .env(EventKind::WORKLOAD_ENV, kind.name())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

@@ -8,15 +8,13 @@
 //! thread, on another CPU, does the handshake and waits. Periods the thread woke too late for
 //! are skipped (cyclictest's `while (now > next) next += interval`) and counted as overruns.
 
-use crate::{announce, emit, setup, wait_for_go, Instrument};
+use crate::{announce, emit, setup, sized_histogram, wait_for_go, Instrument};
 use anyhow::{anyhow, bail, Context, Result};
 use hdrhistogram::Histogram;
 use rtrace_protocol::{encode_histogram, CyclicConfig, CyclicDone, Fire, Message, ProbeAt};
 use std::io::Write;
 use std::sync::mpsc;
 
-/// Upper bound of the pre-sized histogram (60 s): recording never allocates in the loop.
-const MAX_NS: u64 = 60_000_000_000;
 const NS_PER_S: u64 = 1_000_000_000;
 
 /// What the measuring thread counted.
@@ -140,10 +138,9 @@ fn measure_with(
     split: bool,
     mut wake: impl FnMut(u64) -> (bool, u64),
 ) -> Measured {
-    let new = || Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid bounds");
     let mut m = Measured {
-        hist: new(),
-        untraced: split.then(new),
+        hist: sized_histogram(),
+        untraced: split.then(sized_histogram),
         hits: 0,
         sleeps: 0,
         overruns: 0,

@@ -88,6 +88,11 @@ fn run<I: Instrument>() -> Result<()> {
     }
 }
 
+/// A histogram of ns pre-sized up to 60 s: recording never allocates in the loop.
+fn sized_histogram() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
+}
+
 fn announce<I: Instrument>(cpu: usize, placed: &setup::Placed) -> Result<()> {
     emit(&Message::Ready(Ready {
         pid: std::process::id(),

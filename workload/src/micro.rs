@@ -1,14 +1,11 @@
 //! The per-probe microbenchmark loop (thesis §3.3.2): each iteration's body is timed with
 //! TSC reads (`lfence; rdtsc` before, `rdtscp` after); recording happens outside the timed interval.
 
-use crate::{tsc, Instrument};
+use crate::{sized_histogram, tsc, Instrument};
 use anyhow::Result;
 use hdrhistogram::Histogram;
 use rtrace_protocol::{encode_histogram, Body, Done, MicroConfig, Pacing};
 use std::time::Duration;
-
-/// Upper bound of a pre-sized histogram (60 s): recording never allocates in the loop.
-const MAX_NS: u64 = 60_000_000_000;
 
 #[inline(always)]
 fn barrier() {
@@ -161,10 +158,6 @@ fn timed(
         pacer.between(t1);
     }
     ran
-}
-
-fn sized_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid bounds")
 }
 
 pub(crate) fn max_rss_kb() -> u64 {

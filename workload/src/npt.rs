@@ -3,20 +3,12 @@
 //! (a capped rate, as npt's "tracepoint maximum frequency"); a firing iteration's gap goes to its
 //! own histogram, so the quiet gaps show interference alone.
 
-use crate::{nop5, tsc, Instrument};
+use crate::{nop5, sized_histogram, tsc, Instrument};
 use anyhow::Result;
-use hdrhistogram::Histogram;
 use rtrace_protocol::{encode_histogram, Body, NptConfig, NptDone};
 use std::time::Duration;
 
 const CALIBRATION: Duration = Duration::from_millis(100);
-/// Upper bound of the pre-sized histograms (60 s): recording never allocates in the loop.
-const MAX_NS: u64 = 60_000_000_000;
-
-fn sized() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_NS, 3).expect("valid bounds")
-}
-
 pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
     let tsc_hz = tsc::calibrate(CALIBRATION);
     let ns_per_tick = 1e9 / tsc_hz;
@@ -25,7 +17,7 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
     } else {
         u64::MAX
     };
-    let (mut quiet, mut fired) = (sized(), sized());
+    let (mut quiet, mut fired) = (sized_histogram(), sized_histogram());
     let start = tsc::start();
     let end = start + (c.duration_ns as f64 / ns_per_tick) as u64;
     let mut next = start.saturating_add(period);

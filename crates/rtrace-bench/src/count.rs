@@ -10,7 +10,6 @@ use rtrace_measure::WorkloadError;
 use rtrace_tracer::{Hook, TracerKind};
 use serde::Serialize;
 use std::io::Write;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
 /// `count`'s options, checked.
@@ -107,13 +106,9 @@ fn resolve(cmd: &str) -> Result<PathBuf> {
 
 pub fn run(o: Options) -> Result<i32> {
     let cmd_path = resolve(&o.command[0])?;
-    let binary =
-        std::fs::canonicalize(o.binary.as_deref().unwrap_or(&cmd_path)).with_context(|| {
-            format!(
-                "cannot find {}: check the path",
-                o.binary.as_deref().unwrap_or(&cmd_path).display()
-            )
-        })?;
+    let given = o.binary.as_deref().unwrap_or(&cmd_path);
+    let binary = std::fs::canonicalize(given)
+        .with_context(|| format!("cannot find {}: check the path", given.display()))?;
     let (hook, sites) = match &o.probe {
         CountProbe::Usdt { provider, name } => {
             let sites = rtrace_sdt::find(&binary, provider, name)?;
@@ -140,7 +135,11 @@ pub fn run(o: Options) -> Result<i32> {
         _ => usable.clone(),
     };
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    let mut child = spawn_held(&o.command, read_end)?;
+    // Held until the tracer is attached (see [`crate::hold::held_command`]).
+    let mut child = crate::hold::held_command(&o.command, &[], &read_end)?
+        .spawn()
+        .context("cannot start the command")?;
+    drop(read_end);
     // A signal now kills the command, and we unwind through the cleanup below.
     let watched = rtrace_measure::spawn::watch(child.id());
     let target = o
@@ -225,15 +224,6 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1)
-}
-
-/// Starts the command held (see [`crate::hold::held_command`]).
-fn spawn_held(command: &[String], read_end: OwnedFd) -> Result<std::process::Child> {
-    let child = crate::hold::held_command(command, &[], &read_end)?
-        .spawn()
-        .context("cannot start the command")?;
-    drop(read_end);
-    Ok(child)
 }
 
 #[cfg(test)]

@@ -7,10 +7,9 @@
 use crate::options::CommonOptions;
 use crate::runner::{self, Plan, Round};
 use crate::workload::{self, Subject};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rtrace_measure::npt::{NptResult, NptRun, NptSettings, Osnoise};
 use rtrace_measure::pool::Accounted;
-use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::{run_workload_message, Environment, Events};
 use rtrace_protocol::{Body, Message, NptConfig, WorkloadConfig};
 use rtrace_tracer::TracerKind;
@@ -177,8 +176,7 @@ fn one(o: &Options, s: &Subject, seq: u64) -> Result<NptRun> {
         body: Body::Event,
     });
     let out_dir = o.common.out.join(format!("run-{seq}"));
-    std::fs::create_dir_all(&out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    workload::create_dir(&out_dir)?;
     let env = s
         .tracer
         .as_ref()
@@ -193,18 +191,13 @@ fn one(o: &Options, s: &Subject, seq: u64) -> Result<NptRun> {
             .map(Some)
     })?;
     let Message::NptDone(done) = last else {
-        bail!(
-            "{} answered without an npt result: rebuild the workload binaries (`cargo build --release`)",
-            s.workload.display()
-        );
+        return Err(workload::outdated(&s.workload, "an npt"));
     };
     let events = match attachment {
         Some(a) => {
             let events = Events::new(done.hits, a.finish()?);
             events.check_exact()?;
-            TraceData::settle(&out_dir, o.common.keep_traces, true, events.lost > 0).with_context(
-                || format!("cannot settle the trace data in {}", out_dir.display()),
-            )?;
+            workload::settle(&o.common, &out_dir, true, events.lost > 0)?;
             Some(events)
         }
         None => {

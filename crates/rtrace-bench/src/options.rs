@@ -139,7 +139,7 @@ impl TracerOptions {
             "record": self.record,
             "lttng_subbuf_size": self.lttng_subbuf_size,
             "lttng_num_subbuf": self.lttng_num_subbuf,
-            "lttng_event": self.lttng_events.iter().map(|&k| crate::tracers::lttng_event_name(k)).collect::<Vec<_>>(),
+            "lttng_event": self.lttng_events.iter().map(|&k| k.name()).collect::<Vec<_>>(),
             "bpf_modes": self.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "ftrace_modes": self.ftrace_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
         })

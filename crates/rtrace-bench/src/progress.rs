@@ -50,13 +50,9 @@ impl Progress {
     pub fn extend(&self, steps: u64) {
         self.bar.inc_length(steps);
     }
-
-    /// Removes the bar (before the report is printed).
-    pub fn finish(&self) {
-        self.bar.finish_and_clear();
-    }
 }
 
+/// The bar goes when the runs end (before the report is printed), or fail.
 impl Drop for Progress {
     fn drop(&mut self) {
         self.bar.finish_and_clear();
@@ -77,6 +73,5 @@ mod tests {
         p.start("ftrace case 1".into());
         p.done();
         assert_eq!(p.bar.position(), 1);
-        p.finish();
     }
 }

@@ -8,7 +8,6 @@ use crate::runner::{self, Plan, Round};
 use crate::workload::{self, Subject};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::rate::{Next, Phase, Point, RateResult, RateSettings, Search, SearchPlan};
-use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::{run_workload_message, Environment, Events};
 use rtrace_protocol::{Body, Message, RateConfig, WorkloadConfig};
 use rtrace_tracer::TracerKind;
@@ -237,8 +236,7 @@ fn point(o: &Options, searched: &Searched, e: &Entry, seq: u64) -> Result<Point>
             .collect(),
     });
     let out_dir = o.common.out.join(format!("point-{}", seq + 1));
-    std::fs::create_dir_all(&out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    workload::create_dir(&out_dir)?;
     let opts = at_size(o, searched.buffer_size_kb);
     let env = tracer.workload_env();
     let (_, last, attachment) = run_workload_message(&s.workload, &env, &config, |ready| {
@@ -251,17 +249,13 @@ fn point(o: &Options, searched: &Searched, e: &Entry, seq: u64) -> Result<Point>
         tracer.attach(&target)
     })?;
     let Message::RateDone(done) = last else {
-        bail!(
-            "{} answered without a rate result: rebuild the workload binaries (`cargo build --release`)",
-            s.workload.display()
-        );
+        return Err(workload::outdated(&s.workload, "a rate"));
     };
     let events = Events::new(done.hits, attachment.finish()?);
     events
         .check_exact()
         .with_context(|| format!("at {:.0} events/s", e.rate_hz))?;
-    TraceData::settle(&out_dir, o.common.keep_traces, true, events.lost > 0)
-        .with_context(|| format!("cannot settle the trace data in {}", out_dir.display()))?;
+    workload::settle(&o.common, &out_dir, true, events.lost > 0)?;
     Ok(Point {
         phase: e.phase,
         rate_hz: e.rate_hz,

@@ -305,7 +305,6 @@ fn measure<E: Experiment>(exp: &mut E, files: &ResultFiles) -> Result<Vec<String
     for entry in &plan.last {
         m.entry(entry.clone(), once)?;
     }
-    progress.finish();
     Ok(m.failures)
 }
 

@@ -35,7 +35,7 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
             .iter()
             .map(|&kind| {
                 Ok(Variant {
-                    name: Some(lttng_event_name(kind)),
+                    name: Some(kind.name()),
                     tracer: Box::new(rtrace_lttng::LttngTracer::new(lttng_options(opts, kind))?)
                         as Box<dyn Tracer>,
                 })
@@ -97,14 +97,6 @@ pub fn checked(kind: TracerKind, opts: &TracerOptions, hooks: &[&Hook]) -> Resul
         }
     }
     Ok(variants)
-}
-
-/// The column name of an LTTng event kind: the report always says which kind a row measured.
-pub fn lttng_event_name(kind: rtrace_lttng::EventKind) -> &'static str {
-    match kind {
-        rtrace_lttng::EventKind::Tracepoint => "tracepoint",
-        rtrace_lttng::EventKind::Tracef => "tracef",
-    }
 }
 
 fn lttng_options(

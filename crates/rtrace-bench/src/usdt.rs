@@ -6,7 +6,6 @@ use crate::options::{CommonOptions, TracerChoice};
 use crate::runner::{self, Plan, Round};
 use crate::{tracers, workload};
 use anyhow::{Context, Result};
-use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, RoundSummary, UsdtConfig, UsdtResult};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
 use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
@@ -229,12 +228,11 @@ struct Usdt {
     result: UsdtResult,
 }
 
-impl Usdt {
-    fn variant(&self, &(col, _, hook_kind): &Step) -> Option<String> {
-        match col {
-            Some(c) => self.cols[c].variant.clone(),
-            None => hook_kind.variant(None),
-        }
+/// The variant of a run of `col` (`None`: no tracer) on `hook_kind`'s body.
+fn variant(col: Option<&Column>, hook_kind: HookKind) -> Option<String> {
+    match col {
+        Some(c) => c.variant.clone(),
+        None => hook_kind.variant(None),
     }
 }
 
@@ -274,13 +272,13 @@ impl runner::Experiment for Usdt {
     }
 
     fn label(&self, entry: &Entry) -> String {
-        let Entry::Step(step @ (col, case, _)) = *entry else {
+        let Entry::Step((col, case, hook_kind)) = *entry else {
             return "priming run".into();
         };
         format!(
             "{}{} case {}",
             col.map_or(TracerKind::None, |c| self.cols[c].kind),
-            self.variant(&step)
+            variant(col.map(|c| &self.cols[c]), hook_kind)
                 .as_deref()
                 .map_or(String::new(), |v| format!(" ({v})")),
             case.number(),
@@ -391,10 +389,7 @@ fn run_case(
         more_threads: o.thread_cpus().into_iter().skip(1).collect(),
     });
     let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
-    let variant = match col {
-        Some(c) => c.variant.clone(),
-        None => hook_kind.variant(None),
-    };
+    let variant = variant(col, hook_kind);
     let out_dir = o.common.out.join(format!(
         "{}{}-case{}{}",
         tracer_kind,
@@ -405,8 +400,7 @@ fn run_case(
         round.dir_suffix()
     ));
     if hook.is_some() {
-        std::fs::create_dir_all(&out_dir)
-            .with_context(|| format!("cannot create {}", out_dir.display()))?;
+        workload::create_dir(&out_dir)?;
     }
     let env = col.map_or_else(Vec::new, |c| c.tracer.workload_env());
     // `--decompose` also counts the process's performance counters (opened once the tracer
@@ -433,10 +427,8 @@ fn run_case(
     } else {
         outcome.done.hits
     };
-    let events = match attachment {
-        Some(a) => Some(Events::new(hits, a.finish()?)),
-        None => None,
-    };
+    let events = attachment.map(|a| a.finish()).transpose()?;
+    let events = events.map(|stats| Events::new(hits, stats));
     let hist = decode_histogram(&outcome.done.histogram)?;
     let timer = decode_histogram(&outcome.done.timer_overhead)?;
     let timer_overhead = Summary::of(&timer).context("workload recorded no timer samples")?;
@@ -471,12 +463,8 @@ fn run_case(
     };
     if hook.is_some() {
         let verified = rtrace_measure::pool::Accounted::accounting(&r).is_ok();
-        r.trace_data = Some(
-            TraceData::settle(&out_dir, o.common.keep_traces, verified, r.lost() > 0)
-                .with_context(|| {
-                    format!("cannot settle the trace data in {}", out_dir.display())
-                })?,
-        );
+        let lossy = r.lost() > 0;
+        r.trace_data = Some(workload::settle(&o.common, &out_dir, verified, lossy)?);
     }
     Ok(r)
 }

@@ -3,7 +3,8 @@
 //! the uprobe hooks attach to.
 
 use crate::options::{CommonOptions, TracerOptions};
-use anyhow::Result;
+use anyhow::{anyhow, Context, Result};
+use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::usdt::HookKind;
 use rtrace_tracer::{Hook, Instrumentation, Tracer, TracerKind};
 use std::path::{Path, PathBuf};
@@ -14,6 +15,26 @@ pub fn bin(o: &CommonOptions, instrumentation: Instrumentation) -> Result<PathBu
         Instrumentation::Usdt => "workload",
         Instrumentation::LttngUst => "workload-lttng",
     })?)
+}
+
+/// The error of workload binary `bin` that answered without `what` result (`an npt`): an older
+/// build.
+pub fn outdated(bin: &Path, what: &str) -> anyhow::Error {
+    anyhow!(
+        "{} answered without {what} result: rebuild the workload binaries (`cargo build --release`)",
+        bin.display()
+    )
+}
+
+/// Creates `dir`, a run's trace-data directory.
+pub fn create_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
+}
+
+/// [`TraceData::settle`] of the run's trace data in `dir`, kept as `--keep-traces` says.
+pub fn settle(o: &CommonOptions, dir: &Path, verified: bool, lossy: bool) -> Result<TraceData> {
+    TraceData::settle(dir, o.keep_traces, verified, lossy)
+        .with_context(|| format!("cannot settle the trace data in {}", dir.display()))
 }
 
 /// The `rtrace:event` / `rtrace:idle` hooks of a workload binary (`rtrace:event_nop5` /

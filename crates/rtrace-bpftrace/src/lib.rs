@@ -85,10 +85,6 @@ impl BpftraceTracer {
         self.program = program.into();
         self
     }
-
-    pub fn mode(&self) -> BpftraceMode {
-        self.mode
-    }
 }
 
 impl Tracer for BpftraceTracer {

@@ -14,8 +14,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::mem::MaybeUninit;
-use std::sync::mpsc::{Receiver, TryRecvError};
-use std::time::Duration;
+use std::sync::mpsc::Receiver;
 
 use crate::freed::KernelIds;
 use crate::libbpf_log;
@@ -386,12 +385,7 @@ fn lines(
         .build()
         .context("cannot set up the ring-buffer consumer")?;
     attached();
-    loop {
-        crate::session::poll(&ring, Duration::from_millis(50))?;
-        if stop.try_recv() != Err(TryRecvError::Empty) {
-            break;
-        }
-    }
+    crate::session::poll_until_stopped(&ring, stop)?;
     drop(links);
     while crate::session::consume(&ring)? > 0 {}
     drop(ring);

@@ -81,17 +81,6 @@ pub enum EbpfMode {
 }
 
 impl EbpfMode {
-    /// The name of the mode on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            EbpfMode::Record => "record",
-            EbpfMode::RecordWakeup => "record-wakeup",
-            EbpfMode::Aggregate => "aggregate",
-            EbpfMode::Count => "count",
-            EbpfMode::Floor => "floor",
-        }
-    }
-
     /// Whether every event goes into the ring buffer (`record`, `record-wakeup`).
     pub fn records(self) -> bool {
         matches!(self, EbpfMode::Record | EbpfMode::RecordWakeup)
@@ -107,10 +96,6 @@ pub struct EbpfTracer {
 impl EbpfTracer {
     pub fn new(mode: EbpfMode) -> EbpfTracer {
         EbpfTracer { mode }
-    }
-
-    pub fn mode(&self) -> EbpfMode {
-        self.mode
     }
 }
 
@@ -166,14 +151,13 @@ mod tests {
 
     #[test]
     fn mode_serializes_as_its_name() {
-        assert_eq!(EbpfMode::Aggregate.name(), "aggregate");
-        for m in [
-            EbpfMode::Record,
-            EbpfMode::RecordWakeup,
-            EbpfMode::Aggregate,
+        for (m, name) in [
+            (EbpfMode::Record, "record"),
+            (EbpfMode::RecordWakeup, "record-wakeup"),
+            (EbpfMode::Aggregate, "aggregate"),
         ] {
             let json = serde_json::to_string(&m).unwrap();
-            assert_eq!(json, format!("\"{}\"", m.name()));
+            assert_eq!(json, format!("\"{name}\""));
             assert_eq!(serde_json::from_str::<EbpfMode>(&json).unwrap(), m);
         }
     }

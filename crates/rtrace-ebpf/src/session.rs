@@ -94,13 +94,8 @@ fn trace(
             let link = attach(plan, &skel)?;
             attached();
             if plan.mode == EbpfMode::RecordWakeup {
-                // Sleep in epoll; every event wakes us (bpftrace's perf-buffer reader loop).
-                loop {
-                    poll(&ring, POLL_INTERVAL)?;
-                    if stop.try_recv() != Err(TryRecvError::Empty) {
-                        break; // finish (message) or drop (disconnected)
-                    }
-                }
+                // Every event wakes us (bpftrace's perf-buffer reader loop).
+                poll_until_stopped(&ring, stop)?;
             } else {
                 // Drain every POLL_INTERVAL, or at once again while the ring is filling up fast.
                 let busy = u64::from(plan.ring_bytes) / 4;
@@ -276,16 +271,24 @@ pub(crate) fn explain(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
     }
 }
 
-/// Waits up to `timeout` in epoll for a wake-up, then drains the ring buffer.
-pub(crate) fn poll(ring: &libbpf_rs::RingBuffer<'_>, timeout: Duration) -> Result<()> {
-    let n = ring.poll_raw(timeout);
-    if n < 0 && n != -(nix::errno::Errno::EINTR as i32) {
-        bail!(
-            "waiting on the BPF ring buffer failed: {}",
-            std::io::Error::from_raw_os_error(-n)
-        );
+/// Sleeps in epoll, woken by every record or after [`POLL_INTERVAL`], and drains the ring
+/// buffer, until `stop` ends it (a message: `finish`; disconnected: drop).
+pub(crate) fn poll_until_stopped(
+    ring: &libbpf_rs::RingBuffer<'_>,
+    stop: &Receiver<()>,
+) -> Result<()> {
+    loop {
+        let n = ring.poll_raw(POLL_INTERVAL);
+        if n < 0 && n != -(nix::errno::Errno::EINTR as i32) {
+            bail!(
+                "waiting on the BPF ring buffer failed: {}",
+                std::io::Error::from_raw_os_error(-n)
+            );
+        }
+        if stop.try_recv() != Err(TryRecvError::Empty) {
+            return Ok(());
+        }
     }
-    Ok(())
 }
 
 /// Drains the ring buffer once; number of records consumed.

@@ -161,11 +161,7 @@ pub fn hist_evidence(text: &str, pid: u32) -> Evidence {
         .next();
     let keyed = text.contains("hist:keys=common_pid:") || text.contains("hist:keys=common_pid ");
     Evidence {
-        workload: if keyed {
-            Some(workload.unwrap_or(0))
-        } else {
-            None
-        },
+        workload: keyed.then(|| workload.unwrap_or(0)),
         all: Some(hits),
         lost: dropped,
         source: format!(

@@ -126,10 +126,7 @@ impl Tracer for FtraceTracer {
             bail!("ftrace mode `off` counts hits from uprobe_profile, which kernel tracepoints are not in: use it with USDT or uprobe hooks");
         }
         match hook {
-            Hook::Usdt { binary, sites } => {
-                uprobe::definitions("check", binary, sites)?;
-                Ok(())
-            }
+            Hook::Usdt { binary, sites } => uprobe::definitions("check", binary, sites).map(drop),
             Hook::KernelTracepoint { category, name } => {
                 rtrace_tracer::validate_name("tracepoint category", category)?;
                 rtrace_tracer::validate_name("tracepoint", name)?;
@@ -151,8 +148,7 @@ impl Tracer for FtraceTracer {
                 ret,
             } => {
                 hook.check_binary()?;
-                uprobe::function_definition("check", binary, function, *offset, *ret)?;
-                Ok(())
+                uprobe::function_definition("check", binary, function, *offset, *ret).map(drop)
             }
         }
     }

@@ -16,7 +16,7 @@ pub struct UprobeDef {
 /// One event per probe site (a probe inlined in several places has several sites), named
 /// `NAME` or `NAME_<k>`, all in `group`.
 pub fn definitions(group: &str, binary: &Path, sites: &[Probe]) -> Result<Vec<UprobeDef>> {
-    let path = plain_path(binary)?;
+    plain_path(binary)?;
     sites
         .iter()
         .enumerate()
@@ -28,10 +28,7 @@ pub fn definitions(group: &str, binary: &Path, sites: &[Probe]) -> Result<Vec<Up
             } else {
                 format!("{}_{k}", site.name)
             };
-            let mut line = format!("p:{group}/{event} {path}:0x{:x}", site.offset);
-            if let Some(sem) = site.semaphore_offset {
-                line.push_str(&format!("(0x{sem:x})"));
-            }
+            let mut line = format!("p:{group}/{event} {}", site.ftrace_location(binary));
             for (i, arg) in site.args.iter().enumerate() {
                 line.push_str(&format!(" arg{}={}", i + 1, arg.ftrace_fetcharg()?));
             }

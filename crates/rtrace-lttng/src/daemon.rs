@@ -31,7 +31,7 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Sessiond {
     /// Pid of the daemon we started, `None` for one we found.
-    started: Option<u32>,
+    pub(crate) started: Option<u32>,
     /// Our shared lock on the users file.
     users: Option<Flock<File>>,
 }
@@ -86,11 +86,6 @@ impl Sessiond {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-
-    /// Pid of the daemon if this handle started it.
-    pub fn started_pid(&self) -> Option<u32> {
-        self.started
-    }
 }
 
 impl Drop for Sessiond {
@@ -144,7 +139,6 @@ pub fn pid_file() -> PathBuf {
     dir.join("lttng-sessiond.pid")
 }
 
-/// Pid of this user's live session daemon, from its pid file.
 /// LTTng daemons already running (`lttng-sessiond`, `lttng-consumerd`) that may run on `cpu`: a
 /// run uses a session daemon it finds as it is (it is not ours to pin), so the report says so.
 /// One `comm (pid N, CPUs L)` per daemon.
@@ -183,6 +177,7 @@ fn cpu_in_list(list: &str, cpu: usize) -> bool {
     })
 }
 
+/// Pid of this user's live session daemon, from its pid file.
 pub fn running_pid() -> Option<u32> {
     let pid: u32 = std::fs::read_to_string(pid_file())
         .ok()?

@@ -76,7 +76,7 @@ pub enum EventKind {
     Tracepoint,
     /// The thesis' `lttng_ust_tracef("%s (%d)", "event", i)`: LTTng event
     /// `lttng_ust_tracef:event`. The workload must run with [`EventKind::WORKLOAD_ENV`] set to
-    /// [`EventKind::workload_env_value`].
+    /// [`EventKind::name`].
     Tracef,
 }
 
@@ -84,8 +84,9 @@ impl EventKind {
     /// Environment variable read once by `workload-lttng` to pick its loop event.
     pub const WORKLOAD_ENV: &'static str = "RTRACE_LTTNG_EVENT";
 
-    /// Value of [`EventKind::WORKLOAD_ENV`] for this kind.
-    pub fn workload_env_value(self) -> &'static str {
+    /// `tracepoint` or `tracef`: the value of [`EventKind::WORKLOAD_ENV`] for this kind, and its
+    /// column name in results (they always say which kind a row measured).
+    pub fn name(self) -> &'static str {
         match self {
             EventKind::Tracepoint => "tracepoint",
             EventKind::Tracef => "tracef",
@@ -184,7 +185,7 @@ impl LttngTracer {
     /// Optional: `attach` does it too, but an LTTng-UST application registers faster when the
     /// daemon is already up when it starts. Returns the pid of a daemon we started.
     pub fn ensure_sessiond(&self, consumer_cpus: &[usize]) -> Result<Option<u32>> {
-        Ok(self.sessiond(consumer_cpus)?.started_pid())
+        Ok(self.sessiond(consumer_cpus)?.started)
     }
 
     fn sessiond(&self, consumer_cpus: &[usize]) -> Result<Arc<Sessiond>> {
@@ -216,7 +217,7 @@ impl Tracer for LttngTracer {
     fn workload_env(&self) -> Vec<(String, String)> {
         vec![(
             EventKind::WORKLOAD_ENV.to_owned(),
-            self.options.event_kind.workload_env_value().to_owned(),
+            self.options.event_kind.name().to_owned(),
         )]
     }
 

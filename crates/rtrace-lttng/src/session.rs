@@ -189,35 +189,27 @@ impl LttngSession {
                 );
             }
         }
-        match &self.what {
-            What::Ust { .. } => Ok(EventStats {
-                recorded: ctf::count_events(&self.out)?,
-                lost: discarded,
-                overwritten: 0,
-            }),
+        let (recorded, lost) = match &self.what {
+            What::Ust { .. } => (ctf::count_events(&self.out)?, discarded),
             What::Syscall { name, exit } => {
                 let entry_name = format!("syscall_entry_{name}");
                 let exit_name = format!("syscall_exit_{name}");
                 let c = ctf::count_by_name(&self.out, &[&entry_name, &exit_name])?;
-                if *exit {
+                if !*exit {
+                    (c[0], syscall_lost(discarded, c[0], c[1]))
+                } else if c[0] > 0 {
+                    bail!("LTTng recorded {} {entry_name} events although its filter keeps exits only", c[0]);
+                } else {
                     // Exit only (see `syscall_filter`): every discarded event was an exit.
-                    if c[0] > 0 {
-                        bail!("LTTng recorded {} {entry_name} events although its filter keeps exits only", c[0]);
-                    }
-                    return Ok(EventStats {
-                        recorded: c[1],
-                        lost: discarded,
-                        overwritten: 0,
-                    });
+                    (c[1], discarded)
                 }
-                let (hooked, other) = (c[0], c[1]);
-                Ok(EventStats {
-                    recorded: hooked,
-                    lost: syscall_lost(discarded, hooked, other),
-                    overwritten: 0,
-                })
             }
-        }
+        };
+        Ok(EventStats {
+            recorded,
+            lost,
+            overwritten: 0,
+        })
     }
 }
 

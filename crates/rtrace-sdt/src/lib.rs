@@ -26,9 +26,10 @@ pub use symbols::{function, functions, Function};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// One USDT probe site.
+/// One USDT probe site, with its arguments parsed (`Vec<Arg>`) or, in a [`RawProbe`], as the
+/// note wrote them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Probe {
+pub struct Probe<A = Vec<Arg>> {
     /// Provider name (first argument of `DTRACE_PROBE`/`probe!`).
     pub provider: String,
     /// Probe name.
@@ -41,30 +42,15 @@ pub struct Probe {
     pub semaphore_address: Option<u64>,
     /// File offset of the semaphore (uprobe `ref_ctr_offset`), if the probe has one.
     pub semaphore_offset: Option<u64>,
-    /// Argument specs in note order.
-    pub args: Vec<Arg>,
+    /// Argument specs in note order (a [`RawProbe`]'s: space-separated, empty without
+    /// arguments).
+    pub args: A,
 }
 
 /// A probe site whose argument string is kept as written in the note (e.g. `"-4@%eax 8@%rdx"`).
 ///
 /// Returned by [`raw_probes`]; use it to list probes whose arguments [`Arg::parse`] rejects.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RawProbe {
-    /// Provider name.
-    pub provider: String,
-    /// Probe name.
-    pub name: String,
-    /// Virtual address of the probe site (after the `.stapsdt.base` adjustment).
-    pub address: u64,
-    /// File offset of the probe site.
-    pub offset: u64,
-    /// Virtual address of the semaphore, if the probe has one.
-    pub semaphore_address: Option<u64>,
-    /// File offset of the semaphore, if the probe has one.
-    pub semaphore_offset: Option<u64>,
-    /// The note's argument string: space-separated specs, empty if the probe has no arguments.
-    pub args: String,
-}
+pub type RawProbe = Probe<String>;
 
 /// One argument spec such as `-8@%rdx`, `4@-12(%rbp)` or `-4@$5`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -251,11 +237,6 @@ impl Probe {
             Some(sem) => format!("{}:{:#x}({:#x})", binary.display(), self.offset, sem),
             None => format!("{}:{:#x}", binary.display(), self.offset),
         }
-    }
-
-    /// [`Arg::ftrace_fetcharg`] of every argument, in order.
-    pub fn ftrace_fetchargs(&self) -> Result<Vec<String>, SdtError> {
-        self.args.iter().map(Arg::ftrace_fetcharg).collect()
     }
 }
 

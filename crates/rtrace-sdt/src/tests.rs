@@ -121,10 +121,9 @@ fn check_probes_c(path: &Path) -> Vec<Probe> {
     assert_eq!(sized(&two.args[0]), (4, true), "int y");
     let c = &two.args[1];
     assert_eq!((c.size, c.signed, &c.location), (4, true, &Constant(5)));
-    let fetch = two.ftrace_fetchargs().unwrap();
-    let reg = &fetch[0];
-    assert!(reg.starts_with('%') && reg.ends_with(":s32"), "{fetch:?}");
-    assert_eq!(fetch[1], "\\5:s32");
+    let reg = two.args[0].ftrace_fetcharg().unwrap();
+    assert!(reg.starts_with('%') && reg.ends_with(":s32"), "{reg}");
+    assert_eq!(two.args[1].ftrace_fetcharg().unwrap(), "\\5:s32");
     assert!(probes[2].args.is_empty());
     assert!(probes.iter().all(|p| !p.has_semaphore()));
     assert_eq!(find(path, "prov", "two").unwrap(), vec![two.clone()]);

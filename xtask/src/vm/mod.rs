@@ -259,31 +259,26 @@ impl Guest {
             console_log: &dest.join(CONSOLE_LOG),
             timeout,
         })?;
-        let mut report = Report {
-            kernel: self.kernel,
-            release: self.unpacked.release.clone(),
-            outcome,
-            results: dest.to_path_buf(),
-            files: Vec::new(),
-            problems: Vec::new(),
-        };
         // `init: pending NAME (WHY): COMMAND`
-        let pending: Vec<String> = report
-            .outcome
+        let pending: Vec<String> = outcome
             .console
             .iter()
             .filter_map(|l| l.trim().strip_prefix("init: pending "))
             .filter_map(|l| l.split_once(" (").map(|(n, _)| n.to_owned()))
             .collect();
-        let checked = results::check(dest, self.kernel, &pending)?;
-        report.files = checked.files;
-        match judge {
-            Judge::Plan => report.problems = checked.problems,
-            Judge::Command => report
-                .files
-                .extend(checked.problems.into_iter().map(|p| format!("note: {p}"))),
+        let mut checked = results::check(dest, self.kernel, &pending)?;
+        if judge == Judge::Command {
+            let notes = checked.problems.drain(..).map(|p| format!("note: {p}"));
+            checked.files.extend(notes);
         }
-        Ok(report)
+        Ok(Report {
+            kernel: self.kernel,
+            release: self.unpacked.release.clone(),
+            outcome,
+            results: dest.to_path_buf(),
+            files: checked.files,
+            problems: checked.problems,
+        })
     }
 }
 

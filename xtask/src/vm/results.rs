@@ -7,6 +7,7 @@ use anyhow::Result;
 use serde_json::Value;
 use std::path::Path;
 
+#[derive(Default)]
 pub struct Checked {
     /// One line per result file.
     pub files: Vec<String>,
@@ -23,10 +24,7 @@ pub fn check(dir: &Path, kernel: Kernel, pending: &[String]) -> Result<Checked> 
         .filter(|n| n.ends_with(".json"))
         .collect();
     names.sort();
-    let mut c = Checked {
-        files: Vec::new(),
-        problems: Vec::new(),
-    };
+    let mut c = Checked::default();
     for name in names {
         let text = std::fs::read_to_string(dir.join(&name))?;
         let v: Value = match serde_json::from_str(&text) {

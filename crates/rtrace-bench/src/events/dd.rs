@@ -17,15 +17,8 @@ pub fn run<A>(
     attach: impl FnOnce(u32) -> Result<A>,
 ) -> Result<(Ran, A)> {
     let (read_end, write_end) = nix::unistd::pipe().context("cannot make a pipe")?;
-    let command: Vec<String> = [
-        "dd",
-        "if=/dev/zero",
-        "of=/dev/null",
-        "bs=1",
-        &format!("count={blocks}"),
-    ]
-    .map(String::from)
-    .to_vec();
+    let count = format!("count={blocks}");
+    let command = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", &count].map(String::from);
     let mut cmd = crate::hold::held_command(&command, &[("LC_ALL".into(), "C".into())], &read_end)?;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -19,10 +19,10 @@ use rtrace_measure::events::{
 };
 use rtrace_measure::pool::Accounted;
 use rtrace_measure::{run_workload_message, Environment};
-use rtrace_protocol::{Message, ReadsConfig, ReadsDone, WorkloadConfig};
+use rtrace_protocol::{Message, ReadsConfig, WorkloadConfig};
 use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram, Unsupported};
-use rtrace_tracer::{Attachment, Hook, Instrumentation, Tracer, TracerKind};
-use std::path::{Path, PathBuf};
+use rtrace_tracer::{Hook, Instrumentation, Tracer, TracerKind};
+use std::path::PathBuf;
 
 /// Reads of an accounting run (enough to see any miscount; not timed).
 const ACCOUNT_READS: u64 = 100_000;
@@ -394,27 +394,9 @@ fn hook_checks(subjects: &[Subject]) -> Vec<(TracerKind, ReadHook)> {
     out
 }
 
-fn reads_config(o: &Options, reads: u64) -> WorkloadConfig {
-    WorkloadConfig::Reads(ReadsConfig {
-        reads,
-        cpu: o.common.cpus.measured,
-        priority: o.common.priority,
-    })
-}
-
-fn reads_done(s: &Setup, last: Message) -> Result<ReadsDone> {
-    match last {
-        Message::ReadsDone(d) => Ok(d),
-        _ => bail!(
-            "{} answered without a reads result: rebuild the workload binaries (`cargo build --release`)",
-            s.workload.display()
-        ),
-    }
-}
-
 fn run_dir(o: &Options, name: &str) -> Result<PathBuf> {
     let d = o.common.out.join(name);
-    std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+    crate::workload::create_dir(&d)?;
     Ok(d)
 }
 
@@ -444,13 +426,19 @@ fn run_traced<A>(
     reads: u64,
     attach: impl FnOnce(u32) -> Result<A>,
 ) -> Result<(Ran, A)> {
+    let (cpu, priority) = (o.common.cpus.measured, o.common.priority);
     match w {
         Workload::Loop => {
+            let config = WorkloadConfig::Reads(ReadsConfig {
+                reads,
+                cpu,
+                priority,
+            });
             let (ready, last, a) =
-                run_workload_message(&s.workload, &[], &reads_config(o, reads), |ready| {
-                    attach(ready.pid)
-                })?;
-            let done = reads_done(s, last)?;
+                run_workload_message(&s.workload, &[], &config, |ready| attach(ready.pid))?;
+            let Message::ReadsDone(done) = last else {
+                return Err(crate::workload::outdated(&s.workload, "a reads"));
+            };
             Ok((
                 Ran {
                     pid: ready.pid,
@@ -461,7 +449,7 @@ fn run_traced<A>(
                 a,
             ))
         }
-        Workload::Dd => dd::run(o.common.cpus.measured, o.common.priority, reads, attach),
+        Workload::Dd => dd::run(cpu, priority, reads, attach),
     }
 }
 
@@ -494,7 +482,8 @@ fn timed(
             return Ok(None);
         };
         let hook = s.hook(sub.tracer, ReadProgram::Feature(sub.feature));
-        attach(o, s, sub.tracer, hook, None, &dir).map(Some)
+        let target = o.common.target(hook, None, &dir);
+        s.tracer(sub.tracer).attach(&target).map(Some)
     })?;
     let evidence = match (attached, sub) {
         (Some(a), Some(sub)) => {
@@ -527,19 +516,6 @@ fn timed(
         reads: ran.reads,
         evidence,
     })
-}
-
-/// Attaches `tracer` on `hook` (to `pid`'s events only, or every process's) with the run's
-/// buffer size.
-fn attach(
-    o: &Options,
-    s: &Setup,
-    tracer: TracerKind,
-    hook: Hook,
-    pid: Option<u32>,
-    dir: &Path,
-) -> Result<Box<dyn Attachment>> {
-    s.tracer(tracer).attach(&o.common.target(hook, pid, dir))
 }
 
 /// The accounting run of `tracer` on `hook` for workload `w`: the workload's events, the
@@ -587,7 +563,8 @@ fn account_run(
     )?;
     let (ran, attached) = run_traced(o, s, w, reads, |pid| {
         let hook = s.hook(tracer, ReadProgram::Account(hook));
-        attach(o, s, tracer, hook, Some(pid), &dir)
+        s.tracer(tracer)
+            .attach(&o.common.target(hook, Some(pid), &dir))
     })?;
     let ev = attached.evidence(ran.pid, &ran.comm)?;
     let recorded = ev.workload.with_context(|| {

@@ -429,8 +429,7 @@ fn attach(
     let (Some(tracer), Some(hook)) = (&p.tracer, hook) else {
         return Ok(None);
     };
-    std::fs::create_dir_all(out_dir)
-        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    crate::workload::create_dir(out_dir)?;
     let target = o.common.target(hook.clone(), Some(pid), out_dir);
     let target = if held {
         target.following_children().skipping(pid)
@@ -460,9 +459,7 @@ fn settle(o: &Options, dir: &Path, accounting: Option<&Accounting>) -> Result<Op
     let Some(a) = accounting else {
         return Ok(None);
     };
-    TraceData::settle(dir, o.common.keep_traces, a.ok, a.events.lost > 0)
-        .map(Some)
-        .with_context(|| format!("cannot settle the trace data in {}", dir.display()))
+    crate::workload::settle(&o.common, dir, a.ok, a.events.lost > 0).map(Some)
 }
 
 /// The workload's cyclic loop under the plan's tracer: one round.
@@ -494,10 +491,7 @@ fn run_builtin(o: &Options, p: &Prepared, round: &Round) -> Result<SweepRun> {
         attach(o, p, p.hook.as_ref(), ready.pid, false, &out_dir)
     })?;
     let Message::CyclicDone(done) = last else {
-        bail!(
-            "{} answered without a cyclic result: rebuild the workload binaries (`cargo build --release`)",
-            p.workload.display()
-        );
+        return Err(crate::workload::outdated(&p.workload, "a cyclic"));
     };
     // User space: one tracepoint per loop; kernel space: one exit per clock_nanosleep call.
     let hits = match p.config.space() {
