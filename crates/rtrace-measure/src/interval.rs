@@ -70,20 +70,12 @@ pub fn mean_of(xs: &[f64], floor_var: f64) -> Option<Estimate> {
     }
     let n = xs.len();
     let estimate = mean(xs);
-    if n < 2 {
-        return Some(Estimate {
-            estimate,
-            low: None,
-            high: None,
-            rounds: n,
-            confidence: CONFIDENCE,
-        });
-    }
-    let half = t_quantile(n as f64 - 1.0) * (variance(xs).max(floor_var) / n as f64).sqrt();
+    let half = (n > 1)
+        .then(|| t_quantile(n as f64 - 1.0) * (variance(xs).max(floor_var) / n as f64).sqrt());
     Some(Estimate {
         estimate,
-        low: Some(estimate - half),
-        high: Some(estimate + half),
+        low: half.map(|h| estimate - h),
+        high: half.map(|h| estimate + h),
         rounds: n,
         confidence: CONFIDENCE,
     })

@@ -59,10 +59,6 @@ impl NptRun {
             None => self.tracer.to_string(),
         }
     }
-
-    pub fn quiet_histogram(&self) -> Result<Histogram<u64>, HistogramError> {
-        decode_histogram(&self.done.quiet)
-    }
 }
 
 impl crate::pool::Accounted for NptRun {
