@@ -54,10 +54,7 @@ impl NptRun {
 
     /// `ebpf (record)`, `none`.
     pub fn label(&self) -> String {
-        match &self.variant {
-            Some(v) => format!("{} ({v})", self.tracer),
-            None => self.tracer.to_string(),
-        }
+        self.tracer.label(self.variant.as_deref())
     }
 }
 

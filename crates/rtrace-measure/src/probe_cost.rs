@@ -206,10 +206,7 @@ pub fn label(c: &CaseResult) -> String {
 
 /// `ftrace`, `ebpf (record)`: the tracer and its variant.
 pub fn column(c: &CaseResult) -> String {
-    match &c.variant {
-        Some(v) => format!("{} ({v})", c.tracer),
-        None => c.tracer.to_string(),
-    }
+    c.tracer.label(c.variant.as_deref())
 }
 
 /// The case-1 run of `tracer` with `variant` on a USDT probe (`usdt` or `usdt-nop5`: the

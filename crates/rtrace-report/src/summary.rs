@@ -180,7 +180,6 @@ pub fn conditions(warnings: &[Warning]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::fixtures::{self, assert_has};
-    use crate::format::tracer_label;
 
     #[test]
     fn the_summary_numbers_are_the_results() {
@@ -194,7 +193,7 @@ mod tests {
                 .map(|(a, b)| a.steady_mean_ns() - b.steady_mean_ns())
                 .collect();
             let want = per_round.iter().sum::<f64>() / per_round.len() as f64;
-            let label = tracer_label(c.tracer, c.variant.as_deref());
+            let label = c.tracer.label(c.variant.as_deref());
             assert_has(&lines[1], &[&format!("{label} {want:.0} ns")]);
         }
         assert!(lines[1].starts_with("usdt hook: "), "{}", lines[1]);

@@ -56,7 +56,7 @@ pub fn method(r: &UsdtResult) -> Vec<String> {
     let traced: Vec<(String, rtrace_measure::trace_data::TraceData)> = r
         .runs
         .iter()
-        .filter_map(|c| Some((crate::format::run_label(c), c.trace_data?)))
+        .filter_map(|c| Some((rtrace_measure::probe_cost::label(c), c.trace_data?)))
         .collect();
     if let Some(line) = crate::format::trace_data_line(&traced, r.config.run.keep_traces) {
         out.push(line);
