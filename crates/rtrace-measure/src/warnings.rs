@@ -78,10 +78,8 @@ impl Warning {
 
     fn about(kind: WarningKind, scope: &str, message: String) -> Warning {
         Warning {
-            kind,
-            details: Vec::new(),
             scope: Some(scope.to_owned()),
-            message,
+            ..Warning::new(kind, message)
         }
     }
 }
