@@ -12,7 +12,7 @@ use rtrace_measure::warnings::WarningKind;
 use rtrace_measure::Warning;
 
 /// `575 ns (560–590)`, or `575 ns` without an interval.
-fn ns_with_interval(e: &rtrace_measure::interval::Estimate) -> String {
+pub(crate) fn ns_with_interval(e: &rtrace_measure::interval::Estimate) -> String {
     match (e.low, e.high) {
         (Some(l), Some(h)) => format!("{:.0} ns ({l:.0}–{h:.0})", e.estimate),
         _ => format!("{:.0} ns", e.estimate),
