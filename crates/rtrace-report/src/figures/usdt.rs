@@ -84,22 +84,7 @@ pub(super) fn picked(r: &UsdtResult, pick: Pick, case: Case) -> Vec<&CaseResult>
 
 /// Each run's look: its tracer's colour, shaded and dashed for its further modes.
 pub(super) fn looks(runs: &[&CaseResult]) -> Vec<style::Look> {
-    let mut count: Vec<(TracerKind, usize)> = Vec::new();
-    runs.iter()
-        .map(|c| {
-            let n = match count.iter_mut().find(|(t, _)| *t == c.tracer) {
-                Some((_, n)) => {
-                    *n += 1;
-                    *n
-                }
-                None => {
-                    count.push((c.tracer, 0));
-                    0
-                }
-            };
-            style::look(c.tracer, n)
-        })
-        .collect()
+    style::looks(runs.iter().map(|c| c.tracer))
 }
 
 /// One box per run, each with its own look.
