@@ -61,10 +61,8 @@ pub fn tracers(r: &EventsResult) -> Vec<TracerKind> {
 
 /// The experiments of a result, in Gregg's order.
 pub fn features(r: &EventsResult) -> Vec<Feature> {
-    let mut f: Vec<Feature> = r.cells.iter().map(|c| c.feature).collect();
-    f.sort();
-    f.dedup();
-    f
+    let f: std::collections::BTreeSet<Feature> = r.cells.iter().map(|c| c.feature).collect();
+    f.into_iter().collect()
 }
 
 fn has_pair(r: &EventsResult) -> bool {

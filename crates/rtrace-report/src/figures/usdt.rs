@@ -27,10 +27,8 @@ pub(super) fn short(c: Case) -> &'static str {
 
 /// The cases measured, in order.
 pub(super) fn cases(r: &UsdtResult) -> Vec<Case> {
-    let mut c: Vec<Case> = r.runs.iter().map(|c| c.case).collect();
-    c.sort();
-    c.dedup();
-    c
+    let c: std::collections::BTreeSet<Case> = r.runs.iter().map(|c| c.case).collect();
+    c.into_iter().collect()
 }
 
 /// Which runs a usdt figure draws.
