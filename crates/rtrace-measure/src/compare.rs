@@ -174,35 +174,21 @@ pub fn compare(a_file: &str, a: &SweepResult, b_file: &str, b: &SweepResult) -> 
         .filter(|rb| a.run(rb.config, rb.source).is_none())
         .map(key)
         .collect();
-    let (ca, cb) = (&a.config, &b.config);
-    let mut differ = |what: &str, x: String, y: String| {
+    let mut differ = |what: &str, setting: fn(&SweepResult) -> String| {
+        let (x, y) = (setting(a), setting(b));
         if x != y {
             warnings.push(format!(
                 "A and B differ in {what} ({x} vs {y}): the differences mix that in"
             ));
         }
     };
-    differ(
-        "--interval-us",
-        ca.interval_us.to_string(),
-        cb.interval_us.to_string(),
-    );
-    differ("--loops", ca.loops.to_string(), cb.loops.to_string());
-    differ(
-        "--priority",
-        format!("{:?}", ca.run.priority),
-        format!("{:?}", cb.run.priority),
-    );
-    differ(
-        "--histogram-us",
-        ca.histogram_limit_us.to_string(),
-        cb.histogram_limit_us.to_string(),
-    );
-    differ(
-        "CPU model",
-        a.environment.cpu_model.clone(),
-        b.environment.cpu_model.clone(),
-    );
+    differ("--interval-us", |r| r.config.interval_us.to_string());
+    differ("--loops", |r| r.config.loops.to_string());
+    differ("--priority", |r| format!("{:?}", r.config.run.priority));
+    differ("--histogram-us", |r| {
+        r.config.histogram_limit_us.to_string()
+    });
+    differ("CPU model", |r| r.environment.cpu_model.clone());
     Comparison {
         a: side(a_file, a),
         b: side(b_file, b),

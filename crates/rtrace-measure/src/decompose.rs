@@ -116,17 +116,11 @@ impl Staircase {
 /// run): what the staircase's steps must add up to if the decomposition measures what users
 /// get. `alone` is that invocation's result.
 pub fn measured_alone(s: &Staircase, alone: &UsdtResult) -> Option<Estimate> {
-    let run = alone.runs.iter().find(|c| {
-        c.tracer == s.tracer
-            && c.hook_kind == s.hook
-            && c.case == Case::Traced
-            && alone.run_mode(c).as_deref() == Some(s.top_mode)
-    })?;
+    let run = find(alone, s.tracer, s.hook, s.top_mode, Case::Traced)?;
     if !alone.in_ratios(run) {
         return None;
     }
-    let d = Extra::of(alone, run)?.per_round(Stat::SteadyMean);
-    interval::mean_of(&d, 0.0)
+    Extra::of(alone, run)?.difference(Stat::SteadyMean)
 }
 
 fn find<'a>(

@@ -70,20 +70,12 @@ pub fn mean_of(xs: &[f64], floor_var: f64) -> Option<Estimate> {
     }
     let n = xs.len();
     let estimate = mean(xs);
-    if n < 2 {
-        return Some(Estimate {
-            estimate,
-            low: None,
-            high: None,
-            rounds: n,
-            confidence: CONFIDENCE,
-        });
-    }
-    let half = t_quantile(n as f64 - 1.0) * (variance(xs).max(floor_var) / n as f64).sqrt();
+    let half = (n > 1)
+        .then(|| t_quantile(n as f64 - 1.0) * (variance(xs).max(floor_var) / n as f64).sqrt());
     Some(Estimate {
         estimate,
-        low: Some(estimate - half),
-        high: Some(estimate + half),
+        low: half.map(|h| estimate - h),
+        high: half.map(|h| estimate + h),
         rounds: n,
         confidence: CONFIDENCE,
     })
@@ -117,27 +109,20 @@ pub fn ratio_between(a: &[f64], b: &[f64], floor_var: f64) -> Option<Estimate> {
     );
     let log_ratio = mean(&lb) - mean(&la);
     let rounds = a.len().min(b.len());
-    if rounds < 2 {
-        return Some(Estimate {
-            estimate: log_ratio.exp(),
-            low: None,
-            high: None,
-            rounds,
-            confidence: CONFIDENCE,
-        });
-    }
-    let (va, vb) = (
-        variance(&la).max(floor_var) / la.len() as f64,
-        variance(&lb).max(floor_var) / lb.len() as f64,
-    );
-    // Welch–Satterthwaite degrees of freedom.
-    let df = (va + vb).powi(2)
-        / (va.powi(2) / (la.len() as f64 - 1.0) + vb.powi(2) / (lb.len() as f64 - 1.0));
-    let half = t_quantile(df) * (va + vb).sqrt();
+    let half = (rounds > 1).then(|| {
+        let (va, vb) = (
+            variance(&la).max(floor_var) / la.len() as f64,
+            variance(&lb).max(floor_var) / lb.len() as f64,
+        );
+        // Welch–Satterthwaite degrees of freedom.
+        let df = (va + vb).powi(2)
+            / (va.powi(2) / (la.len() as f64 - 1.0) + vb.powi(2) / (lb.len() as f64 - 1.0));
+        t_quantile(df) * (va + vb).sqrt()
+    });
     Some(Estimate {
         estimate: log_ratio.exp(),
-        low: Some((log_ratio - half).exp()),
-        high: Some((log_ratio + half).exp()),
+        low: half.map(|h| (log_ratio - h).exp()),
+        high: half.map(|h| (log_ratio + h).exp()),
         rounds,
         confidence: CONFIDENCE,
     })
@@ -161,13 +146,8 @@ pub fn median_of(xs: &[f64], resolution: f64) -> Option<Estimate> {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     };
     if n < 2 {
-        return Some(Estimate {
-            estimate,
-            low: None,
-            high: None,
-            rounds: n,
-            confidence: CONFIDENCE,
-        });
+        // One round: its value without an interval, as its mean.
+        return mean_of(&v, 0.0);
     }
     // Coverage of [x(k), x(n+1-k)] (1-based) is 1 - 2 P(Bin(n, 1/2) < k).
     let below = |k: usize| -> f64 { (0..k).map(|i| binomial(n, i) * 0.5f64.powi(n as i32)).sum() };

@@ -54,14 +54,7 @@ impl NptRun {
 
     /// `ebpf (record)`, `none`.
     pub fn label(&self) -> String {
-        match &self.variant {
-            Some(v) => format!("{} ({v})", self.tracer),
-            None => self.tracer.to_string(),
-        }
-    }
-
-    pub fn quiet_histogram(&self) -> Result<Histogram<u64>, HistogramError> {
-        decode_histogram(&self.done.quiet)
+        self.tracer.label(self.variant.as_deref())
     }
 }
 

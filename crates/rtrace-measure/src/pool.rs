@@ -19,12 +19,17 @@ pub trait Pool: Accounted + Sized {
     fn absorb(&mut self, round: Self) -> anyhow::Result<()>;
 }
 
-/// Two rounds' optional totals pooled: their sum, or whichever there is.
-pub fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+/// Two rounds' optional values pooled by `f`, or whichever there is.
+pub fn merge<T>(a: Option<T>, b: Option<T>, f: impl FnOnce(T, T) -> T) -> Option<T> {
     match (a, b) {
-        (Some(a), Some(b)) => Some(a + b),
+        (Some(a), Some(b)) => Some(f(a, b)),
         (a, b) => a.or(b),
     }
+}
+
+/// Two rounds' optional totals pooled: their sum, or whichever there is.
+pub fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+    merge(a, b, T::add)
 }
 
 /// Two rounds' encoded histograms pooled: the sum, encoded, and decoded.

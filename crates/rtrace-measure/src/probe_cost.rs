@@ -206,10 +206,7 @@ pub fn label(c: &CaseResult) -> String {
 
 /// `ftrace`, `ebpf (record)`: the tracer and its variant.
 pub fn column(c: &CaseResult) -> String {
-    match &c.variant {
-        Some(v) => format!("{} ({v})", c.tracer),
-        None => c.tracer.to_string(),
-    }
+    c.tracer.label(c.variant.as_deref())
 }
 
 /// The case-1 run of `tracer` with `variant` on a USDT probe (`usdt` or `usdt-nop5`: the
@@ -306,11 +303,6 @@ pub fn references(r: &UsdtResult) -> Vec<Reference> {
         }
     }
     out
-}
-
-/// The ratios of [`references`].
-pub fn reference_ratios(r: &UsdtResult) -> Vec<CostRatio> {
-    references(r).into_iter().map(|x| x.ratio).collect()
 }
 
 /// Which difference a [`CostDifference`] measures.
@@ -567,9 +559,9 @@ mod tests {
             traced(Ebpf, "aggregate", 600.0),
             traced(Bpftrace, "aggregate", 700.0),
         ]);
-        let ratios = reference_ratios(&r);
-        assert_eq!(ratios.len(), 1);
-        let c = &ratios[0];
+        let refs = references(&r);
+        assert_eq!(refs.len(), 1);
+        let c = &refs[0].ratio;
         assert_eq!(c.numerator, "ebpf (aggregate)");
         assert_eq!((c.numerator_ns, c.denominator_ns), (600.0, 700.0));
         // Case 0 and case 1 move together: every round gives 600 / 700.
@@ -580,7 +572,7 @@ mod tests {
         let median = c.median.unwrap();
         assert!(median.low.unwrap() < median.estimate && median.estimate < median.high.unwrap());
         // LTTng against ftrace uses the extra cost too.
-        let c = &reference_ratios(&lttng_ftrace())[0];
+        let c = &references(&lttng_ftrace())[0].ratio;
         assert_eq!(c.numerator, "lttng");
         assert!(near(c.mean.unwrap().estimate, 0.2), "{c:?}");
     }
@@ -592,12 +584,12 @@ mod tests {
             (Lttng, "", Traced, vec![230.0]),
             (Ftrace, "", Traced, vec![1030.0]),
         ]);
-        let m = reference_ratios(&r)[0].mean.unwrap();
+        let m = references(&r)[0].ratio.mean.unwrap();
         assert_eq!((m.rounds, m.low, m.high), (1, None, None));
         assert!(near(m.estimate, 0.2));
         let noisy = (Lttng, "", Traced, vec![210.0, 260.0, 230.0]);
         let r = result(&[noisy, traced(Ftrace, "", 1000.0)]);
-        let m = reference_ratios(&r)[0].mean.unwrap();
+        let m = references(&r)[0].ratio.mean.unwrap();
         assert!(
             m.contains(0.2) && m.high.unwrap() - m.low.unwrap() > 0.02,
             "{m:?}"
@@ -608,7 +600,7 @@ mod tests {
     fn lossy_runs_stay_out_of_ratios_unless_allowed() {
         let mut r = lttng_ftrace();
         r.runs[1].events = Some(crate::Events::of(100, 90, 10));
-        assert!(reference_ratios(&r).is_empty() && over_cheapest(&r).is_empty());
+        assert!(references(&r).is_empty() && over_cheapest(&r).is_empty());
         let notes = lossy_notes(&r);
         assert!(
             notes[0].starts_with("lttng case 1 dropped 10 of 100 events")
@@ -616,13 +608,13 @@ mod tests {
             "{notes:?}"
         );
         r.config.allow_loss = true;
-        assert_eq!(reference_ratios(&r).len(), 1);
+        assert_eq!(references(&r).len(), 1);
         assert!(lossy_notes(&r)[0].contains("kept in ratios"));
         // Events a flight recorder overwrote were written first: the run counts.
         r.config.allow_loss = false;
         r.runs[1].events.as_mut().unwrap().overwritten = 10;
         assert!(lossy_notes(&r).is_empty());
-        assert_eq!(reference_ratios(&r).len(), 1);
+        assert_eq!(references(&r).len(), 1);
     }
 
     #[test]
@@ -714,10 +706,10 @@ mod tests {
             traced(Lttng, "tracef", 400.0),
             traced(Ftrace, "", 1000.0),
         ]);
-        let got = reference_ratios(&r);
+        let got = references(&r);
         assert_eq!(got.len(), 2);
         let want = [("lttng (tracepoint)", 0.2), ("lttng (tracef)", 0.4)];
-        for (c, (name, ratio)) in got.iter().zip(want) {
+        for (c, (name, ratio)) in got.iter().map(|x| &x.ratio).zip(want) {
             assert_eq!(c.numerator, name);
             assert!(near(c.mean.unwrap().estimate, ratio));
         }

@@ -252,14 +252,10 @@ fn limit(
         r *= plan.factor;
     }
     // Resumed above a rate that held: the bisection may go down to it.
-    let lower = lower.or(held);
-    let (mut l, u) = match (lower, upper) {
-        (Some(l), Some(u)) => (l, u),
-        (None, _) => return Ok((None, false, false)),
-        (Some(l), None) => (l, l),
+    let Some(mut l) = lower.or(held) else {
+        return Ok((None, false, false));
     };
-    if upper.is_some() {
-        let mut u = u;
+    if let Some(mut u) = upper {
         for _ in 0..plan.bisections {
             let mid = (l * u).sqrt();
             let p = measure(mid, Phase::Bisect)?;

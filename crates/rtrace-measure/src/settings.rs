@@ -51,14 +51,6 @@ fn one() -> u32 {
     1
 }
 
-impl RunSettings {
-    /// The record mode of the run: `record`, else the one older files kept in `tracer_options`.
-    pub fn record_mode(&self) -> Option<RecordMode> {
-        self.record
-            .or_else(|| serde_json::from_value(self.tracer_options.get("record")?.clone()).ok())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,7 +69,6 @@ mod tests {
         let c: Config = serde_json::from_str(old).unwrap();
         assert_eq!((c.loops, c.run.cpu, c.run.priority), (5, 1, Some(99)));
         assert_eq!(c.run.rounds, 1);
-        assert_eq!(c.run.record_mode(), Some(RecordMode::Stream));
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(v["cpu"], 1);
         assert_eq!(v["loops"], 5);

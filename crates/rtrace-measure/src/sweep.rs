@@ -120,19 +120,10 @@ impl Configuration {
     pub fn space(self) -> Space {
         match self {
             Configuration::None => Space::None,
-            Configuration::UsdtFtrace
-            | Configuration::UsdtEbpf
-            | Configuration::UsdtBpftrace
-            | Configuration::UsdtLttng
-            | Configuration::UprobeFtrace
-            | Configuration::UprobeEbpf
-            | Configuration::UprobeBpftrace
-            | Configuration::UretprobeFtrace
-            | Configuration::UretprobeEbpf
-            | Configuration::UretprobeBpftrace => Space::User,
             Configuration::KernelFtrace
             | Configuration::KernelEbpf
             | Configuration::KernelLttng => Space::Kernel,
+            _ => Space::User,
         }
     }
 
@@ -406,6 +397,7 @@ impl crate::Pool for SweepRun {
     /// Histograms add up, counts and event accounting sum (judged again on the sums), the
     /// rounds' statistics are kept for the intervals.
     fn absorb(&mut self, round: SweepRun) -> anyhow::Result<()> {
+        use crate::pool::merge;
         anyhow::ensure!(
             self.is_same_run(&round),
             "cannot pool {} {} with {} {}",
@@ -420,32 +412,19 @@ impl crate::Pool for SweepRun {
         self.overflows += round.overflows;
         self.loops += round.loops;
         self.overruns = crate::pool::sum(self.overruns, round.overruns);
-        self.accounting = match (self.accounting.take(), round.accounting) {
-            (Some(a), Some(b)) => Some(Accounting::judge(a.rule, a.events + b.events)),
-            (a, b) => a.or(b),
-        };
-        self.mlocked = match (self.mlocked, round.mlocked) {
-            (Some(a), Some(b)) => Some(a && b),
-            (a, b) => a.or(b),
-        };
-        self.pm_qos_zero = match (self.pm_qos_zero, round.pm_qos_zero) {
-            (Some(a), Some(b)) => Some(a && b),
-            (a, b) => a.or(b),
-        };
-        self.trace_data = match (self.trace_data, round.trace_data) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
+        self.accounting = merge(self.accounting.take(), round.accounting, |a, b| {
+            Accounting::judge(a.rule, a.events + b.events)
+        });
+        self.mlocked = merge(self.mlocked, round.mlocked, |a, b| a && b);
+        self.pm_qos_zero = merge(self.pm_qos_zero, round.pm_qos_zero, |a, b| a && b);
+        self.trace_data = crate::pool::sum(self.trace_data, round.trace_data);
         self.wall_s += round.wall_s;
         self.rounds.extend(round.rounds);
         self.untraced = match (self.untraced.take(), round.untraced) {
             (Some(a), Some(b)) => {
-                let mut pooled = rtrace_protocol::decode_histogram(&a.histogram)?;
-                pooled.add(rtrace_protocol::decode_histogram(&b.histogram)?)?;
-                Some(Untraced {
-                    latency: Summary::of(&pooled).unwrap_or(a.latency),
-                    histogram: rtrace_protocol::encode_histogram(&pooled)?,
-                })
+                let (histogram, pooled) = crate::pool::histograms(&a.histogram, &b.histogram)?;
+                let latency = Summary::of(&pooled).unwrap_or(a.latency);
+                Some(Untraced { latency, histogram })
             }
             (a, b) => a.or(b),
         };

@@ -539,13 +539,10 @@ impl crate::Pool for CaseResult {
             mine.summary = Summary::of(&pooled).unwrap_or(mine.summary);
             mine.rounds.extend(theirs.rounds);
         }
-        self.counters = match (self.counters.take(), round.counters) {
-            (Some(mut a), Some(b)) => {
-                a.add(&b);
-                Some(a)
-            }
-            (a, b) => a.or(b),
-        };
+        self.counters = crate::pool::merge(self.counters.take(), round.counters, |mut a, b| {
+            a.add(&b);
+            a
+        });
         Ok(())
     }
 }

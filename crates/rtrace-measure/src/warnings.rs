@@ -78,10 +78,8 @@ impl Warning {
 
     fn about(kind: WarningKind, scope: &str, message: String) -> Warning {
         Warning {
-            kind,
-            details: Vec::new(),
             scope: Some(scope.to_owned()),
-            message,
+            ..Warning::new(kind, message)
         }
     }
 }
@@ -220,20 +218,12 @@ pub fn iterations(what: &str, n: u64, flag: &str) -> Option<Warning> {
     })
 }
 
-/// `ftrace case 1`, `ebpf (aggregate) case 1`.
-fn usdt_scope(run: &crate::usdt::CaseResult) -> String {
-    match &run.variant {
-        Some(v) => format!("{} ({v}) case {}", run.tracer, run.case.number()),
-        None => format!("{} case {}", run.tracer, run.case.number()),
-    }
-}
-
 /// Every warning about a usdt result.
 pub fn usdt(r: &UsdtResult) -> Vec<Warning> {
     let mut w = environment(&r.environment, r.config.run.cpu);
     w.extend(iterations("iterations", r.config.iterations, "-n"));
     for run in &r.runs {
-        let scope = usdt_scope(run);
+        let scope = crate::probe_cost::label(run);
         if !run.mlocked {
             w.push(not_locked(&scope));
         }
@@ -247,7 +237,9 @@ pub fn usdt(r: &UsdtResult) -> Vec<Warning> {
         }
     }
     w.extend(outliers(
-        r.runs.iter().map(|run| (usdt_scope(run), &run.summary)),
+        r.runs
+            .iter()
+            .map(|run| (crate::probe_cost::label(run), &run.summary)),
         (1.0, "ns"),
     ));
     w.extend(first_run(&r.runs));
@@ -266,7 +258,7 @@ fn first_run(runs: &[CaseResult]) -> Option<Warning> {
         Some((c, i))
     })?;
     let (stat, value, low, high) = first_round_outside(&run.rounds, first)?;
-    Some(Warning::about(WarningKind::FirstRun, &usdt_scope(run), format!(
+    Some(Warning::about(WarningKind::FirstRun, &crate::probe_cost::label(run), format!(
         "the first timed run of this invocation had a {stat} of {value:.2} ns, outside {low:.2}–{high:.2} ns of the later rounds: something at the start (a cold CPU, a daemon starting, the VM changing speed) weighed on it; run again and compare the rounds (`rounds[]` in the JSON)"
     )))
 }

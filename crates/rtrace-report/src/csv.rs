@@ -40,15 +40,11 @@ fn header(t: &Table, i: usize) -> Vec<String> {
     let unit = t.columns[i]
         .unit
         .map_or(String::new(), |u| format!(" ({u})"));
+    let mut names = vec![format!("{name}{unit}")];
     if has_interval(t, i) {
-        vec![
-            format!("{name}{unit}"),
-            format!("{name} low{unit}"),
-            format!("{name} high{unit}"),
-        ]
-    } else {
-        vec![format!("{name}{unit}")]
+        names.extend([format!("{name} low{unit}"), format!("{name} high{unit}")]);
     }
+    names
 }
 
 fn fields(t: &Table, i: usize, shown: &str, v: Value) -> Vec<String> {

@@ -28,21 +28,14 @@ pub fn section(e: &Entry, r: &EventsResult) -> Section {
         Some(Block::Note(format!("{}.", note(r)))),
     );
     for w in r.workloads() {
-        s.push(Block::Heading(format!(
-            "{}: per-event cost, ns (Piotrowski's Table IV)",
-            w.name()
-        )));
-        s.push(Block::Table(costs(r, w)));
-        s.push(Block::Heading(format!(
-            "{}: slowdown (Piotrowski's Table V)",
-            w.name()
-        )));
-        s.push(Block::Table(slowdowns(r, w)));
+        let name = w.name();
+        let cost_title = format!("{name}: per-event cost, ns (Piotrowski's Table IV)");
+        let slowdown_title = format!("{name}: slowdown (Piotrowski's Table V)");
+        s.table(cost_title, costs(r, w));
+        s.table(slowdown_title, slowdowns(r, w));
     }
-    s.push(Block::Heading(
-        "Accounting: each tracer kept to the workload's process".into(),
-    ));
-    s.push(Block::Table(checks(r)));
+    let accounting = "Accounting: each tracer kept to the workload's process";
+    s.table(accounting, checks(r));
     s.list("Not run here", items(not_run(r)));
     s.list("Runs retried once", items(r.retried.iter().cloned()));
     s.push(Block::Details {
@@ -68,10 +61,8 @@ pub fn tracers(r: &EventsResult) -> Vec<TracerKind> {
 
 /// The experiments of a result, in Gregg's order.
 pub fn features(r: &EventsResult) -> Vec<Feature> {
-    let mut f: Vec<Feature> = r.cells.iter().map(|c| c.feature).collect();
-    f.sort();
-    f.dedup();
-    f
+    let f: std::collections::BTreeSet<Feature> = r.cells.iter().map(|c| c.feature).collect();
+    f.into_iter().collect()
 }
 
 fn has_pair(r: &EventsResult) -> bool {

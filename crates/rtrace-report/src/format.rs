@@ -3,7 +3,6 @@
 
 use rtrace_measure::usdt::{CaseResult, UsdtResult};
 use rtrace_measure::Environment;
-use rtrace_tracer::TracerKind;
 
 /// Whole nanoseconds (Table 3.1's min and max).
 pub fn int(ns: f64) -> String {
@@ -29,30 +28,13 @@ pub fn ns(v: f64) -> String {
     }
 }
 
-/// `ftrace`, or `ebpf (aggregate)` when the run has a variant.
-pub fn tracer_label(tracer: TracerKind, variant: Option<&str>) -> String {
-    match variant {
-        Some(v) => format!("{tracer} ({v})"),
-        None => tracer.to_string(),
-    }
-}
-
 /// Marks a case-1 run that lost events in every table (see `probe_cost::lossy_notes`).
 pub const LOSSY: &str = " [lossy]";
 
 /// The tracer column of a run in tables: `ftrace`, `ebpf (record) [lossy]`.
 pub fn run_tracer(c: &CaseResult) -> String {
     let mark = if c.is_lossy() { LOSSY } else { "" };
-    format!("{}{mark}", tracer_label(c.tracer, c.variant.as_deref()))
-}
-
-/// `ftrace case 1`: how warnings and figures name a usdt run.
-pub fn run_label(c: &CaseResult) -> String {
-    format!(
-        "{} case {}",
-        tracer_label(c.tracer, c.variant.as_deref()),
-        c.case.number()
-    )
+    format!("{}{mark}", rtrace_measure::probe_cost::column(c))
 }
 
 /// A size in bytes for people: `512 B`, `3.4 KB`, `12.0 MB`, `1.30 GB` (powers of 1000).
@@ -77,7 +59,7 @@ pub fn trace_cell(d: Option<rtrace_measure::trace_data::TraceData>) -> String {
 /// A run's tracer and mode, without its hook kind (tables and figures of one hook kind):
 /// `ebpf (record)`, `ftrace`.
 pub fn mode_label(c: &CaseResult) -> String {
-    tracer_label(c.tracer, c.mode())
+    c.tracer.label(c.mode())
 }
 
 /// One line on the trace data of `runs` (label, data): how much was written, the largest run,
@@ -191,7 +173,7 @@ mod tests {
         assert_eq!(ns(607.6), "608");
         assert_eq!(us(29_456.0), "29.46");
         assert_eq!(
-            tracer_label(TracerKind::Ebpf, Some("aggregate")),
+            rtrace_tracer::TracerKind::Ebpf.label(Some("aggregate")),
             "ebpf (aggregate)"
         );
     }
@@ -203,6 +185,9 @@ mod tests {
         let want = r.runs[2].steady_mean_ns() / r.runs[0].steady_mean_ns();
         assert_eq!(case0_ratio_value(&r, &r.runs[2]), Some(want));
         assert_eq!(run_tracer(&r.runs[1]), "ftrace [lossy]");
-        assert_eq!(run_label(&r.runs[1]), "ftrace case 1");
+        assert_eq!(
+            rtrace_measure::probe_cost::label(&r.runs[1]),
+            "ftrace case 1"
+        );
     }
 }

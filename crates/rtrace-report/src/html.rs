@@ -100,15 +100,11 @@ fn warnings(list: &[Warning]) -> String {
 /// `<td>` or `<th>` with its classes: text columns left, a group's first column ruled, flagged
 /// cells styled.
 fn cell(tag: &str, text: &str, classes: &[&str]) -> String {
-    if classes.is_empty() {
-        format!("<{tag}>{}</{tag}>", esc(text))
-    } else {
-        format!(
-            "<{tag} class=\"{}\">{}</{tag}>",
-            classes.join(" "),
-            esc(text)
-        )
-    }
+    let class = match classes {
+        [] => String::new(),
+        _ => format!(" class=\"{}\"", classes.join(" ")),
+    };
+    format!("<{tag}{class}>{}</{tag}>", esc(text))
 }
 
 /// A table with its group header row, then a link to its CSV file.

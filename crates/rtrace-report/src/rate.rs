@@ -46,10 +46,7 @@ pub fn label(s: &Search) -> String {
     let round = s
         .round
         .map_or(String::new(), |r| format!(", round {}", r + 1));
-    match &s.variant {
-        Some(v) => format!("{} ({v}){round}", s.tracer),
-        None => format!("{}{round}", s.tracer),
-    }
+    format!("{}{round}", s.tracer.label(s.variant.as_deref()))
 }
 
 /// What the table shows.

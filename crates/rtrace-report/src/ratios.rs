@@ -149,15 +149,11 @@ pub fn usdt_pairs(a: &UsdtResult, b: &UsdtResult) -> Vec<RatioRow> {
 pub fn sweep_pairs(a: &SweepResult, b: &SweepResult) -> Result<Vec<RatioRow>> {
     a.runs
         .iter()
-        .filter_map(|ra| b.run(ra.config, ra.source).map(|rb| (ra, rb)))
-        .map(|(ra, rb)| {
+        .filter_map(|ra| {
+            let rb = b.run(ra.config, ra.source)?;
             let name = format!("{}/{}", ra.config, ra.source);
-            RatioRow::of(
-                format!("B {name}"),
-                &rb.histogram,
-                format!("A {name}"),
-                &ra.histogram,
-            )
+            let (a_name, b_name) = (format!("A {name}"), format!("B {name}"));
+            Some(RatioRow::of(b_name, &rb.histogram, a_name, &ra.histogram))
         })
         .collect()
 }
@@ -177,16 +173,13 @@ pub fn sweep_vs_none(r: &SweepResult) -> Result<Vec<RatioRow>> {
         .iter()
         .filter(|run| run.config != Configuration::None)
         .filter_map(|run| {
-            r.run(Configuration::None, run.source)
-                .map(|none| (run, none))
-        })
-        .map(|(run, none)| {
-            RatioRow::of(
+            let none = r.run(Configuration::None, run.source)?;
+            Some(RatioRow::of(
                 format!("{}/{}", run.config, run.source),
                 &run.histogram,
                 format!("none/{}", none.source),
                 &none.histogram,
-            )
+            ))
         })
         .collect()
 }

@@ -188,9 +188,7 @@ impl Report {
     pub fn usdt(&self) -> impl Iterator<Item = (&Entry, &UsdtResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Usdt(r) => Some((e, r)),
-            AnyResult::Sweep(_) | AnyResult::Rate(_) | AnyResult::Npt(_) | AnyResult::Events(_) => {
-                None
-            }
+            _ => None,
         })
     }
 
@@ -198,9 +196,7 @@ impl Report {
     pub fn sweeps(&self) -> impl Iterator<Item = (&Entry, &SweepResult)> {
         self.entries.iter().filter_map(|e| match &e.result {
             AnyResult::Sweep(r) => Some((e, r)),
-            AnyResult::Usdt(_) | AnyResult::Rate(_) | AnyResult::Npt(_) | AnyResult::Events(_) => {
-                None
-            }
+            _ => None,
         })
     }
 }

@@ -12,7 +12,7 @@ use rtrace_measure::warnings::WarningKind;
 use rtrace_measure::Warning;
 
 /// `575 ns (560–590)`, or `575 ns` without an interval.
-fn ns_with_interval(e: &rtrace_measure::interval::Estimate) -> String {
+pub(crate) fn ns_with_interval(e: &rtrace_measure::interval::Estimate) -> String {
     match (e.low, e.high) {
         (Some(l), Some(h)) => format!("{:.0} ns ({l:.0}–{h:.0})", e.estimate),
         _ => format!("{:.0} ns", e.estimate),
@@ -180,7 +180,6 @@ pub fn conditions(warnings: &[Warning]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::fixtures::{self, assert_has};
-    use crate::format::tracer_label;
 
     #[test]
     fn the_summary_numbers_are_the_results() {
@@ -194,7 +193,7 @@ mod tests {
                 .map(|(a, b)| a.steady_mean_ns() - b.steady_mean_ns())
                 .collect();
             let want = per_round.iter().sum::<f64>() / per_round.len() as f64;
-            let label = tracer_label(c.tracer, c.variant.as_deref());
+            let label = c.tracer.label(c.variant.as_deref());
             assert_has(&lines[1], &[&format!("{label} {want:.0} ns")]);
         }
         assert!(lines[1].starts_with("usdt hook: "), "{}", lines[1]);

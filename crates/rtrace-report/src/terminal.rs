@@ -41,18 +41,16 @@ impl Paint {
 
     /// `Warning:`.
     pub fn warning(&self, text: &str) -> String {
-        self.with(
-            Style::new().bold().fg_color(Some(AnsiColor::Yellow.into())),
-            text,
-        )
+        self.bold_in(AnsiColor::Yellow, text)
     }
 
     /// A flagged cell (`FAILED`, a lossy run).
     pub fn flag(&self, text: &str) -> String {
-        self.with(
-            Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
-            text,
-        )
+        self.bold_in(AnsiColor::Red, text)
+    }
+
+    fn bold_in(&self, colour: AnsiColor, text: &str) -> String {
+        self.with(Style::new().bold().fg_color(Some(colour.into())), text)
     }
 }
 

@@ -61,6 +61,14 @@ impl TracerKind {
         }
     }
 
+    /// `ftrace`, or `ebpf (aggregate)` with a variant (a mode, an event kind).
+    pub fn label(self, variant: Option<&str>) -> String {
+        match variant {
+            Some(v) => format!("{self} ({v})"),
+            None => self.to_string(),
+        }
+    }
+
     /// Which instrumentation the workload must carry for this tracer.
     pub fn instrumentation(self) -> Instrumentation {
         match self {

@@ -357,10 +357,7 @@ pub fn try_lock(name: &str) -> Result<std::result::Result<NamedLock, String>> {
 
 /// A shared lock on `<run dir>/<name>` (waits while someone holds it exclusively).
 pub fn lock_shared(name: &str) -> Result<Flock<File>> {
-    let path = shared_path(name)?;
-    let file = File::open(&path)
-        .or_else(|_| File::create(&path))
-        .with_context(|| format!("cannot open {}", path.display()))?;
+    let (path, file) = shared_file(name)?;
     Flock::lock(file, FlockArg::LockShared)
         .map_err(|(_, e)| e)
         .with_context(|| format!("cannot lock {}", path.display()))
@@ -368,18 +365,20 @@ pub fn lock_shared(name: &str) -> Result<Flock<File>> {
 
 /// An exclusive lock on `<run dir>/<name>` if nobody holds it, shared or not.
 pub fn try_lock_exclusive(name: &str) -> Result<Option<Flock<File>>> {
-    let path = shared_path(name)?;
-    let file = File::open(&path)
-        .or_else(|_| File::create(&path))
-        .with_context(|| format!("cannot open {}", path.display()))?;
+    let (_, file) = shared_file(name)?;
     Ok(Flock::lock(file, FlockArg::LockExclusiveNonblock).ok())
 }
 
-fn shared_path(name: &str) -> Result<PathBuf> {
+/// `<run dir>/<name>`, opened (created if absent).
+fn shared_file(name: &str) -> Result<(PathBuf, File)> {
     let dir = run_dir();
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create the run directory {}", dir.display()))?;
-    Ok(dir.join(name))
+    let path = dir.join(name);
+    let file = File::open(&path)
+        .or_else(|_| File::create(&path))
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    Ok((path, file))
 }
 
 #[cfg(test)]

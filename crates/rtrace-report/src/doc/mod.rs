@@ -154,6 +154,12 @@ impl Section {
         self.blocks.push(b);
     }
 
+    /// A heading and a table.
+    pub fn table(&mut self, heading: impl Into<String>, table: Table) {
+        self.push(Block::Heading(heading.into()));
+        self.push(Block::Table(table));
+    }
+
     /// A heading and a list, unless `items` is empty.
     pub fn list(&mut self, heading: &str, items: Vec<Item>) {
         if !items.is_empty() {

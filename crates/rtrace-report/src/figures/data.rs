@@ -16,7 +16,6 @@ pub struct BoxStats {
     /// Highest sample within `WHISKER_IQR` × IQR above q3.
     pub high: f64,
     pub p99: f64,
-    pub p999: f64,
     pub max: f64,
 }
 
@@ -47,7 +46,6 @@ impl BoxStats {
             low: low.max(h.min() as f64),
             high,
             p99: q(0.99),
-            p999: q(0.999),
             max: h.max() as f64,
         })
     }

@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use boxplot::BoxSeries;
 use data::BoxStats;
 use hdrhistogram::Histogram;
-use rtrace_measure::sweep::{Configuration, Source, Space, SweepResult, SweepRun};
+use rtrace_measure::sweep::{Configuration, Source, Space, SweepResult};
 use rtrace_measure::usdt::Case;
 use rtrace_measure::usdt::HookKind;
 use sweep::{common_config, latency_histograms, sweep_runs};
@@ -164,19 +164,12 @@ impl Figure {
             }
             Kind::SweepHistogram => {
                 let (_, r) = *sweeps().first().context("no sweep")?;
-                let runs: Vec<&SweepRun> = r
-                    .runs
-                    .iter()
-                    .filter(|run| run.source == Source::Builtin)
-                    .collect();
+                let runs = r.runs.iter().filter(|run| run.source == Source::Builtin);
                 let series = runs
-                    .iter()
+                    .clone()
                     .map(|run| (run.config.to_string(), run.histogram.as_str()))
                     .collect();
-                let colours = runs
-                    .iter()
-                    .map(|run| style::config_colour(run.config))
-                    .collect();
+                let colours = runs.map(|run| style::config_colour(run.config)).collect();
                 latency_histograms(&self.title, series, colours)
             }
             Kind::Preemption(config) => {

@@ -13,19 +13,12 @@ const BINS: u64 = 200;
 const TOP_NS: u64 = 200_000;
 
 pub fn figure(title: &str, r: &NptResult) -> Result<String> {
-    let mut seen = Vec::new();
+    let looks = style::looks(r.runs.iter().map(|run| run.tracer));
     let hists = r
         .runs
         .iter()
-        .map(|run| {
-            let nth = seen.iter().filter(|&&t| t == run.tracer).count();
-            seen.push(run.tracer);
-            Ok((
-                run.label(),
-                style::look(run.tracer, nth),
-                decode(&run.done.quiet)?,
-            ))
-        })
+        .zip(looks)
+        .map(|(run, look)| Ok((run.label(), look, decode(&run.done.quiet)?)))
         .collect::<Result<Vec<_>>>()?;
     let hi = hists
         .iter()

@@ -15,10 +15,8 @@ type Curve = (String, style::Look, Vec<(f64, f64)>, Option<f64>);
 /// The loss curve of every search of `r`.
 pub fn figure(title: &str, r: &RateResult) -> Result<String> {
     let mut series: Vec<Curve> = Vec::new();
-    let mut seen: Vec<rtrace_tracer::TracerKind> = Vec::new();
-    for s in &r.searches {
-        let nth = seen.iter().filter(|&&t| t == s.tracer).count();
-        seen.push(s.tracer);
+    let looks = style::looks(r.searches.iter().map(|s| s.tracer));
+    for (s, look) in r.searches.iter().zip(looks) {
         let mut pts: Vec<(f64, f64)> = s
             .points
             .iter()
@@ -32,7 +30,7 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         series.push((
             format!("{}, {} KiB", crate::rate::label(s), s.buffer_size_kb),
-            style::look(s.tracer, nth),
+            look,
             pts,
             s.max_lossless_hz,
         ));

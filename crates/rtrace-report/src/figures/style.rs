@@ -78,6 +78,20 @@ pub fn look(t: TracerKind, variant: usize) -> Look {
     }
 }
 
+/// The looks of series of `tracers`, in order: a tracer's first series in its colour, its
+/// further ones (modes, event kinds) shaded and dashed ([`look`]).
+pub fn looks(tracers: impl IntoIterator<Item = TracerKind>) -> Vec<Look> {
+    let mut seen = Vec::new();
+    tracers
+        .into_iter()
+        .map(|t| {
+            let nth = seen.iter().filter(|&&s| s == t).count();
+            seen.push(t);
+            look(t, nth)
+        })
+        .collect()
+}
+
 /// The colour of a sweep configuration: its tracer's, darker for kernel-space tracing.
 pub fn config_colour(c: Configuration) -> RGBColor {
     let RGBColor(r, g, b) = colour(c.tracer());

@@ -27,10 +27,8 @@ pub(super) fn short(c: Case) -> &'static str {
 
 /// The cases measured, in order.
 pub(super) fn cases(r: &UsdtResult) -> Vec<Case> {
-    let mut c: Vec<Case> = r.runs.iter().map(|c| c.case).collect();
-    c.sort();
-    c.dedup();
-    c
+    let c: std::collections::BTreeSet<Case> = r.runs.iter().map(|c| c.case).collect();
+    c.into_iter().collect()
 }
 
 /// Which runs a usdt figure draws.
@@ -84,22 +82,7 @@ pub(super) fn picked(r: &UsdtResult, pick: Pick, case: Case) -> Vec<&CaseResult>
 
 /// Each run's look: its tracer's colour, shaded and dashed for its further modes.
 pub(super) fn looks(runs: &[&CaseResult]) -> Vec<style::Look> {
-    let mut count: Vec<(TracerKind, usize)> = Vec::new();
-    runs.iter()
-        .map(|c| {
-            let n = match count.iter_mut().find(|(t, _)| *t == c.tracer) {
-                Some((_, n)) => {
-                    *n += 1;
-                    *n
-                }
-                None => {
-                    count.push((c.tracer, 0));
-                    0
-                }
-            };
-            style::look(c.tracer, n)
-        })
-        .collect()
+    style::looks(runs.iter().map(|c| c.tracer))
 }
 
 /// One box per run, each with its own look.

@@ -23,10 +23,8 @@ pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
         crate::summary::sweep(r, usdt),
         Some(Block::Paragraph(format!("{}.", notes(r).join(". ")))),
     );
-    s.push(Block::Heading(
-        "Latency per configuration (µs) and event accounting".into(),
-    ));
-    s.push(Block::Table(latency(r)));
+    let heading = "Latency per configuration (µs) and event accounting";
+    s.table(heading, latency(r));
     skipped(&mut s, "Configurations unavailable here:", &r.unavailable);
     skipped(&mut s, "Runs that failed:", &r.failed);
     if let Some(t) = shift::table(r, usdt) {

@@ -3,7 +3,7 @@
 //! ratio, and the plain cost of the marker call the dynamic hooks attach to.
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
-use crate::format::{ns, tracer_label};
+use crate::format::ns;
 use rtrace_measure::usdt::{HookCosts, HookKind, UsdtResult};
 
 /// What the table shows.
@@ -32,7 +32,7 @@ pub fn push(s: &mut Section, r: &UsdtResult) {
             .rows
             .iter()
             .map(|row| {
-                let mut cells = vec![Cell::text(tracer_label(row.tracer, row.mode.as_deref()))];
+                let mut cells = vec![Cell::text(row.tracer.label(row.mode.as_deref()))];
                 cells.extend(hooks.iter().map(|&h| {
                     Cell::or_missing(row.cost(h), |c| Cell::num(c.mean_ns, ns(c.mean_ns)))
                 }));

@@ -37,18 +37,13 @@ pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
         threads::note(r).map(|n| Block::Paragraph(format!("{n}."))),
     );
     for (title, t) in table31::tables(r) {
-        s.push(Block::Heading(title));
-        s.push(Block::Table(t));
+        s.table(title, t);
     }
     s.push(Block::Note(table31::NOTE.into()));
     if let Some(t) = threads::table(r) {
-        s.push(Block::Heading("Per loop thread".into()));
-        s.push(Block::Table(t));
+        s.table("Per loop thread", t);
     }
-    s.push(Block::Heading(
-        "Percentiles (ns) and event accounting".into(),
-    ));
-    s.push(Block::Table(percentiles(r)));
+    s.table("Percentiles (ns) and event accounting", percentiles(r));
     if let Some(first) = r.runs.first() {
         s.push(Block::Paragraph(format!(
             "Timer overhead (empty timed interval): mean {} ns, min {} ns; TSC {:.3} GHz.",

@@ -39,13 +39,7 @@ pub fn items(r: &UsdtResult) -> Vec<Item> {
 
 /// `16270 ns (15980–16554)`, or without interval; `-` when not measured.
 fn ns(e: Option<Estimate>) -> String {
-    let Some(e) = e else {
-        return "-".into();
-    };
-    match (e.low, e.high) {
-        (Some(l), Some(h)) => format!("{:.0} ns ({l:.0}–{h:.0})", e.estimate),
-        _ => format!("{:.0} ns", e.estimate),
-    }
+    e.map_or("-".into(), |e| crate::summary::ns_with_interval(&e))
 }
 
 /// What tells the two sides of `c` apart, with the measured cost of it when `diffs` has it.

@@ -35,44 +35,30 @@ pub fn method(r: &UsdtResult) -> Vec<String> {
     if dormant(r).iter().any(|d| d.net_median.is_some()) {
         out.push(DORMANT_METHOD.to_owned());
     }
-    if !r.config.run.buffers.is_empty() {
-        let per_tracer: Vec<String> = r
-            .config
-            .run
-            .buffers
-            .iter()
-            .map(|(t, b)| format!("{t}: {b}"))
-            .collect();
-        out.push(format!(
-            "trace buffers ({}): {}",
-            match r.config.run.buffer_size_kb {
-                Some(kb) =>
-                    format!("--buffer-size-kb {kb}, the same per-CPU size for every tracer"),
-                None => "each tracer's default".into(),
-            },
-            per_tracer.join("; ")
-        ));
+    let run = &r.config.run;
+    let per_tracer = |m: &std::collections::BTreeMap<String, String>| {
+        let entries: Vec<String> = m.iter().map(|(t, v)| format!("{t}: {v}")).collect();
+        entries.join("; ")
+    };
+    if !run.buffers.is_empty() {
+        let size = match run.buffer_size_kb {
+            Some(kb) => format!("--buffer-size-kb {kb}, the same per-CPU size for every tracer"),
+            None => "each tracer's default".into(),
+        };
+        let buffers = per_tracer(&run.buffers);
+        out.push(format!("trace buffers ({size}): {buffers}"));
     }
     let traced: Vec<(String, rtrace_measure::trace_data::TraceData)> = r
         .runs
         .iter()
-        .filter_map(|c| Some((crate::format::run_label(c), c.trace_data?)))
+        .filter_map(|c| Some((rtrace_measure::probe_cost::label(c), c.trace_data?)))
         .collect();
-    if let Some(line) = crate::format::trace_data_line(&traced, r.config.run.keep_traces) {
+    if let Some(line) = crate::format::trace_data_line(&traced, run.keep_traces) {
         out.push(line);
     }
-    if !r.config.run.unequal.is_empty() {
-        let per_tracer: Vec<String> = r
-            .config
-            .run
-            .unequal
-            .iter()
-            .map(|(t, c)| format!("{t}: {c}"))
-            .collect();
-        out.push(format!(
-            "not equal between tracers: {}",
-            per_tracer.join("; ")
-        ));
+    if !run.unequal.is_empty() {
+        let unequal = per_tracer(&run.unequal);
+        out.push(format!("not equal between tracers: {unequal}"));
     }
     out.extend(lossy_notes(r));
     out

@@ -3,7 +3,7 @@
 //! so that no cell is empty.
 
 use crate::doc::{Cell, Column, Group, Table};
-use crate::format::{dec2, int, tracer_label};
+use crate::format::{dec2, int};
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 
@@ -92,7 +92,7 @@ pub fn of(r: &UsdtResult, hook: HookKind) -> Table {
         groups: groups
             .iter()
             .map(|&(tracer, variant)| Group {
-                name: tracer_label(tracer, hook.mode_of(variant)),
+                name: tracer.label(hook.mode_of(variant)),
                 columns: 4,
             })
             .collect(),

@@ -4,7 +4,7 @@
 
 use crate::decompose::cell;
 use crate::doc::{columns, Cell, Column, Table};
-use crate::format::{ns, run_label};
+use crate::format::ns;
 use rtrace_measure::interval;
 use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
 use rtrace_tracer::TracerKind;
@@ -61,7 +61,7 @@ pub fn table(r: &UsdtResult) -> Option<Table> {
                 })
                 .map_or_else(Cell::missing, |e| Cell::estimate(&e, 1.0, cell(&e)));
             rows.push(vec![
-                Cell::text(run_label(c)),
+                Cell::text(rtrace_measure::probe_cost::label(c)),
                 Cell::text(format!("{} (CPU {})", i + 1, t.cpu)),
                 Cell::num(t.summary.mean_ns, ns(t.summary.mean_ns)),
                 extra,
