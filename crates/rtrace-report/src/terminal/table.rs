@@ -20,7 +20,9 @@ pub fn cols(s: &str) -> usize {
         .count()
 }
 
-/// No border; a space between columns and a rule under the header.
+/// No border; two spaces between columns (a cell may hold spaces: `+0.89 (−0.33 to 2.11)`) and a
+/// rule under the header.
+const GAP: usize = 2;
 const STYLE: TableStyle = TableStyle::new()
     .header_lines(ContentLineStyle::none().junction(' '))
     .header_separator(LineStyle::none().fill('-').junction(' '))
@@ -31,7 +33,7 @@ const STYLE: TableStyle = TableStyle::new()
 pub fn render(t: &Table, paint: Paint) -> String {
     let natural = |p: &Table| {
         let w = layout(p, paint).column_max_content_widths();
-        w.iter().map(|&w| usize::from(w) + 1).sum::<usize>() - 1
+        w.iter().map(|&w| usize::from(w) + GAP).sum::<usize>() - GAP
     };
     let parts = (1..=t.groups.len().max(1))
         .rev()
@@ -89,10 +91,12 @@ fn layout(t: &Table, paint: Paint) -> comfy_table::Table {
             true => cells.map(|c| longest(c)).max(),
             false => cells.map(|c| cols(c)).max(),
         };
-        let least = least.unwrap_or(0).max(longest(&t.columns[i].header()));
+        // The bound counts the padding: a space left of every column but the first.
+        let pad = u16::from(i > 0);
+        let least = least.unwrap_or(0).max(longest(&t.columns[i].header())) + usize::from(pad);
         let least = Width::Fixed(least.try_into().unwrap_or(u16::MAX));
         column
-            .set_padding((0, 0))
+            .set_padding((pad, 0))
             .set_constraint(ColumnConstraint::LowerBoundary(least));
     }
     out
@@ -115,10 +119,10 @@ mod tests {
         t.rows[0][4] = Cell::text("4").flag();
         assert_eq!(
             plain(&t),
-            "       a long group name       b\n\
-             case                 min max min max\n\
-             ------ ----------------- --- --- ---\n\
-             Case 1                 1  22 333   4\n"
+            "        a long group name         b\n\
+             case                  min  max  min  max\n\
+             ------ ------------------ ---- ---- ----\n\
+             Case 1                  1   22  333    4\n"
         );
         assert!(render(&t, Paint::new(true)).contains("\x1b["), "flagged");
         t.groups[0].name = "x".repeat(WIDTH.into());
