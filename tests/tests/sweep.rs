@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Short runs: 2,000 wake-ups at 200 µs (the VM cannot keep 30 µs).
-const SHORT: [&str; 4] = ["--loops", "2000", "--interval-us", "200"];
+const SHORT: [&str; 4] = ["--loops", "1000", "--interval-us", "200"];
 
 fn sweep_cmd(out: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(bin("rtrace-bench"));
@@ -97,7 +97,7 @@ fn short_sweep_of_every_available_configuration() {
         serde_json::from_slice::<Value>(&std::fs::read(&json).unwrap()).unwrap()
     );
     assert_eq!(r["experiment"], "cyclictest-sweep");
-    assert_eq!(r["config"]["loops"], 2000);
+    assert_eq!(r["config"]["loops"], 1000);
     assert_eq!(
         r["config"]["probe_at"], "window",
         "the thesis' placement by default"
@@ -147,7 +147,7 @@ fn short_sweep_of_every_available_configuration() {
     if have_cyclictest() {
         let none = runs(&r, "none", "cyclictest");
         assert_eq!(none.len(), 1, "cyclictest cross-check of none");
-        // `none` runs before every cross-checked configuration and after the last, 2000 loops
+        // `none` runs before every cross-checked configuration and after the last, 1000 loops
         // each time over the rounds.
         let checked = r["runs"]
             .as_array()
@@ -155,7 +155,7 @@ fn short_sweep_of_every_available_configuration() {
             .iter()
             .filter(|x| x["source"] == "cyclictest" && x["config"] != "none")
             .count() as u64;
-        assert_eq!(none[0]["loops"], 2000 * (checked + 1));
+        assert_eq!(none[0]["loops"], 1000 * (checked + 1));
         let beside = none[0]["rounds"].as_array().unwrap();
         assert_eq!(beside.len() as u64, 3 * (checked + 1), "{beside:?}");
         // Every configuration that ran has its real-cyclictest cross-check, user space
@@ -200,7 +200,7 @@ fn short_sweep_of_every_available_configuration() {
     for x in r["runs"].as_array().unwrap() {
         let name = format!("{} {}", x["config"], x["source"]);
         // `none` runs beside every configuration of its source (and after the last), each
-        // time 2000 loops over the rounds; every other configuration once.
+        // time 1000 loops over the rounds; every other configuration once.
         let times = if x["config"] == "none" {
             let others = r["runs"]
                 .as_array()
@@ -212,7 +212,7 @@ fn short_sweep_of_every_available_configuration() {
         } else {
             1
         };
-        assert_eq!(x["latency"]["count"], 2000 * times, "{name}");
+        assert_eq!(x["latency"]["count"], 1000 * times, "{name}");
         assert!(x["latency"]["min_ns"].as_f64().unwrap() > 0.0, "{name}");
         assert!(!x["histogram"].as_str().unwrap().is_empty(), "{name}");
         // Three rounds, alternating order, pooled; each round's statistics kept.
@@ -230,7 +230,7 @@ fn short_sweep_of_every_available_configuration() {
             .iter()
             .map(|r| r["loops"].as_u64().unwrap())
             .sum();
-        assert_eq!(loops, 2000 * times, "{name}");
+        assert_eq!(loops, 1000 * times, "{name}");
         match x["config"].as_str().unwrap() {
             "none" => assert!(x["accounting"].is_null(), "{name}"),
             _ => {
@@ -242,8 +242,8 @@ fn short_sweep_of_every_available_configuration() {
                 // clock_nanosleep exit per call of the measuring thread (kernel space; the
                 // built-in loop retries none here, cyclictest's main thread is filtered out).
                 assert_eq!(a["rule"], "exact", "{name}");
-                assert_eq!(ev["hits"], 2000, "{name}: one hit per loop");
-                assert_eq!(seen, 2000, "{name}");
+                assert_eq!(ev["hits"], 1000, "{name}: one hit per loop");
+                assert_eq!(seen, 1000, "{name}");
             }
         }
     }
