@@ -275,14 +275,9 @@ impl runner::Experiment for Usdt {
         let Entry::Step((col, case, hook_kind)) = *entry else {
             return "priming run".into();
         };
-        format!(
-            "{}{} case {}",
-            col.map_or(TracerKind::None, |c| self.cols[c].kind),
-            variant(col.map(|c| &self.cols[c]), hook_kind)
-                .as_deref()
-                .map_or(String::new(), |v| format!(" ({v})")),
-            case.number(),
-        )
+        let kind = col.map_or(TracerKind::None, |c| self.cols[c].kind);
+        let variant = variant(col.map(|c| &self.cols[c]), hook_kind);
+        format!("{} case {}", kind.label(variant.as_deref()), case.number())
     }
 
     fn describe(&self, entry: &Entry) -> String {

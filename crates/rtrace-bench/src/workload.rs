@@ -85,10 +85,7 @@ pub struct Subject {
 impl Subject {
     /// `ebpf (record)`, `none`.
     pub fn label(&self) -> String {
-        match &self.variant {
-            Some(v) => format!("{} ({v})", self.kind),
-            None => self.kind.to_string(),
-        }
+        self.kind.label(self.variant.as_deref())
     }
 }
 
@@ -103,7 +100,13 @@ pub fn subjects(o: &CommonOptions, kind: TracerKind, opts: &TracerOptions) -> Re
         .next()
         .unwrap_or_default();
     let variants = crate::tracers::checked(kind, opts, &[&hook])?;
-    if variants.is_empty() {
+    if kind != TracerKind::None && variants.is_empty() {
+        // Never an untraced run under a tracer's name.
+        anyhow::bail!(
+            "none of the --bpf-mode modes asked for runs with {kind} (it has no floor): add one it runs, e.g. --bpf-mode record"
+        );
+    }
+    if kind == TracerKind::None {
         return Ok(vec![Subject {
             kind,
             variant: None,

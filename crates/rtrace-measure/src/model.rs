@@ -46,7 +46,8 @@ impl std::ops::Add for Events {
 }
 
 impl Events {
-    /// `hits` hits, `recorded` recorded, `lost` dropped.
+    /// `hits` hits, `recorded` recorded, `lost` dropped (tests' shorthand).
+    #[cfg(test)]
     pub fn of(hits: u64, recorded: u64, lost: u64) -> Events {
         Events {
             hits,

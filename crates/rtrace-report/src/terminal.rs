@@ -44,11 +44,6 @@ impl Paint {
         self.bold_in(AnsiColor::Yellow, text)
     }
 
-    /// A flagged cell (`FAILED`, a lossy run).
-    pub fn flag(&self, text: &str) -> String {
-        self.bold_in(AnsiColor::Red, text)
-    }
-
     fn bold_in(&self, colour: AnsiColor, text: &str) -> String {
         self.with(Style::new().bold().fg_color(Some(colour.into())), text)
     }
