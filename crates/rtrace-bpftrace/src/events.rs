@@ -259,7 +259,11 @@ mod tests {
     fn published_one_liners_move_to_the_syscall_tracepoint_without_kprobes() {
         let f = ReadProgram::Feature;
         let unavailable = Unsupported::Unavailable(NO_KPROBES.into());
-        for program in [f(Kprobe), ReadProgram::Account(ReadHook::Kprobe)] {
+        for program in [
+            f(Kprobe),
+            f(Feature::Kretprobe),
+            ReadProgram::Account(ReadHook::Kprobe),
+        ] {
             let e = script(program, false).unwrap_err();
             assert_eq!(e.downcast_ref::<Unsupported>(), Some(&unavailable));
         }

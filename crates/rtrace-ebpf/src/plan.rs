@@ -198,7 +198,7 @@ mod tests {
         };
         check(&hook(false, 0x1a0)).unwrap();
         let entry = programs(&hook(false, 1));
-        assert_eq!(entry[1..3], ["up_record", "up_aggregate"]);
+        assert_eq!(entry[..3], ["up_record", "up_record", "up_aggregate"]);
         let r = programs(&hook(true, 1));
         assert_eq!(r[..3], ["uret_record", "uret_record", "uret_aggregate"]);
         let e = format!("{:#}", check(&hook(false, 0)).unwrap_err());
