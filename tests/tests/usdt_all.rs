@@ -72,11 +72,13 @@ fn every_tracer_and_mode_accounts_exactly_in_one_run() {
     );
 }
 
-/// The `nop; nop5` USDT probe: every tracer that can attach to a USDT probe accounts exactly on
-/// it (libbpf attaches one byte past the note's address there, the others at it), case 2
-/// records nothing, and LTTng is skipped with the reason.
+/// The `nop; nop5` and the single-stepped USDT probes: every tracer that can attach to a USDT
+/// probe accounts exactly on them (libbpf attaches one byte past the note's address on the
+/// nop5, the others at it), case 2 records nothing, and LTTng is skipped with the reason. Each
+/// run records whether its process mapped `[uprobes-trampoline]` (read from its own
+/// `/proc/self/maps` after the loop): only libbpf's nop5 site is optimized.
 #[test]
-fn usdt_nop5_probe_accounts_for_every_usdt_tracer() {
+fn nop5_and_stepped_probes_account_and_record_the_optimization() {
     let before = tracefs_snapshot();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("nop5.json");
@@ -89,7 +91,7 @@ fn usdt_nop5_probe_accounts_for_every_usdt_tracer() {
         "--bpf-mode",
         "record,aggregate",
         "--hook",
-        "usdt-nop5",
+        "usdt-nop5,usdt-stepped",
         "-n",
         "20000",
         "--warmup",
@@ -105,23 +107,40 @@ fn usdt_nop5_probe_accounts_for_every_usdt_tracer() {
     let v = read_json(&json);
     let runs = v["runs"].as_array().unwrap();
     let traced: Vec<&serde_json::Value> = runs.iter().filter(|r| r["case"] == 1).collect();
-    // ftrace, ebpf x2, bpftrace x2, all on rtrace:event_nop5.
-    assert_eq!(traced.len(), 5, "{stdout}");
+    // ftrace, ebpf x2, bpftrace x2, on rtrace:event_nop5 and on rtrace:event_stepped.
+    assert_eq!(traced.len(), 10, "{stdout}");
     for r in &traced {
-        assert_eq!(r["hook_kind"], "usdt-nop5", "{r}");
-        assert_eq!(r["hook"], "rtrace:event_nop5", "{r}");
+        let kind = r["hook_kind"].as_str().unwrap();
+        let probe = &kind["usdt-".len()..];
+        assert_eq!(r["hook"], format!("rtrace:event_{probe}"), "{r}");
         let ev = &r["events"];
         assert_eq!(ev["hits"], 21000, "{r}");
         let sum = ev["recorded"].as_u64().unwrap() + ev["lost"].as_u64().unwrap();
         assert_eq!(sum, 21000, "{} {}: {ev}", r["tracer"], r["variant"]);
+        let optimized = kind == "usdt-nop5" && r["tracer"] == "ebpf";
+        for round in r["rounds"].as_array().unwrap() {
+            let mapped = &round["uprobes_trampoline"];
+            assert_eq!(mapped, optimized, "{} {}", r["tracer"], r["variant"]);
+            assert!(round["syscall_ns"].as_f64().unwrap() > 0.0, "{round}");
+        }
     }
     for r in runs.iter().filter(|r| r["case"] == 2) {
-        assert_eq!(r["hook"], "rtrace:idle_nop5", "{r}");
+        assert!(
+            r["hook"].as_str().unwrap().starts_with("rtrace:idle_"),
+            "{r}"
+        );
         assert_eq!(
             r["events"]["recorded"], 0,
             "{} {}",
             r["tracer"], r["variant"]
         );
+        assert_eq!(r["rounds"][0]["uprobes_trampoline"], false, "{r}");
+    }
+    for said in [
+        "ebpf (aggregate) optimized (1 of 1 rounds)",
+        "ftrace not optimized (0 of 1 rounds)",
+    ] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
     }
     assert!(
         stdout.contains("ebpf (aggregate, usdt-nop5) ÷ bpftrace (aggregate, usdt-nop5)"),

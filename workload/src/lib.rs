@@ -5,13 +5,14 @@
 //! locks memory, prints `Ready`, waits for one byte on stdin, runs, prints `Done`.
 
 mod cyclic;
+mod kernel_paths;
 pub mod markers;
 mod micro;
-pub mod nop5;
 mod npt;
 mod rate;
 mod reads;
 mod setup;
+pub mod sites;
 mod together;
 pub mod tsc;
 

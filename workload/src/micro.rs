@@ -55,9 +55,12 @@ pub fn run<I: Instrument>(c: &MicroConfig, ready: impl FnOnce() -> Result<()>) -
         // Never taken: keeps the idle tracepoint and marker in the binary, reachable but not
         // fired.
         I::idle(hits);
-        crate::nop5::idle(hits);
+        crate::sites::idle_nop5(hits);
+        crate::sites::idle_stepped(hits);
         crate::markers::rtrace_marker_idle(hits);
     }
+    let uprobes_trampoline = crate::kernel_paths::uprobes_trampoline();
+    let syscall_ns = crate::kernel_paths::bare_syscall_ns(ns_per_tick);
 
     Ok(Done {
         hits: if c.body == Body::Barrier { 0 } else { hits },
@@ -70,6 +73,8 @@ pub fn run<I: Instrument>(c: &MicroConfig, ready: impl FnOnce() -> Result<()>) -
         max_rss_kb: max_rss_kb(),
         rests,
         per_thread,
+        uprobes_trampoline,
+        syscall_ns: Some(syscall_ns),
     })
 }
 
@@ -83,7 +88,8 @@ fn body<I: Instrument>(
     match c.body {
         Body::Barrier => timed(c, ns_per_tick, hist, pacer, |_| barrier()),
         Body::Event => timed(c, ns_per_tick, hist, pacer, I::event),
-        Body::EventNop5 => timed(c, ns_per_tick, hist, pacer, crate::nop5::event),
+        Body::EventNop5 => timed(c, ns_per_tick, hist, pacer, crate::sites::event_nop5),
+        Body::EventStepped => timed(c, ns_per_tick, hist, pacer, crate::sites::event_stepped),
         Body::Call => timed(c, ns_per_tick, hist, pacer, |i| {
             crate::markers::rtrace_marker_hit(i);
         }),

@@ -3,7 +3,7 @@
 //! (a capped rate, as npt's "tracepoint maximum frequency"); a firing iteration's gap goes to its
 //! own histogram, so the quiet gaps show interference alone.
 
-use crate::{nop5, sized_histogram, tsc, Instrument};
+use crate::{sites, sized_histogram, tsc, Instrument};
 use anyhow::Result;
 use rtrace_protocol::{encode_histogram, Body, NptConfig, NptDone};
 use std::time::Duration;
@@ -40,7 +40,8 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
         fired_last = now >= next;
         if fired_last {
             match c.body {
-                Body::EventNop5 => nop5::event(hits),
+                Body::EventNop5 => sites::event_nop5(hits),
+                Body::EventStepped => sites::event_stepped(hits),
                 _ => I::event(hits),
             }
             hits += 1;

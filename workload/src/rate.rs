@@ -2,7 +2,7 @@
 //! given duration, each firing at its scheduled TSC tick (busy-wait in between). A firing that
 //! starts more than one period late is counted (`late`): the rate asked for was not kept.
 
-use crate::{nop5, tsc, Instrument};
+use crate::{sites, tsc, Instrument};
 use anyhow::Result;
 use rtrace_protocol::{Body, RateConfig, RateDone};
 use std::time::Duration;
@@ -49,7 +49,8 @@ fn fire<I: Instrument>(c: &RateConfig, tsc_hz: f64, rate_hz: f64) -> (u64, u64, 
             late += 1;
         }
         match c.body {
-            Body::EventNop5 => nop5::event(hits),
+            Body::EventNop5 => sites::event_nop5(hits),
+            Body::EventStepped => sites::event_stepped(hits),
             _ => I::event(hits),
         }
         hits += 1;

@@ -52,7 +52,7 @@ pub fn run(o: Options) -> Result<()> {
             .args(["usdt", "--tracer", "all", "--priority", "99"])
             .args(["--bpf-mode", "record,record-wakeup,aggregate"])
             .args(["--lttng-event", "tracepoint,tracef"])
-            .args(["--hook", "usdt,usdt-nop5,uprobe,uretprobe"])
+            .args(["--hook", "usdt,usdt-nop5,usdt-stepped,uprobe,uretprobe"])
             .args(["--iterations", &o.iterations.to_string()])
             .arg("--out")
             .arg(out.join("usdt")),

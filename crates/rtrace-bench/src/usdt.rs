@@ -429,6 +429,8 @@ fn run_case(
     let timer_overhead = Summary::of(&timer).context("workload recorded no timer samples")?;
     let round_summary = RoundSummary {
         seq: Some(round.seq),
+        uprobes_trampoline: outcome.done.uprobes_trampoline,
+        syscall_ns: outcome.done.syscall_ns,
         ..RoundSummary::of(&hist)
             .context("workload recorded no samples")?
             .with_timer(&timer)
@@ -440,6 +442,7 @@ fn run_case(
         workload: bin.display().to_string(),
         hook: hook.map(Hook::label),
         hook_kind,
+        sites: hook.map(Hook::probe_sites).transpose()?.unwrap_or_default(),
         summary: round_summary.summary,
         disturbed: round_summary.disturbed,
         histogram: outcome.done.histogram,

@@ -38,7 +38,7 @@ pub fn settle(o: &CommonOptions, dir: &Path, verified: bool, lossy: bool) -> Res
 }
 
 /// The `rtrace:event` / `rtrace:idle` hooks of a workload binary (`rtrace:event_nop5` /
-/// `rtrace:idle_nop5` for the usdt-nop5 kind), or for uprobe kinds the entry or return of its
+/// `rtrace:idle_nop5` for the usdt-nop5 kind, `_stepped` for usdt-stepped), or for uprobe kinds the entry or return of its
 /// marker functions `rtrace_marker_hit` / `rtrace_marker_idle`.
 pub fn hooks(bin: &Path, instrumentation: Instrumentation, kind: HookKind) -> Result<(Hook, Hook)> {
     if kind.is_dynamic() {
@@ -48,10 +48,10 @@ pub fn hooks(bin: &Path, instrumentation: Instrumentation, kind: HookKind) -> Re
             Hook::uprobe(bin, rtrace_protocol::MARKER_IDLE, ret)?,
         ));
     }
-    let suffix = if kind == HookKind::UsdtNop5 {
-        "_nop5"
-    } else {
-        ""
+    let suffix = match kind {
+        HookKind::UsdtNop5 => "_nop5",
+        HookKind::UsdtStepped => "_stepped",
+        _ => "",
     };
     let hook = |name: &str| -> Result<Hook> {
         let name = format!("{name}{suffix}");

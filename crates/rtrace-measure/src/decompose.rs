@@ -120,7 +120,7 @@ pub fn measured_alone(s: &Staircase, alone: &UsdtResult) -> Option<Estimate> {
     if !alone.in_ratios(run) {
         return None;
     }
-    Extra::of(alone, run)?.difference(Stat::SteadyMean)
+    crate::probe_cost::per_hit(alone, run)
 }
 
 fn find<'a>(
@@ -135,6 +135,21 @@ fn find<'a>(
             && c.hook_kind == hook
             && c.case == case
             && r.run_mode(c).as_deref() == Some(wanted)
+    })
+}
+
+/// Whether `upper` is `lower` plus mechanisms for `tracer`: both rungs of one of its paths,
+/// `lower` below (eBPF `floor` → `count` → `aggregate`, `floor` → `record` → `record-wakeup`;
+/// ftrace `off` → `overwrite` → `stream`). Modes on different paths (`record`, `aggregate`) are
+/// not ordered. The plain USDT site has every path.
+pub fn builds_on(tracer: TracerKind, lower: &str, upper: &str) -> bool {
+    paths(tracer, HookKind::Usdt).iter().any(|(_, rungs)| {
+        let at = |mode: &str| {
+            rungs
+                .iter()
+                .position(|&(t, m, case, _)| (t, m, case) == (tracer, mode, Case::Traced))
+        };
+        matches!((at(lower), at(upper)), (Some(l), Some(u)) if l < u)
     })
 }
 
@@ -246,4 +261,21 @@ pub fn above_floor(
     }
     let d: Vec<f64> = x.iter().zip(&f).map(|(x, f)| x - f).collect();
     interval::mean_of(&d, 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TracerKind::{Bpftrace, Ebpf, Ftrace};
+
+    #[test]
+    fn a_mode_builds_on_the_rungs_below_it_on_one_path() {
+        assert!(builds_on(Ebpf, "floor", "aggregate"));
+        assert!(builds_on(Ebpf, "record", "record-wakeup"));
+        assert!(builds_on(Ftrace, "overwrite", "stream"));
+        assert!(!builds_on(Ftrace, "stream", "overwrite"), "upside down");
+        assert!(!builds_on(Ebpf, "record", "aggregate"), "two paths");
+        assert!(!builds_on(Bpftrace, "aggregate", "record"), "two paths");
+        assert!(!builds_on(Ebpf, "record", "record"));
+    }
 }

@@ -42,6 +42,10 @@ pub struct EventsSettings {
     pub kprobes: bool,
     /// The libc whose `read` experiments 6 and 7 hook.
     pub libc: String,
+    /// The instruction at `read`'s entry, where experiments 6 and 7 place their uprobe,
+    /// classified by how the kernel runs it; absent in files of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_site: Option<rtrace_sdt::ProbeSite>,
     #[serde(default = "loop_only")]
     pub workloads: Vec<Workload>,
 }
@@ -317,6 +321,7 @@ mod tests {
                 },
                 kprobes: false,
                 libc: "/lib/libc.so.6".into(),
+                read_site: None,
                 workloads: vec![Loop],
             },
             baseline: vec![run(0, 300_000), run(1, 310_000), run(2, 290_000)],

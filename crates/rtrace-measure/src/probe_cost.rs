@@ -70,7 +70,7 @@ impl UsdtResult {
             })
         };
         match hook {
-            HookKind::Usdt | HookKind::UsdtNop5 => find(HookKind::Usdt),
+            HookKind::Usdt | HookKind::UsdtNop5 | HookKind::UsdtStepped => find(HookKind::Usdt),
             HookKind::Uprobe => find(HookKind::Uprobe).or_else(|| find(HookKind::Uretprobe)),
             HookKind::Uretprobe => find(HookKind::Uretprobe).or_else(|| find(HookKind::Uprobe)),
         }
@@ -128,6 +128,12 @@ impl<'a> Extra<'a> {
     pub fn median_difference(&self, stat: Stat) -> Option<Estimate> {
         interval::median_of(&self.per_round(stat), (2.0 * stat.rounding_var()).sqrt())
     }
+}
+
+/// `run`'s extra ns per hit in `r` (the definition above: mean without disturbed samples, round
+/// by round) with its interval over rounds; `None` without its case 0.
+pub fn per_hit(r: &UsdtResult, run: &CaseResult) -> Option<Estimate> {
+    Extra::of(r, run)?.difference(Stat::SteadyMean)
 }
 
 /// `numerator / denominator` of two costs per hit, by mean without disturbed samples and by

@@ -3,7 +3,7 @@
 //! harness from its validated common options.
 
 use crate::trace_data::KeepTraces;
-use rtrace_tracer::RecordMode;
+use rtrace_tracer::{RecordMode, TracerKind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -47,6 +47,21 @@ pub struct RunSettings {
     pub workload_dir: Option<String>,
 }
 
+impl RunSettings {
+    /// The mode `tracer` ran in where a run names none: ftrace's recording mode (`--record`),
+    /// the first LTTng event kind or BPF mode asked for (the only one of a run that takes one).
+    pub fn mode(&self, tracer: TracerKind) -> Option<String> {
+        let first = |key: &str| self.tracer_options[key].as_array()?.first()?.as_str();
+        match tracer {
+            TracerKind::Ebpf | TracerKind::Bpftrace => first("bpf_modes"),
+            TracerKind::Lttng => first("lttng_event"),
+            TracerKind::Ftrace => self.tracer_options["record"].as_str(),
+            TracerKind::None => None,
+        }
+        .map(str::to_owned)
+    }
+}
+
 fn one() -> u32 {
     1
 }
@@ -73,5 +88,19 @@ mod tests {
         assert_eq!(v["cpu"], 1);
         assert_eq!(v["loops"], 5);
         assert!(v.get("run").is_none(), "flattened: {v}");
+    }
+
+    #[test]
+    fn a_tracer_s_mode_is_its_first_asked_for_or_ftrace_s_recording_mode() {
+        let s = RunSettings {
+            tracer_options: serde_json::json!({
+                "bpf_modes": ["record", "aggregate"], "lttng_event": [], "record": "stream"
+            }),
+            ..Default::default()
+        };
+        assert_eq!(s.mode(TracerKind::Bpftrace).as_deref(), Some("record"));
+        assert_eq!(s.mode(TracerKind::Ftrace).as_deref(), Some("stream"));
+        assert_eq!(s.mode(TracerKind::Lttng), None);
+        assert_eq!(RunSettings::default().mode(TracerKind::Ebpf), None);
     }
 }

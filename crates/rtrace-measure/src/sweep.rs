@@ -269,6 +269,10 @@ pub struct SweepResult {
     pub unavailable: Vec<Skipped>,
     /// Runs that started but failed, with the error.
     pub failed: Vec<Skipped>,
+    /// Runs that failed once and were run again (the reason each first failed); absent in
+    /// files of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retried: Vec<String>,
     /// What makes these numbers less trustworthy, each with what to do
     /// (`rtrace_measure::warnings::sweep`); absent in files of older versions.
     #[serde(default)]
@@ -312,6 +316,10 @@ pub struct SweepRun {
     pub tracer: TracerKind,
     /// What the tracer was attached to (`rtrace:event`, `syscalls:sys_exit_clock_nanosleep`).
     pub hook: Option<String>,
+    /// The instructions the hook's uprobe replaced, classified by how the kernel runs them;
+    /// empty without a uprobe and in files of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<rtrace_sdt::ProbeSite>,
     /// The program measured: workload path, or the cyclictest command line.
     pub program: String,
     /// Wake-up latency (ns).
@@ -515,6 +523,42 @@ pub fn paired_shift(run: &SweepRun, stat: LatencyStat) -> Option<Estimate> {
     mean_difference(&diffs, run.latency.p50_ns)
 }
 
+/// Rounds of one run whose paired shifts (p50 with the tracepoint minus p50 without it) fall
+/// into two separate groups: the machine was in one of two states round by round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TwoStates {
+    /// The rounds of the smaller shifts: their count, mean shift and mean untraced p50 (ns).
+    pub low: (usize, f64, f64),
+    /// The same for the larger shifts.
+    pub high: (usize, f64, f64),
+}
+
+/// [`TwoStates`] of `run`'s paired rounds: split at the widest gap between sorted shifts, when
+/// each side has two rounds or more and the gap is over 1 µs and over 4 standard deviations of
+/// either side's shifts; `None` otherwise (one state, or too few rounds to tell).
+pub fn two_states(run: &SweepRun) -> Option<TwoStates> {
+    let mut rounds: Vec<(f64, f64)> = (run.rounds.iter())
+        .filter_map(|r| Some((r.p50_ns - r.untraced?.0, r.untraced?.0)))
+        .collect();
+    rounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = rounds.len();
+    let (at, gap) = (2..n.saturating_sub(1))
+        .map(|i| (i, rounds[i].0 - rounds[i - 1].0))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let group = |g: &[(f64, f64)]| {
+        let k = g.len() as f64;
+        let mean = g.iter().map(|x| x.0).sum::<f64>() / k;
+        let sd = (g.iter().map(|x| (x.0 - mean).powi(2)).sum::<f64>() / (k - 1.0)).sqrt();
+        let untraced = g.iter().map(|x| x.1).sum::<f64>() / k;
+        (g.len(), mean, untraced, sd)
+    };
+    let (low, high) = (group(&rounds[..at]), group(&rounds[at..]));
+    (gap > 1000.0 && gap > 4.0 * low.3.max(high.3)).then_some(TwoStates {
+        low: (low.0, low.1, low.2),
+        high: (high.0, high.1, high.2),
+    })
+}
+
 /// `stat` of `base`'s runs of `r`'s round nearest before and after `r` (their mean, or the one
 /// there is); without positions, its first run of that round.
 fn neighbours(r: &RoundLatency, base: &SweepRun, stat: LatencyStat) -> Option<f64> {
@@ -597,6 +641,38 @@ mod tests {
     }
 
     /// A run of `config` whose rounds have these (round, seq, p50 in µs).
+    #[test]
+    fn rounds_in_two_machine_states_are_told_apart_and_one_state_is_not_split() {
+        let mut run = run_with(Configuration::UsdtBpftrace, &[(0, Some(0), 30.0)]);
+        let round = |i: u32, traced: f64, untraced: f64| RoundLatency {
+            untraced: Some((untraced, untraced)),
+            p50_ns: traced,
+            ..RoundLatency::of(i, Some(u64::from(i)), &run.latency, 100)
+        };
+        // inv1 of #31: bpftrace's rounds at ~26/19 µs and ~36/17.5 µs.
+        let measured = [
+            (25_900.0, 18_800.0),
+            (25_800.0, 19_600.0),
+            (26_000.0, 18_700.0),
+            (37_700.0, 17_900.0),
+            (38_200.0, 18_300.0),
+            (26_000.0, 18_300.0),
+            (36_700.0, 17_700.0),
+        ];
+        run.rounds = (0..)
+            .zip(measured)
+            .map(|(i, (t, u))| round(i, t, u))
+            .collect();
+        let s = two_states(&run).expect("two states");
+        assert_eq!((s.low.0, s.high.0), (4, 3));
+        assert!(
+            (s.low.1 - 7_075.0).abs() < 1.0 && (s.high.1 - 19_566.7).abs() < 1.0,
+            "{s:?}"
+        );
+        run.rounds.retain(|r| r.p50_ns < 30_000.0);
+        assert_eq!(two_states(&run), None, "one state");
+    }
+
     fn run_with(config: Configuration, rounds: &[(u32, Option<u64>, f64)]) -> SweepRun {
         let summary = |p50: f64| Summary {
             count: 100,

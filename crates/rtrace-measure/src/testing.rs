@@ -25,6 +25,7 @@ pub fn sweep_run(config: Configuration, source: Source, latency: Summary) -> Swe
         source,
         tracer: config.tracer(),
         hook: None,
+        sites: Vec::new(),
         program: "workload".into(),
         latency,
         histogram: String::new(),
@@ -68,6 +69,7 @@ pub fn sweep(interval_us: u64, runs: Vec<SweepRun>) -> SweepResult {
         runs,
         unavailable: vec![],
         failed: vec![],
+        retried: vec![],
         warnings: vec![],
     }
 }

@@ -73,6 +73,11 @@ pub enum HookKind {
     /// and libbpf attaches there; tools attaching at the note's address still trap.
     #[serde(rename = "usdt-nop5")]
     UsdtNop5,
+    /// The USDT probe `rtrace:event_stepped`, same loop as `Usdt` but its site is a RIP-relative
+    /// `cmpb`, which x86 kernels single-step out of line (int3, then a debug trap) instead of
+    /// emulating: the floor of a uprobe on most function entries (libc's `read` starts so).
+    #[serde(rename = "usdt-stepped")]
+    UsdtStepped,
     /// A uprobe on the entry of the marker function called every iteration; the body of every
     /// case is that call.
     Uprobe,
@@ -81,9 +86,10 @@ pub enum HookKind {
 }
 
 impl HookKind {
-    pub const ALL: [HookKind; 4] = [
+    pub const ALL: [HookKind; 5] = [
         HookKind::Usdt,
         HookKind::UsdtNop5,
+        HookKind::UsdtStepped,
         HookKind::Uprobe,
         HookKind::Uretprobe,
     ];
@@ -92,6 +98,7 @@ impl HookKind {
         match self {
             HookKind::Usdt => "usdt",
             HookKind::UsdtNop5 => "usdt-nop5",
+            HookKind::UsdtStepped => "usdt-stepped",
             HookKind::Uprobe => "uprobe",
             HookKind::Uretprobe => "uretprobe",
         }
@@ -111,6 +118,7 @@ impl HookKind {
             (HookKind::Uprobe | HookKind::Uretprobe, _) => Body::Call,
             (_, Case::Baseline | Case::Dormant) => Body::Barrier,
             (HookKind::UsdtNop5, _) => Body::EventNop5,
+            (HookKind::UsdtStepped, _) => Body::EventStepped,
             (HookKind::Usdt, _) => Body::Event,
         }
     }
@@ -194,6 +202,7 @@ pub struct HookCostRow {
     pub mode: Option<String>,
     pub usdt: Option<HitCost>,
     pub usdt_nop5: Option<HitCost>,
+    pub usdt_stepped: Option<HitCost>,
     pub uprobe: Option<HitCost>,
     pub uretprobe: Option<HitCost>,
 }
@@ -208,6 +217,7 @@ impl HookCostRow {
         match hook {
             HookKind::Usdt => self.usdt,
             HookKind::UsdtNop5 => self.usdt_nop5,
+            HookKind::UsdtStepped => self.usdt_stepped,
             HookKind::Uprobe => self.uprobe,
             HookKind::Uretprobe => self.uretprobe,
         }
@@ -243,6 +253,7 @@ impl HookCosts {
                         mode,
                         usdt: None,
                         usdt_nop5: None,
+                        usdt_stepped: None,
                         uprobe: None,
                         uretprobe: None,
                     });
@@ -252,6 +263,7 @@ impl HookCosts {
             let slot = match c.hook_kind {
                 HookKind::Usdt => &mut rows[i].usdt,
                 HookKind::UsdtNop5 => &mut rows[i].usdt_nop5,
+                HookKind::UsdtStepped => &mut rows[i].usdt_stepped,
                 HookKind::Uprobe => &mut rows[i].uprobe,
                 HookKind::Uretprobe => &mut rows[i].uretprobe,
             };
@@ -327,6 +339,11 @@ pub struct CaseResult {
     /// marker function. Files of older versions are `usdt`.
     #[serde(default)]
     pub hook_kind: HookKind,
+    /// The instructions the hook's uprobe replaced, classified by how the kernel runs them
+    /// (emulated, single-stepped, nop5); empty without a uprobe (case 0, LTTng) and in files of
+    /// older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<rtrace_sdt::ProbeSite>,
     /// Per-call duration summary (ns).
     pub summary: Summary,
     /// Per-call durations (ns): hdrhistogram V2+deflate, base64; reload with
@@ -414,6 +431,14 @@ pub struct RoundSummary {
     /// absent in files of older versions.
     #[serde(default)]
     pub seq: Option<u64>,
+    /// Whether the round's process mapped `[uprobes-trampoline]` after its loop (Linux >= 6.18
+    /// optimised a uprobe on a 5-byte nop into a call); absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uprobes_trampoline: Option<bool>,
+    /// Median of bare system calls timed in the round's process after its loop, empty timed
+    /// interval included (ns); absent in files of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall_ns: Option<f64>,
 }
 
 impl RoundSummary {
@@ -426,6 +451,8 @@ impl RoundSummary {
             timer_overhead: None,
             timer_median_ns: None,
             seq: None,
+            uprobes_trampoline: None,
+            syscall_ns: None,
         })
     }
 
@@ -458,6 +485,18 @@ impl RoundSummary {
 }
 
 impl UsdtResult {
+    /// A bare system call (ns, each round's empty timed interval subtracted): the median over
+    /// every round of every run that timed one, and how many did; `None` in files of older
+    /// versions.
+    pub fn syscall_ns(&self) -> Option<(f64, usize)> {
+        let mut v: Vec<f64> = (self.runs.iter().flat_map(|c| &c.rounds))
+            .filter_map(|r| Some(r.syscall_ns? - r.timer_ns().unwrap_or(0.0)))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        (n > 0).then(|| ((v[(n - 1) / 2] + v[n / 2]) / 2.0, n))
+    }
+
     /// A run's backend mode: its variant's ([`CaseResult::mode`]), or for a run without one, the
     /// mode the tracer had in that invocation (ftrace: the recording mode; LTTng: the
     /// tracepoint).
@@ -476,6 +515,18 @@ impl UsdtResult {
 }
 
 impl CaseResult {
+    /// Of the rounds that know, how many mapped `[uprobes-trampoline]` after the loop (the
+    /// kernel optimised the uprobe into a call): `(optimized, known)`; `None` when no round
+    /// knows (files of older versions).
+    pub fn trampoline_rounds(&self) -> Option<(usize, usize)> {
+        let known: Vec<bool> = self
+            .rounds
+            .iter()
+            .filter_map(|r| r.uprobes_trampoline)
+            .collect();
+        (!known.is_empty()).then(|| (known.iter().filter(|&&t| t).count(), known.len()))
+    }
+
     /// The backend mode its variant names (`record` of `record, uretprobe`), if any.
     pub fn mode(&self) -> Option<&str> {
         self.hook_kind.mode_of(self.variant.as_deref())
@@ -599,6 +650,7 @@ mod tests {
             workload: "workload".into(),
             hook: Some("rtrace:event".into()),
             hook_kind: Usdt,
+            sites: Vec::new(),
             summary,
             histogram: rtrace_protocol::encode_histogram(&h).unwrap(),
             timer_overhead: summary,

@@ -414,6 +414,8 @@ mod tests {
             timer_overhead: None,
             timer_median_ns: None,
             seq: None,
+            uprobes_trampoline: None,
+            syscall_ns: None,
         }
     }
 

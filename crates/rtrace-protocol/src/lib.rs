@@ -32,6 +32,11 @@ pub enum Body {
     /// `nop5.rs`) with the iteration number: cases 1 and 3 of the `usdt-nop5` hook kind.
     #[serde(rename = "event-nop5")]
     EventNop5,
+    /// Fires the USDT probe `rtrace:event_stepped`, whose site is a RIP-relative `cmpb` that the
+    /// kernel single-steps out of line (see the workload's `stepped.rs`): cases 1 and 3 of the
+    /// `usdt-stepped` hook kind.
+    #[serde(rename = "event-stepped")]
+    EventStepped,
     /// Calls the exported, never-inlined function `rtrace_marker_hit(i)`: the attachment point
     /// of uprobe/uretprobe hooks (dynamic instrumentation).
     Call,
@@ -166,6 +171,14 @@ pub struct Done {
     /// thread.
     #[serde(default)]
     pub per_thread: Vec<String>,
+    /// Whether the process mapped `[uprobes-trampoline]` after the loop: the kernel optimised a
+    /// uprobe on a 5-byte nop into a call. `None` when unknown (older workloads too).
+    #[serde(default)]
+    pub uprobes_trampoline: Option<bool>,
+    /// Median of bare system calls (`getppid`) timed after the loop as its bodies are, empty
+    /// timed interval included (ns); absent from older workloads.
+    #[serde(default)]
+    pub syscall_ns: Option<f64>,
 }
 
 impl Message {

@@ -102,6 +102,7 @@ pub fn case(tracer: TracerKind, case: Case, centre: u64, lost: u64) -> CaseResul
         workload: "workload".into(),
         hook: None,
         hook_kind: Default::default(),
+        sites: Vec::new(),
         summary,
         histogram: encoded,
         timer_overhead,
@@ -172,6 +173,7 @@ pub fn sweep_run(config: Configuration, source: Source, centre_ns: u64) -> Sweep
         source,
         tracer: config.tracer(),
         hook: None,
+        sites: Vec::new(),
         program: "workload".into(),
         histogram: encoded,
         overflows: 0,
@@ -246,6 +248,7 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
         runs,
         unavailable: Vec::new(),
         failed: Vec::new(),
+        retried: Vec::new(),
         warnings: Vec::new(),
     }
 }

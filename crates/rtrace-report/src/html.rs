@@ -20,7 +20,7 @@ table { border-collapse: collapse; margin: 8px 0 16px; font-variant-numeric: tab
         display: block; overflow-x: auto; max-width: 100%; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; }
 th { background: #f4f4f4; } th.group { text-align: center; border-left: 2px solid #ccc; }
-td { white-space: nowrap; } td.first, th.first { text-align: left; } td.wrap { white-space: normal; min-width: 16em; } td.group, th.gstart { border-left: 2px solid #ccc; }
+td { white-space: nowrap; } td.first, th.first { text-align: left; } td.wrap { white-space: normal; min-width: 16em; } td.note { white-space: normal; min-width: 12em; } td.group, th.gstart { border-left: 2px solid #ccc; }
 table.env td { text-align: left; } table.env td:first-child { color: #666; white-space: nowrap; }
 .warnings { background: #fff8e1; border-left: 5px solid #f5a623; padding: 8px 16px; margin: 12px 0; }
 .warnings li { margin: 4px 0; } .warnings code { background: #fff1c4; }
@@ -35,7 +35,8 @@ figcaption { color: #555; margin-top: 4px; max-width: 960px; }
 details pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
 "#;
 
-/// Text cells longer than this wrap; shorter ones (names) stay on one line.
+/// Text cells longer than this wrap; shorter ones (names) stay on one line. A note after the
+/// numbers (`td.note`) always wraps, in a narrower column.
 const WRAP_AFTER: usize = 40;
 
 /// Escapes text for HTML.
@@ -128,7 +129,8 @@ fn table(t: &Table, section: &str) -> String {
                 esc(&c.header())
             ));
         } else if !grouped {
-            out.push_str(&cell("th", &c.header(), &[]));
+            let class: &[&str] = if t.is_text(i) { &["first"] } else { &[] };
+            out.push_str(&cell("th", &c.header(), class));
         }
     }
     if grouped {
@@ -150,9 +152,11 @@ fn table(t: &Table, section: &str) -> String {
         out.push_str("<tr>");
         for (i, c) in r.iter().enumerate() {
             let mut classes = Vec::new();
-            if i < t.text_columns {
+            if t.is_text(i) {
                 classes.push("first");
-                if c.shown.chars().count() > WRAP_AFTER {
+                if t.columns[i].text {
+                    classes.push("note");
+                } else if c.shown.chars().count() > WRAP_AFTER {
                     classes.push("wrap");
                 }
             }
@@ -261,7 +265,7 @@ impl Exporter for Html {
         let total = doc.warnings();
         let mut body = String::new();
         let mut nav = String::new();
-        for s in &doc.sections {
+        for s in doc.consistency.iter().chain(&doc.sections) {
             nav.push_str(&format!("<a href=\"#{0}\">{0}</a>", esc(&s.id)));
             body.push_str(&section(s, doc)?);
         }

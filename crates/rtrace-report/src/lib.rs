@@ -2,10 +2,12 @@
 //! once, as a format-neutral document (`doc.rs`; one module per experiment: `usdt`, `decompose`,
 //! `sweep`, `rate`, `npt`, `events`), and every exporter renders any document (one module per
 //! format behind one [`Exporter`] interface: `terminal`, `markdown`, `html`, `csv`, `json`,
-//! `svg`). `result.rs` loads any result file, `figures/` draws the thesis' figures.
+//! `svg`). `result.rs` loads any result file, `figures/` draws the thesis' figures,
+//! `consistency/` sets one hook's cost in every experiment side by side.
 
 pub mod bootstrap;
 pub mod compare;
+pub mod consistency;
 pub mod csv;
 pub mod decompose;
 pub mod doc;

@@ -30,7 +30,7 @@ pub fn render(doc: &Document) -> String {
         "# rtrace-bench report\n\n## Summary\n\n{}",
         blocks_md(&doc.summary)
     );
-    for s in &doc.sections {
+    for s in doc.consistency.iter().chain(&doc.sections) {
         out.push_str(&section(s));
     }
     if !doc.shared.is_empty() {
@@ -147,7 +147,7 @@ fn part(t: &Table) -> String {
     );
     out.push_str(&line(
         (0..t.columns.len())
-            .map(|i| if i < t.text_columns { "---" } else { "---:" }.to_owned())
+            .map(|i| if t.is_text(i) { "---" } else { "---:" }.to_owned())
             .collect(),
     ));
     for r in &t.rows {

@@ -5,7 +5,7 @@
 //! in their modules.
 
 use crate::format::{mode_label, us};
-use rtrace_measure::probe_cost::{dormant, Extra, Stat};
+use rtrace_measure::probe_cost::{dormant, per_hit};
 use rtrace_measure::sweep::{Configuration, Source, SweepResult};
 use rtrace_measure::usdt::{Case, HookKind, UsdtResult};
 use rtrace_measure::warnings::WarningKind;
@@ -30,7 +30,7 @@ pub fn hit_costs(
         .iter()
         .filter(|c| c.case == Case::Traced && c.hook_kind == hook)
         .filter_map(|c| {
-            let e = Extra::of(r, c)?.difference(Stat::SteadyMean)?;
+            let e = per_hit(r, c)?;
             Some((mode_label(c), e, r.in_ratios(c)))
         })
         .collect();
@@ -97,9 +97,9 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
             .iter()
             .filter_map(|s| {
                 Some(format!(
-                    "{} {} µs",
+                    "{} {}",
                     s.run.config,
-                    crate::sweep::shift::us_interval(s.p50.as_ref()?)
+                    crate::sweep::shift::us_shift(s.p50.as_ref()?)
                 ))
             })
             .collect();
@@ -136,9 +136,9 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
                     .map(|x| format!(", {x:.2}× the per-hit cost"))
                     .unwrap_or_default();
                 Some(format!(
-                    "{} {} µs{over}",
+                    "{} {}{over}",
                     s.run.config,
-                    crate::sweep::shift::us_interval(p)
+                    crate::sweep::shift::us_shift(p)
                 ))
             })
             .collect();
@@ -146,6 +146,30 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
             out.push(format!(
                 "Median latency of the wake-ups with the tracepoint against the same runs' wake-ups without it (--probe-at alternate, {source}): {}.",
                 paired.join("; ")
+            ));
+        }
+        let split: Vec<String> = (mine.iter())
+            .filter_map(|s| {
+                let t = rtrace_measure::sweep::two_states(&s.run)?;
+                let side = |(k, shift, untraced): (usize, f64, f64)| {
+                    format!(
+                        "{k} rounds +{} µs (untraced wake-ups {} µs)",
+                        us(shift),
+                        us(untraced)
+                    )
+                };
+                Some(format!(
+                    "{} {} against {}",
+                    s.run.config,
+                    side(t.low),
+                    side(t.high)
+                ))
+            })
+            .collect();
+        if !split.is_empty() {
+            out.push(format!(
+                "Rounds in two states of the machine, their paired shifts apart by more than 4 standard deviations of either group (so the interval above spans both): {}.",
+                split.join("; ")
             ));
         }
     }

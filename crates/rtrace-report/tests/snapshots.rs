@@ -18,16 +18,28 @@ const FIXTURES: [&str; 6] = [
     "events",
 ];
 
+/// The thesis job's final run (`testdata/thesis-final/`), whose report holds the consistency
+/// table.
+const THESIS_FINAL: [&str; 5] = ["usdt", "decompose", "cyclictest-sweep", "npt", "events"];
+
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata")
 }
 
 fn report() -> Report {
-    Report::new(FIXTURES.map(|f| {
-        let path = testdata().join(format!("{f}.json"));
+    load("", &FIXTURES)
+}
+
+/// The result files `names` of `testdata/<dir>`, in that order.
+fn load(dir: &str, names: &[&str]) -> Report {
+    Report::new(names.iter().map(|f| {
+        let file = PathBuf::from("testdata")
+            .join(dir)
+            .join(format!("{f}.json"));
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&file);
         let text = std::fs::read_to_string(&path).unwrap();
         (
-            Some(format!("testdata/{f}.json")),
+            Some(file.display().to_string()),
             AnyResult::from_json(&text).unwrap(),
         )
     }))
@@ -66,6 +78,7 @@ fn every_section_renders_as_its_snapshot() {
         let one = Document {
             report: &report,
             summary: vec![Block::List(items(s.summary.iter().cloned()))],
+            consistency: None,
             sections: vec![s.clone()],
             shared: Vec::new(),
         };
@@ -130,4 +143,95 @@ fn every_kind_of_table_has_rows_and_full_precision_numbers() {
     let mean = &t31.rows[1][3];
     assert_eq!(mean.value, Value::Number(ftrace.summary.mean_ns));
     assert_eq!(mean.shown, format!("{:.2}", ftrace.summary.mean_ns));
+}
+
+/// Column of a consistency table's cells: per hit, its ratio to the reference, the flag.
+const PER_HIT: usize = 5;
+const RATIO: usize = 7;
+const FLAG: usize = 8;
+
+#[test]
+fn the_consistency_table_of_the_thesis_job_holds_the_results_numbers_and_its_snapshot() {
+    use rtrace_measure::events::Workload;
+    use rtrace_measure::sweep::{Configuration, LatencyStat, Source};
+    use rtrace_measure::usdt::{Case, HookKind};
+    use rtrace_tracer::{features::Feature, TracerKind::Ebpf};
+    let report = load("thesis-final", &THESIS_FINAL);
+    let section = rtrace_report::consistency::section(&report).expect("five experiments");
+    let interval = |e: rtrace_measure::interval::Estimate| Value::Interval {
+        estimate: e.estimate,
+        low: e.low,
+        high: e.high,
+    };
+    let ebpf = section
+        .blocks
+        .iter()
+        .find_map(|b| match b {
+            Block::Table(t) if t.id == "ebpf" => Some(t),
+            _ => None,
+        })
+        .expect("an ebpf table");
+    let row = |hook: &str, source: &str| {
+        let found = ebpf
+            .rows
+            .iter()
+            .find(|r| (&*r[0].shown, &*r[2].shown) == (hook, source));
+        found.unwrap_or_else(|| panic!("no {hook} {source} row"))
+    };
+    // eBPF on the marker's uprobe in usdt (the reference) and on libc's `read` in events 06.
+    let (AnyResult::Usdt(u), AnyResult::Events(ev)) =
+        (&report.entries[0].result, &report.entries[4].result)
+    else {
+        panic!("usdt first, events last");
+    };
+    let run = u.runs.iter().find(|c| {
+        (c.tracer, c.case, c.hook_kind) == (Ebpf, Case::Traced, HookKind::Uprobe)
+            && u.run_mode(c).as_deref() == Some("record")
+    });
+    let usdt = rtrace_measure::probe_cost::per_hit(u, run.unwrap()).unwrap();
+    assert_eq!(row("uprobe", "usdt")[PER_HIT].value, interval(usdt));
+    assert_eq!(row("uprobe", "usdt")[FLAG].shown, "reference");
+    let cell = ev.cell(Workload::Loop, Feature::Uprobe, Ebpf).unwrap();
+    let events = ev.cost(cell).unwrap().per_event_ns;
+    let r = row("uprobe", "events 06 loop");
+    assert_eq!(r[PER_HIT].value, interval(events));
+    assert_eq!(
+        r[RATIO].value,
+        Value::Number(events.estimate / usdt.estimate)
+    );
+    assert!(r[FLAG].flagged && r[FLAG].shown.starts_with("unexplained: "));
+    // cyclictest's uretprobe on clock_nanosleep: its median shift against `none`, after a sleep.
+    let AnyResult::Sweep(sweep) = &report.entries[2].result else {
+        panic!("the sweep third");
+    };
+    let (config, source) = (Configuration::UretprobeEbpf, Source::Cyclictest);
+    let none = sweep.run(Configuration::None, source).unwrap();
+    let shift =
+        rtrace_measure::sweep::shift(sweep.run(config, source).unwrap(), none, LatencyStat::P50);
+    let r = row("uretprobe", "cyclictest (uretprobe-ebpf)");
+    assert_eq!(r[PER_HIT].value, interval(shift.unwrap()));
+    let cold = format!("cold, 1 hit per {} µs wake-up", sweep.config.interval_us);
+    assert!(
+        r[FLAG].shown.starts_with(&cold) && !r[FLAG].flagged,
+        "{:?}",
+        r[FLAG]
+    );
+    let doc = Document {
+        report: &report,
+        summary: vec![Block::List(items(section.summary.iter().cloned()))],
+        consistency: Some(section),
+        sections: Vec::new(),
+        shared: Vec::new(),
+    };
+    let failures: Vec<String> = [
+        check("consistency.md", &markdown::render(&doc)),
+        check(
+            "consistency.txt",
+            &terminal::render(&doc, Paint::new(false)),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -40,6 +40,8 @@ impl Segment {
 pub(crate) struct Layout {
     pub is_64: bool,
     pub little_endian: bool,
+    /// `e_machine` (`EM_X86_64` = 62).
+    pub machine: u16,
     ctx: Ctx,
     loads: Vec<Segment>,
     /// `sh_addr` of `.stapsdt.base`, if the section exists with a non-zero address.
@@ -113,6 +115,7 @@ impl Layout {
         Ok(Layout {
             is_64: container == Container::Big,
             little_endian: endian.is_little(),
+            machine: header.e_machine,
             ctx,
             loads,
             stapsdt_base,
@@ -191,6 +194,15 @@ impl Layout {
         })
     }
 
+    /// Virtual address of the code at file offset `offset`, through the executable `PT_LOAD`
+    /// segment whose file data contains it (the inverse of [`Layout::code_offset`]).
+    pub fn code_address(&self, offset: u64) -> Option<u64> {
+        let mut loads = self.loads.iter();
+        let seg = loads
+            .find(|s| s.flags & PF_X != 0 && offset >= s.offset && offset - s.offset < s.filesz)?;
+        Some(offset - seg.offset + seg.vaddr)
+    }
+
     /// File offset of `addr` through the first `PT_LOAD` segment with `flag` that `contains` it.
     fn map(&self, addr: u64, flag: u32, contains: fn(&Segment, u64) -> bool) -> Option<u64> {
         let mut loads = self.loads.iter();
@@ -234,6 +246,7 @@ mod tests {
         Layout {
             is_64,
             little_endian: true,
+            machine: goblin::elf::header::EM_X86_64,
             ctx: Ctx::default(),
             loads,
             stapsdt_base,
@@ -284,6 +297,10 @@ mod tests {
         // One past the end of the segment's file data.
         assert!(l.code_offset(0x10135).is_err());
         assert_eq!(l.code_offset(0x10134), Ok(0x2134));
+        // And back.
+        assert_eq!(l.code_address(0x202e), Some(0x1002e));
+        assert_eq!(l.code_address(0x1010), Some(0x1010));
+        assert_eq!(l.code_address(0x3004), None, "read-only segment");
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //! [`Arg::ftrace_fetcharg`] translates them to ftrace uprobe fetch-args (`%dx:s64`,
 //! `-12(%bp):u32`, `\5:s32`).
 //!
+//! [`probe_site`] reads the first instruction at a file offset and says how a uprobe there runs
+//! (emulated, single-stepped, optimised or refused; `site.rs`).
+//!
 //! [`probes`] parses every argument and fails on the first spec it cannot represent; use
 //! [`raw_probes`] to list probes whatever their arguments, and [`find`] to get one probe (only
 //! its own arguments have to parse).
@@ -19,8 +22,10 @@
 mod args;
 mod elf;
 mod note;
+mod site;
 mod symbols;
 
+pub use site::{probe_site, Emulation, Mechanism, ProbeSite, ProbeSites};
 pub use symbols::{function, functions, Function};
 
 use serde::Serialize;
@@ -110,6 +115,13 @@ pub enum SdtError {
     /// they must be in.
     #[error("malformed USDT note in {path}: {reason}")]
     BadNote { path: PathBuf, reason: String },
+    /// A probe site's file offset lies past the end of the file.
+    #[error("file offset {offset:#x} is past the end of {path} ({len} bytes): take offsets from `rtrace-bench probes {path}`")]
+    OffsetOutsideFile {
+        path: PathBuf,
+        offset: u64,
+        len: u64,
+    },
     /// An argument spec cannot be parsed or has no ftrace fetch-arg form.
     #[error("cannot translate USDT argument `{spec}`: {reason}")]
     BadArg { spec: String, reason: String },

@@ -156,6 +156,35 @@ impl Hook {
         }
     }
 
+    /// The instructions a uprobe replaces for this hook, one per distinct instruction among its
+    /// sites, each classified by how the kernel runs it (emulated, single-stepped, nop5); empty
+    /// where no uprobe is placed (LTTng-UST, kernel tracepoints, kprobes). A uretprobe's is its
+    /// function's entry: the return is reached through the trampoline the entry's trap sets.
+    pub fn probe_sites(&self) -> Result<Vec<rtrace_sdt::ProbeSite>, rtrace_sdt::SdtError> {
+        let (binary, offsets): (_, Vec<u64>) = match self {
+            Hook::Usdt { binary, sites } => (binary, sites.iter().map(|p| p.offset).collect()),
+            Hook::Uprobe { binary, offset, .. } => (binary, vec![*offset]),
+            Hook::Read(r) => {
+                let mut out = Vec::new();
+                for hook in r.hooks().into_iter().filter_map(|h| r.ordinary(h)) {
+                    out.extend(hook.probe_sites()?);
+                }
+                out.dedup();
+                return Ok(out);
+            }
+            Hook::LttngUst { .. } | Hook::KernelTracepoint { .. } => return Ok(Vec::new()),
+        };
+        let file = rtrace_sdt::ProbeSites::read(binary)?;
+        let mut out: Vec<rtrace_sdt::ProbeSite> = Vec::new();
+        for offset in offsets {
+            let site = file.at(offset)?;
+            if !out.contains(&site) {
+                out.push(site);
+            }
+        }
+        Ok(out)
+    }
+
     /// A uprobe (`ret: false`) or uretprobe (`ret: true`) on the function `name` of `binary`,
     /// resolved to its file offset; the error names `rtrace-bench probes BIN --symbols`.
     pub fn uprobe(

@@ -210,6 +210,7 @@ pub fn run(o: Options) -> Result<i32> {
             run: Default::default(),
             kprobes: s.kprobes,
             libc: s.libc.display().to_string(),
+            read_site: Some(rtrace_sdt::probe_site(&s.libc, s.libc_read)?),
             workloads: o.workloads.clone(),
         },
         baseline: Vec::new(),

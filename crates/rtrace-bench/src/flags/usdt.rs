@@ -41,6 +41,9 @@ pub enum HookArg {
     /// The USDT probe `rtrace:event_nop5`: its site is `nop; nop5`, which Linux >= 6.18 can
     /// optimise into a call (no int3 trap) for tracers that attach to the `nop5`, as libbpf does.
     UsdtNop5,
+    /// The USDT probe `rtrace:event_stepped`: its site is a RIP-relative `cmpb`, which the
+    /// kernel single-steps out of line (two traps), as on most function entries.
+    UsdtStepped,
     /// A uprobe on the entry of the exported marker function the loop calls.
     Uprobe,
     /// A uretprobe on the return of that function.
@@ -151,6 +154,7 @@ fn hooks(args: &[HookArg]) -> Vec<HookKind> {
         .map(|h| match h {
             HookArg::Usdt => HookKind::Usdt,
             HookArg::UsdtNop5 => HookKind::UsdtNop5,
+            HookArg::UsdtStepped => HookKind::UsdtStepped,
             HookArg::Uprobe => HookKind::Uprobe,
             HookArg::Uretprobe => HookKind::Uretprobe,
         })
@@ -243,7 +247,11 @@ mod tests {
     #[test]
     fn hooks_are_ordered_and_default_to_usdt() {
         assert_eq!(usdt(&[]).unwrap().hooks, vec![Usdt]);
-        let o = usdt(&["--hook", "uretprobe,usdt,uprobe,usdt-nop5,uretprobe"]).unwrap();
+        let o = usdt(&[
+            "--hook",
+            "uretprobe,usdt-stepped,usdt,uprobe,usdt-nop5,uretprobe",
+        ])
+        .unwrap();
         assert_eq!(o.hooks, HookKind::ALL.to_vec());
     }
 

@@ -284,6 +284,17 @@ impl runner::Experiment for Sweep {
         Ok(None)
     }
 
+    /// A traced run that failed (e.g. bpftrace's flush events not seen, so its losses are
+    /// unknown) is run once more; the first failure stays on record.
+    fn retries(&self, &(i, _): &Step) -> u32 {
+        u32::from(self.plans[i].config != Configuration::None)
+    }
+
+    fn retried(&mut self, step: &Step, error: &anyhow::Error) {
+        let message = format!("{}: {error:#}", self.label(step));
+        self.result.retried.push(message);
+    }
+
     fn failed(&mut self, &(i, source): &Step, error: anyhow::Error) -> Result<()> {
         let failed = skipped(self.plans[i].config, Some(source), &error);
         self.result.failed.push(failed);
@@ -359,6 +370,7 @@ pub fn run(o: Options) -> Result<i32> {
         runs: Vec::new(),
         unavailable,
         failed: Vec::new(),
+        retried: Vec::new(),
         warnings: Vec::new(),
     };
     runner::run(&mut Sweep {
@@ -520,6 +532,12 @@ fn run_builtin(o: &Options, p: &Prepared, round: &Round) -> Result<SweepRun> {
         source: Source::Builtin,
         tracer: p.config.tracer(),
         hook: p.hook.as_ref().map(Hook::label),
+        sites: p
+            .hook
+            .as_ref()
+            .map(Hook::probe_sites)
+            .transpose()?
+            .unwrap_or_default(),
         program: p.workload.display().to_string(),
         latency,
         histogram: done.histogram,
@@ -564,6 +582,7 @@ fn run_cyclictest(
         source: Source::Cyclictest,
         tracer: p.config.tracer(),
         hook: cross.hook.as_ref().map(Hook::label),
+        sites: (cross.hook.as_ref().map(Hook::probe_sites).transpose()?).unwrap_or_default(),
         program: format!("{env}{} {}", ct.path.display(), args.join(" ")),
         latency,
         histogram: encode_histogram(&report.histogram)?,

@@ -20,6 +20,9 @@ pub struct Document<'r> {
     pub report: &'r Report,
     /// The summary: each section's sentences, headed with its id when the report has several.
     pub summary: Vec<Block>,
+    /// After the summary, across results: one hook's cost in each experiment
+    /// (`crate::consistency`), when the report holds more than one.
+    pub consistency: Option<Section>,
     /// One per result, in report order.
     pub sections: Vec<Section>,
     /// The figures of more than one result (thesis Fig 3.5).
@@ -48,8 +51,10 @@ impl<'r> Document<'r> {
                 s
             })
             .collect();
+        let consistency = crate::consistency::section(report);
         let mut summary = Vec::new();
-        for s in sections.iter().filter(|s| !s.summary.is_empty()) {
+        let all = sections.iter().chain(&consistency);
+        for s in all.filter(|s| !s.summary.is_empty()) {
             if sections.len() > 1 {
                 summary.push(Block::Heading(format!("`{}`", s.id)));
             }
@@ -59,6 +64,7 @@ impl<'r> Document<'r> {
         Document {
             report,
             summary,
+            consistency,
             sections,
             shared: shared.map(Block::Figure).collect(),
         }
@@ -72,7 +78,7 @@ impl<'r> Document<'r> {
     /// Every table, with the id of its section, in document order.
     pub fn tables(&self) -> Vec<(&Section, &Table)> {
         let mut out = Vec::new();
-        for s in &self.sections {
+        for s in self.consistency.iter().chain(&self.sections) {
             walk(&s.blocks, &mut |b| {
                 if let Block::Table(t) = b {
                     out.push((s, t));

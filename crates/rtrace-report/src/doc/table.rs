@@ -75,6 +75,12 @@ impl Table {
         None
     }
 
+    /// Whether column `i` holds text: a leading text column or a note after the numbers
+    /// (left-aligned, wrapped between words).
+    pub fn is_text(&self, i: usize) -> bool {
+        i < self.text_columns || self.columns[i].text
+    }
+
     /// Whether column `i` starts a group.
     pub fn starts_group(&self, i: usize) -> bool {
         let mut start = self.text_columns;
@@ -123,6 +129,8 @@ pub struct Column {
     pub unit: Option<&'static str>,
     /// Whether the shown header says the unit too (otherwise the heading above states it).
     pub unit_shown: bool,
+    /// Text after the numbers (a note per row): laid out as the leading text columns are.
+    pub text: bool,
 }
 
 impl Column {
@@ -132,7 +140,14 @@ impl Column {
             name: name.into(),
             unit: None,
             unit_shown: false,
+            text: false,
         }
+    }
+
+    /// Text after the numbers (a note per row).
+    pub fn text(mut self) -> Column {
+        self.text = true;
+        self
     }
 
     /// With `unit`, stated by the heading above (`p50` under "Percentiles (ns)").

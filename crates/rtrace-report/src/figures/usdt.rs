@@ -164,10 +164,12 @@ mod tests {
             .into_iter()
             .flat_map(|h| Case::ALL.map(|c| (h, c)))
         {
-            // The barrier baseline serves both static kinds.
+            // The barrier baseline serves every static kind.
             let baseline = [(TracerKind::None, &[""][..])];
             let tracers = match case {
-                Case::Baseline if hook == HookKind::UsdtNop5 => &[][..],
+                Case::Baseline if matches!(hook, HookKind::UsdtNop5 | HookKind::UsdtStepped) => {
+                    &[][..]
+                }
                 Case::Baseline => &baseline[..],
                 _ => &modes[..],
             };

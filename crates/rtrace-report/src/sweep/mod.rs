@@ -27,6 +27,7 @@ pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
     s.table(heading, latency(r));
     skipped(&mut s, "Configurations unavailable here:", &r.unavailable);
     skipped(&mut s, "Runs that failed:", &r.failed);
+    s.list("Runs retried once", items(r.retried.iter().cloned()));
     if let Some(t) = shift::table(r, usdt) {
         s.push(Block::Heading("Latency shift against `none`".into()));
         s.push(Block::Note(format!("{}.", shift::NOTE)));

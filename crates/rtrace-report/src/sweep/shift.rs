@@ -7,16 +7,14 @@
 use crate::doc::{columns, Cell, Column, Table};
 use crate::format::us;
 use rtrace_measure::interval::Estimate;
-use rtrace_measure::probe_cost::{Extra, Stat};
 use rtrace_measure::sweep::{
     paired_shift, shift, Configuration, LatencyStat, Source, Space, SweepResult, SweepRun,
 };
 use rtrace_measure::usdt::{Case, HookKind, UsdtResult};
 use rtrace_tracer::Instrumentation;
-use rtrace_tracer::TracerKind;
 
 /// What the table shows, for its caption.
-pub const NOTE: &str = "Latency shift against the `none` runs right before and after each configuration's run in the same round (95% Student-t interval over the rounds' differences); with `--probe-at alternate`, also against the same run's own wake-ups without the tracepoint (every other one: paired 2 periods apart, whatever state the machine is in; a tracer's background work, its consumer and buffers, weighs on both halves and is left out of that column), beside the extra ns per hit that `usdt` measured for the same tracer, mode and hook (cyclictest's rows: the uretprobe's, or LTTng's tracepoint; case-1 mean minus case-0 mean, its interval over its rounds); the built-in loop's user-space tracepoint and cyclictest's uretprobe (or LTTng's preloaded wrapper) fire inside the measured window, so a shift of about one hit's cost is expected, more because the path is cold after each sleep";
+pub const NOTE: &str = "Latency shift against the `none` runs right before and after each configuration's run in the same round (95% Student-t interval over the rounds' differences); with `--probe-at alternate`, also against the same run's own wake-ups without the tracepoint (every other one: paired 2 periods apart, whatever state the machine is in; a tracer's background work, its consumer and buffers, weighs on both halves and is left out of that column), beside the extra ns per hit that `usdt` measured for the same tracer, mode and hook (cyclictest's rows: the uretprobe's, or LTTng's tracepoint; case-1 mean minus case-0 mean, its interval over its rounds); the built-in loop's user-space tracepoint and cyclictest's uretprobe (or LTTng's preloaded wrapper) fire inside the measured window, so a shift of about one hit's cost is expected, more because the path is cold after each sleep. A shift whose interval spans zero is not resolved at this precision: it gets no ratio (`unresolved`)";
 
 /// One configuration's shift, and the per-hit cost it is compared with.
 #[derive(Debug, Clone)]
@@ -42,30 +40,32 @@ impl Shift {
     }
 }
 
+/// No ratio of a shift that is not resolved: its interval spans zero.
 fn over(shift: Estimate, per_hit: Estimate) -> Option<f64> {
-    (per_hit.estimate > 0.0).then(|| shift.estimate / per_hit.estimate)
+    (per_hit.estimate > 0.0 && resolved(&shift)).then(|| shift.estimate / per_hit.estimate)
 }
 
-/// The mode `r`'s configurations ran `tracer` in (`record`, `tracepoint`; `None` for ftrace).
-fn sweep_mode(r: &SweepResult, tracer: TracerKind) -> Option<String> {
-    let first = |key: &str| {
-        r.config.run.tracer_options[key]
-            .as_array()
-            .and_then(|a| a.first())
-            .and_then(|v| v.as_str())
-            .map(str::to_owned)
-    };
-    match tracer {
-        TracerKind::Ebpf | TracerKind::Bpftrace => first("bpf_modes"),
-        TracerKind::Lttng => first("lttng_event"),
-        TracerKind::Ftrace | TracerKind::None => None,
+/// The shift's 95% interval does not span zero (one without an interval, a single round,
+/// counts as resolved).
+pub fn resolved(shift: &Estimate) -> bool {
+    !shift.contains(0.0)
+}
+
+/// `+0.85 (0.38–1.31) µs`, or `not resolved at this precision (±0.72 µs)` when the interval
+/// spans zero.
+pub fn us_shift(shift: &Estimate) -> String {
+    match (resolved(shift), shift.low, shift.high) {
+        (false, Some(l), Some(h)) => {
+            format!("not resolved at this precision (±{} µs)", us((h - l) / 2.0))
+        }
+        _ => format!("{} µs", us_interval(shift)),
     }
 }
 
 /// The hook that fires in `config`'s runs from `source`: the built-in loop's is the
 /// configuration's own; cyclictest's cross-check puts a uretprobe on libc's `clock_nanosleep`
 /// for the uprobe-based tracers (LTTng's preloaded wrapper fires the same tracepoint).
-fn fired_hook(config: Configuration, source: Source) -> Option<HookKind> {
+pub(crate) fn fired_hook(config: Configuration, source: Source) -> Option<HookKind> {
     match (source, config.instrumentation()) {
         (Source::Cyclictest, Instrumentation::Usdt) => Some(HookKind::Uretprobe),
         _ => config.hook_kind(),
@@ -86,7 +86,7 @@ pub fn per_hit(
     {
         return None;
     }
-    let mode = sweep_mode(sweep, config.tracer());
+    let mode = sweep.config.run.mode(config.tracer());
     let hook = fired_hook(config, source);
     let run = usdt.runs.iter().find(|c| {
         c.case == Case::Traced
@@ -94,7 +94,7 @@ pub fn per_hit(
             && c.tracer == config.tracer()
             && (mode.is_none() || usdt.run_mode(c) == mode)
     })?;
-    Extra::of(usdt, run)?.difference(Stat::SteadyMean)
+    rtrace_measure::probe_cost::per_hit(usdt, run)
 }
 
 /// Every traced (configuration, source) of `r` against `none` of the same source.
@@ -152,7 +152,13 @@ fn signed(ns: f64) -> String {
 pub fn table(r: &SweepResult, usdt: Option<&UsdtResult>) -> Option<Table> {
     let cell =
         |e: Option<Estimate>| Cell::or_missing(e, |e| Cell::estimate(&e, 1000.0, us_interval(&e)));
-    let ratio = |x: Option<f64>| Cell::or_missing(x, |x| Cell::num(x, format!("{x:.2}")));
+    // A shift whose interval spans zero has no ratio: say so rather than leave it blank.
+    let ratio = |x: Option<f64>, shift: Option<Estimate>, per_hit: Option<Estimate>| match x {
+        None if per_hit.is_some() && shift.is_some_and(|e| !resolved(&e)) => {
+            Cell::text("unresolved")
+        }
+        x => Cell::or_missing(x, |x| Cell::num(x, format!("{x:.2}"))),
+    };
     let rows: Vec<Vec<Cell>> = shifts(r, usdt)
         .into_iter()
         .map(|s| {
@@ -165,8 +171,8 @@ pub fn table(r: &SweepResult, usdt: Option<&UsdtResult>) -> Option<Table> {
                 Cell::or_missing(s.per_hit, |e| {
                     Cell::estimate(&e, 1000.0, us_interval(&e).trim_start_matches('+').into())
                 }),
-                ratio(s.ratio()),
-                ratio(s.paired_ratio()),
+                ratio(s.ratio(), s.p50, s.per_hit),
+                ratio(s.paired_ratio(), s.paired, s.per_hit),
             ]
         })
         .collect();
@@ -188,9 +194,29 @@ pub fn table(r: &SweepResult, usdt: Option<&UsdtResult>) -> Option<Table> {
 mod tests {
     use super::*;
     use crate::fixtures;
-    use rtrace_measure::usdt::CaseResult;
+    use rtrace_measure::probe_cost::per_hit;
+    use rtrace_tracer::TracerKind;
     use Configuration::{UretprobeEbpf, UsdtFtrace};
     use TracerKind::{Ebpf, Ftrace};
+
+    #[test]
+    fn a_shift_whose_interval_spans_zero_is_not_resolved_and_has_no_ratio() {
+        let e = |low, high| Estimate {
+            estimate: 500.0,
+            low: Some(low),
+            high: Some(high),
+            rounds: 3,
+            confidence: 0.95,
+        };
+        let per_hit = e(400.0, 600.0);
+        assert_eq!(
+            us_shift(&e(-300.0, 1300.0)),
+            "not resolved at this precision (±0.80 µs)"
+        );
+        assert_eq!(over(e(-300.0, 1300.0), per_hit), None);
+        assert_eq!(us_shift(&e(300.0, 700.0)), "+0.50 (0.30–0.70) µs");
+        assert_eq!(over(e(300.0, 700.0), per_hit), Some(1.0));
+    }
 
     #[test]
     fn shifts_pair_rounds_and_carry_an_interval() {
@@ -225,8 +251,7 @@ mod tests {
         let mut r = fixtures::sweep("PREEMPT_RT", 1);
         let mut u = fixtures::usdt();
         u.config.run.tracer_options = r.config.run.tracer_options.clone();
-        let per_hit = |c: &CaseResult| Extra::of(&u, c)?.difference(Stat::SteadyMean);
-        let expected = per_hit(&u.runs[1]).unwrap(); // ftrace case 1
+        let expected = per_hit(&u, &u.runs[1]).unwrap(); // ftrace case 1
         let s = shifts(&r, Some(&u));
         let ftrace = s.iter().find(|x| x.run.config == UsdtFtrace).unwrap();
         assert_eq!(ftrace.per_hit, Some(expected));
@@ -251,8 +276,10 @@ mod tests {
             u.runs.push(run);
         }
         let n = u.runs.len();
-        let per_hit = |c: &CaseResult| Extra::of(&u, c)?.difference(Stat::SteadyMean);
-        let (uretprobe, ebpf) = (per_hit(&u.runs[n - 2]).unwrap(), per_hit(&u.runs[n - 1]));
+        let (uretprobe, ebpf) = (
+            per_hit(&u, &u.runs[n - 2]).unwrap(),
+            per_hit(&u, &u.runs[n - 1]),
+        );
         let s = shifts(&r, Some(&u));
         let row = |c, src| {
             s.iter()

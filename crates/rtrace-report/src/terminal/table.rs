@@ -54,7 +54,7 @@ pub fn plain(t: &Table) -> String {
 
 /// `t` as a comfy-table of at most [`WIDTH`] columns.
 fn layout(t: &Table, paint: Paint) -> comfy_table::Table {
-    let align = |i: usize| match i < t.text_columns {
+    let align = |i: usize| match t.is_text(i) {
         true => CellAlignment::Left,
         false => CellAlignment::Right,
     };
@@ -87,7 +87,7 @@ fn layout(t: &Table, paint: Paint) -> comfy_table::Table {
     let longest = |s: &str| s.split(' ').map(cols).max().unwrap_or(0);
     for (i, column) in out.column_iter_mut().enumerate() {
         let cells = t.rows.iter().map(|r| &r[i].shown);
-        let least = match i < t.text_columns {
+        let least = match t.is_text(i) {
             true => cells.map(|c| longest(c)).max(),
             false => cells.map(|c| cols(c)).max(),
         };
@@ -147,5 +147,33 @@ mod tests {
         );
         assert!(lines.last().unwrap().starts_with("short"), "{text}");
         assert_eq!(text.matches("word").count(), 60, "no word lost: {text}");
+    }
+
+    #[test]
+    fn a_note_after_the_numbers_wraps_between_words_left_aligned() {
+        use crate::doc::Column;
+        let mut names = columns(&["what", "n"]);
+        names.push(Column::new("note").text());
+        let mut t = Table::new("t", 1, names);
+        let long = "word ".repeat(60);
+        t.rows = vec![
+            vec![
+                Cell::text("a"),
+                Cell::num(1.0, "12345".into()),
+                Cell::text(long.trim()),
+            ],
+            vec![
+                Cell::text("b"),
+                Cell::num(2.0, "2".into()),
+                Cell::text("short"),
+            ],
+        ];
+        assert!(t.is_text(2) && !t.is_text(1));
+        let text = plain(&t);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.iter().all(|l| cols(l) <= WIDTH.into()), "{text}");
+        assert_eq!(text.matches("word").count(), 60, "no word lost: {text}");
+        let last = lines.last().unwrap();
+        assert_eq!(last.find("short"), lines[2].find("word"), "{text}");
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::format::ns;
-use rtrace_measure::usdt::{HookCosts, HookKind, UsdtResult};
+use rtrace_measure::usdt::{Case, HookCosts, HookKind, UsdtResult};
 
 /// What the table shows.
 pub const NOTE: &str = "Case-1 mean minus case-0 mean with the same loop body (the barrier for usdt and usdt-nop5, the marker call for uprobe/uretprobe); usdt-nop5 is a `nop; nop5` site that Linux >= 6.18 turns into a call instead of an int3 trap for tracers attaching to the nop5 (libbpf), not for those attaching at the note's address (ftrace, bpftrace)";
@@ -49,6 +49,9 @@ pub fn push(s: &mut Section, r: &UsdtResult) {
     s.push(Block::Heading("Per-hit cost by hook (ns)".into()));
     s.push(Block::Note(format!("{NOTE}.")));
     s.push(Block::Table(Table::new("hooks", 1, cols).rows(rows)));
+    if let Some(p) = nop5_paths(r, &costs) {
+        s.push(Block::Paragraph(p));
+    }
     if let Some(call) = costs.call {
         s.push(Block::Paragraph(format!(
             "The plain marker call, nothing attached: {} ns above the barrier baseline by mean, {} ns by p50.",
@@ -58,10 +61,57 @@ pub fn push(s: &mut Section, r: &UsdtResult) {
     }
 }
 
+/// Whether each usdt-nop5 run's site was optimised (its processes' mappings), a bare system
+/// call's cost, and what the optimised path saved against the int3 trap on `usdt`; `None`
+/// without usdt-nop5 runs.
+fn nop5_paths(r: &UsdtResult, costs: &HookCosts) -> Option<String> {
+    let runs: Vec<String> = (r.runs.iter())
+        .filter(|c| c.hook_kind == HookKind::UsdtNop5 && c.case == Case::Traced)
+        .map(|c| {
+            let label = c.tracer.label(c.mode());
+            match c.trampoline_rounds() {
+                Some((k, n)) if k == n => format!("{label} optimized ({k} of {n} rounds)"),
+                Some((0, n)) => format!("{label} not optimized (0 of {n} rounds)"),
+                Some((k, n)) => format!("{label} optimized in {k} of {n} rounds only"),
+                None => format!("{label} not recorded"),
+            }
+        })
+        .collect();
+    let recorded = (r.runs.iter()).any(|c| c.trampoline_rounds().is_some());
+    if runs.is_empty() || !recorded {
+        return None;
+    }
+    let mut p = format!(
+        "usdt-nop5 site, by the `[uprobes-trampoline]` mapping of each run's processes: {}.",
+        runs.join("; ")
+    );
+    if let Some((syscall, n)) = r.syscall_ns() {
+        p += &format!(
+            " A bare system call (`getppid`) costs {} ns here (median of {n} rounds, empty timed interval subtracted): an optimized site enters the kernel that way instead of through the int3 trap",
+            ns(syscall)
+        );
+        let saved: Vec<String> = (costs.rows.iter())
+            .filter_map(|row| Some((row, row.usdt?, row.usdt_nop5?)))
+            .map(|(row, trap, call)| {
+                format!(
+                    "{} {} ns on usdt-nop5 against {} ns on usdt",
+                    row.tracer.label(row.mode.as_deref()),
+                    ns(call.mean_ns),
+                    ns(trap.mean_ns)
+                )
+            })
+            .collect();
+        if !saved.is_empty() {
+            p += &format!(" ({})", saved.join(", "));
+        }
+        p += ".";
+    }
+    Some(p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtrace_measure::usdt::Case;
     use rtrace_tracer::TracerKind::{Ftrace, Lttng};
 
     /// The fixture's runs again as uprobe and uretprobe rows (ftrace case 1 twice and 2.5 times

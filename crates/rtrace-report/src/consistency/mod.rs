@@ -1,0 +1,273 @@
+//! "Consistency: one hook, one cost": the same tracer on the same kind of hook, measured by
+//! several experiments of one machine, side by side. Each source gives its per-hit costs
+//! ([`sources`], the probed site's class through [`site`]), [`pairs`] sets each beside its
+//! reference, [`verdict`] says how far apart the two are and what the results record that
+//! differs between them. Built when a report holds more than one experiment.
+
+pub mod cost;
+pub mod pairs;
+pub mod site;
+pub mod sources;
+pub mod verdict;
+
+use crate::doc::{columns, Block, Cell, Column, Section, Table};
+use crate::format::int;
+use crate::result::{Entry, Report};
+use cost::Cost;
+use pairs::Row;
+use rtrace_measure::interval::Estimate;
+use rtrace_tracer::TracerKind;
+use verdict::Verdict;
+
+/// How to read the tables.
+pub const NOTE: &str = "The per-hit cost of one tracer on one kind of hook, from every experiment that measured it in the same mode (an experiment that measured the hook only in modes no other did, as events' empty programs, beside the hook's first row), and its ratio to the reference: plain `usdt`'s hot loop in the same mode, else the hook's first row. What each source measures: `usdt`, `decompose`: case 1 minus case 0 by mean without disturbed samples; events 04–07: (traced − untraced time) / reads, per round; `npt`: the mean gap of the iterations that fired the probe minus the same with no tracer (rounds pooled: no interval); `sweep`: the median latency of the traced wake-ups minus the same runs' untraced ones (`--probe-at alternate`), else minus `none`'s; `cyclictest`: the median wake-up latency minus `none`'s (its uretprobe's entry trap fires before the sleep: only the return is in the window). A ratio beyond 0.80–1.25 whose range from the two intervals excludes 1 is flagged with what the results record differs between the two and can make the dearer side dearer (how far apart the hits came, the mode, the probed site's class, the buffer), or `unexplained`; a site whose class the result does not record says so. Hook kinds are never mixed: a uretprobe (entry trap and return trampoline) faces uretprobes only. `rate` is not here: it records rates and losses, no time per event";
+
+/// The consistency section of `report`: its entries measured on the first one's machine;
+/// `None` unless they are more than one experiment.
+pub fn section(report: &Report) -> Option<Section> {
+    let first = report.entries.first()?;
+    let (here, elsewhere): (Vec<&Entry>, Vec<&Entry>) =
+        report.entries.iter().partition(|e| same_machine(e, first));
+    let mut kinds: Vec<_> = here.iter().map(|e| kind(e)).collect();
+    kinds.sort();
+    kinds.dedup();
+    if kinds.len() < 2 {
+        return None;
+    }
+    let costs = costs(&here);
+    let rows = pairs::rows(&costs);
+    let verdicts: Vec<Verdict> = rows.iter().map(verdict::of).collect();
+    let mut blocks = Vec::new();
+    if !elsewhere.is_empty() {
+        let ids: Vec<String> = elsewhere.iter().map(|e| format!("`{}`", e.id)).collect();
+        blocks.push(Block::Note(format!(
+            "Left out, measured on another machine than `{}` ({}): {}.",
+            first.id,
+            first.kernel(),
+            ids.join(", ")
+        )));
+    }
+    for tracer in TracerKind::ALL {
+        let mine: Vec<(&Row, &Verdict)> = rows
+            .iter()
+            .zip(&verdicts)
+            .filter(|(r, _)| r.cost.tracer == tracer)
+            .collect();
+        if !mine.is_empty() {
+            blocks.push(Block::Heading(tracer.to_string()));
+            blocks.push(Block::Table(table(tracer, &mine)));
+        }
+    }
+    if rows.is_empty() {
+        blocks.push(Block::Paragraph(
+            "No tracer and kind of hook was measured by two of these experiments.".into(),
+        ));
+    }
+    Some(Section {
+        id: "consistency".into(),
+        title: "one hook, one cost".into(),
+        source: None,
+        subtitle: format!("{NOTE}."),
+        summary: summary(&rows, &verdicts),
+        blocks,
+        figures_at: None,
+    })
+}
+
+/// On the same machine: kernel and CPU model.
+fn same_machine(a: &Entry, b: &Entry) -> bool {
+    let (a, b) = (a.result.environment(), b.result.environment());
+    (&a.kernel_release, &a.cpu_model) == (&b.kernel_release, &b.cpu_model)
+}
+
+/// What experiment an entry is: `usdt` and `usdt --decompose` are two.
+fn kind(e: &Entry) -> (&'static str, Option<cost::Experiment>) {
+    (e.result.experiment(), sources::experiment(&e.result))
+}
+
+/// Every entry's costs; an experiment with several entries names each source after its entry.
+fn costs(entries: &[&Entry]) -> Vec<Cost> {
+    let experiments: Vec<_> = entries
+        .iter()
+        .map(|e| sources::experiment(&e.result))
+        .collect();
+    let mut out = Vec::new();
+    for (e, x) in entries.iter().zip(&experiments) {
+        let several = experiments.iter().filter(|y| *y == x).count() > 1;
+        out.extend(sources::costs(&e.result).into_iter().map(|mut c| {
+            if several {
+                c.source = format!("{} [{}]", c.source, e.id);
+            }
+            c
+        }));
+    }
+    out
+}
+
+/// `480–486`, `−240 to 1530` (ns); `None` without an interval.
+fn interval(e: &Estimate) -> Option<String> {
+    let (l, h) = (e.low?, e.high?);
+    Some(match l < 0.0 {
+        true => format!("−{} to {}", int(-l), int(h)),
+        false => format!("{}–{}", int(l), int(h)),
+    })
+}
+
+/// One tracer's rows.
+fn table(tracer: TracerKind, rows: &[(&Row, &Verdict)]) -> Table {
+    let mut cols = columns(&["hook", "mode", "source", "site", "site class"]);
+    cols.extend([
+        Column::new("per hit").shown_unit("ns"),
+        Column::new("95% interval").unit("ns"),
+        Column::new("÷ reference"),
+        Column::new("flag").text(),
+    ]);
+    let rows = rows
+        .iter()
+        .map(|(row, verdict)| {
+            let c = row.cost;
+            let class = match (&c.class, c.probed()) {
+                (Some(k), _) => Cell::text(format!("{}: {}", k.mechanism.short(), k.instruction)),
+                (None, true) => Cell::text("not recorded"),
+                (None, false) => Cell::missing(),
+            };
+            let flag = verdict.flag();
+            let unexplained = matches!(verdict, Verdict::Unexplained { .. });
+            vec![
+                Cell::text(c.hook.name()),
+                Cell::text(c.mode_label()),
+                Cell::text(&c.source),
+                Cell::text(c.site_label()),
+                class,
+                Cell::estimate(&c.ns, 1.0, int(c.ns.estimate)),
+                Cell::or_missing(interval(&c.ns), Cell::text),
+                match verdict.ratio() {
+                    Some(x) => Cell::num(x, format!("{x:.2}")),
+                    None => Cell::text("unresolved"),
+                },
+                match flag.is_empty() {
+                    true => Cell::missing(),
+                    false => Cell::text(flag).flag_if(unexplained),
+                },
+            ]
+        })
+        .collect();
+    Table::new(tracer.name(), 5, cols).rows(rows)
+}
+
+/// The report's sentence on the tables: how many costs agree with their reference, and where
+/// the ones nothing recorded explains were measured.
+fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
+    let compared = verdicts
+        .iter()
+        .filter(|v| **v != Verdict::Reference)
+        .count();
+    if compared == 0 {
+        return Vec::new();
+    }
+    let count = |f: fn(&Verdict) -> bool| verdicts.iter().filter(|v| f(v)).count();
+    // The unexplained ones by experiment and site: (where, ratios).
+    let mut unexplained: Vec<((&str, &str), Vec<f64>)> = Vec::new();
+    for (r, v) in rows.iter().zip(verdicts) {
+        if let Verdict::Unexplained { ratio, .. } = v {
+            let at = (r.cost.experiment.name(), r.cost.site_label());
+            match unexplained.iter_mut().find(|(w, _)| *w == at) {
+                Some((_, ratios)) => ratios.push(*ratio),
+                None => unexplained.push((at, vec![*ratio])),
+            }
+        }
+    }
+    let n: usize = unexplained.iter().map(|(_, r)| r.len()).sum();
+    let places: Vec<String> = unexplained
+        .iter()
+        .map(|((experiment, site), ratios)| {
+            let (lo, hi) = ratios
+                .iter()
+                .fold((f64::INFINITY, 0.0_f64), |(l, h), &x| (l.min(x), h.max(x)));
+            let range = match ratios.len() {
+                1 => format!("{lo:.2}×"),
+                _ => format!("{lo:.2}–{hi:.2}×"),
+            };
+            format!("{} in `{experiment}` on `{site}` ({range})", ratios.len())
+        })
+        .collect();
+    let places = match places.is_empty() {
+        true => String::new(),
+        false => format!(": {}", places.join(", ")),
+    };
+    vec![format!(
+        "One hook, one cost: {compared} per-hit costs beside another experiment's; {} within {:.0}% of it, {} not resolved at their precision, {} apart as a recorded difference explains (hit spacing, mode, site class, buffer), {n} unexplained{places}.",
+        count(|v| matches!(v, Verdict::Agrees(_))),
+        (verdict::BAND - 1.0) * 100.0,
+        count(|v| matches!(v, Verdict::Unresolved | Verdict::Undecided { .. })),
+        count(|v| matches!(v, Verdict::Explained { .. })),
+    )]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::cost::{Cost, Experiment, Hook, Spacing};
+    use super::*;
+    use crate::fixtures;
+    use crate::AnyResult;
+    use rtrace_measure::interval::mean_of;
+    use rtrace_measure::usdt::HookKind;
+    use rtrace_tracer::TracerKind;
+
+    /// eBPF's cost on the marker's uprobe in `mode`, hits back to back, no interval.
+    pub(crate) fn cost(experiment: Experiment, mode: &str, ns: f64) -> Cost {
+        Cost {
+            experiment,
+            source: format!("{experiment:?} {mode}"),
+            tracer: TracerKind::Ebpf,
+            hook: Hook::User(HookKind::Uprobe),
+            mode: Some(mode.into()),
+            site: Some("rtrace_marker_hit".into()),
+            class: None,
+            ns: mean_of(&[ns], 0.0).unwrap(),
+            spacing: Spacing::Hot,
+            buffer: None,
+            kept: None,
+            return_only: false,
+        }
+    }
+
+    #[test]
+    fn one_experiment_has_none_and_another_machine_is_left_out_by_name() {
+        assert!(section(&Report::one(AnyResult::Usdt(fixtures::usdt()))).is_none());
+        let mut u = fixtures::usdt();
+        let s = fixtures::sweep("PREEMPT_RT", 1);
+        u.config.run.tracer_options = s.config.run.tracer_options.clone();
+        let mut other = s.clone();
+        other.environment.kernel_release = "6.12.0-other".into();
+        let report = Report::new([
+            (None, AnyResult::Usdt(u)),
+            (None, AnyResult::Sweep(s)),
+            (None, AnyResult::Sweep(other)),
+        ]);
+        let section = section(&report).expect("usdt and a sweep");
+        let left_out = "Left out, measured on another machine than `usdt`";
+        let note = |b: &Block| matches!(b, Block::Note(n) if n.starts_with(left_out) && n.contains("`cyclictest-sweep-2`"));
+        assert!(section.blocks.iter().any(note), "{:?}", section.blocks);
+        let tables: Vec<&Table> = section
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Table(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert!(!tables.is_empty());
+        for t in tables {
+            assert!(t.rows.iter().all(|r| r.len() == t.columns.len()));
+            // The sweep's row faces usdt's reference of the same tracer and hook.
+            let sweep = t.rows.iter().find(|r| r[2].shown == "sweep").unwrap();
+            let usdt = t.rows.iter().find(|r| r[2].shown == "usdt").unwrap();
+            assert_eq!(
+                (&*usdt[8].shown, &*sweep[0].shown),
+                ("reference", &*usdt[0].shown)
+            );
+        }
+        assert!(section.summary[0].starts_with("One hook, one cost: "));
+    }
+}
