@@ -125,6 +125,7 @@ mod tests {
             instruction: "nop".into(),
             bytes: "90".into(),
             mechanism: Mechanism::Emulated { op: Emulation::Nop },
+            function_entry: Some(false),
         }
     }
 
@@ -141,6 +142,7 @@ mod tests {
                 instruction: "cmpb $0,0xeaa5d(%rip)".into(),
                 bytes: "80 3d 5d aa 0e 00 00".into(),
                 mechanism: Mechanism::SingleStepped { rip_relative: true },
+                function_entry: Some(true),
             },
             libbpf_site: None,
         };
@@ -167,6 +169,7 @@ mod tests {
                 instruction: "nopl 0x0(%rax,%rax,1)".into(),
                 bytes: "0f 1f 44 00 00".into(),
                 mechanism: Mechanism::Nop5,
+                function_entry: Some(false),
             }),
         };
         let [instruction, uprobe] = combo.cells();

@@ -65,6 +65,23 @@ pub fn functions(path: &Path, pattern: &str) -> Result<Vec<Function>, SdtError> 
     Ok(out)
 }
 
+/// File offsets where a defined function starts (symtab and dynsym), sorted, and whether the
+/// file has a `.symtab` (a stripped file lists only its exported functions).
+pub(crate) fn entry_offsets(data: &[u8], layout: &Layout) -> (Vec<u64>, bool) {
+    let Ok(elf) = Elf::parse(data) else {
+        return (Vec::new(), false);
+    };
+    let mut out: Vec<u64> = [&elf.syms, &elf.dynsyms]
+        .into_iter()
+        .flat_map(|syms| syms.iter())
+        .filter(|s| s.st_type() == STT_FUNC && s.st_shndx != 0 && s.st_value != 0)
+        .filter_map(|s| layout.code_offset(s.st_value).ok())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    (out, !elf.syms.is_empty())
+}
+
 /// The function named exactly `name`; [`SdtError::NoSuchFunction`] if absent.
 pub fn function(path: &Path, name: &str) -> Result<Function, SdtError> {
     functions(path, &glob::Pattern::escape(name))?

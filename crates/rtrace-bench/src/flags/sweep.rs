@@ -14,9 +14,11 @@ use std::path::PathBuf;
 
 pub const SPEC: Spec = Spec {
     experiment: "cyclictest-sweep",
-    // Measured (#31): 10 rounds of 10,000 wake-ups resolve every user-space shift to ±0.5 µs
-    // in ~5 minutes here, where 3 rounds left most intervals spanning zero.
-    rounds: Take::Default(10),
+    // Measured (#31): 3 rounds left most intervals spanning zero; 10 rounds resolve ftrace's,
+    // eBPF's and LTTng's paired shifts to ±0.1–0.3 µs, but bpftrace's rounds (its reader woken
+    // per event) spread by 3–6 µs as the machine's state changes over minutes, ±2.4–4.2 µs in
+    // 10 rounds; 20 rounds of 5,000 wake-ups halve that for ~4 minutes more.
+    rounds: Take::Default(20),
     // cyclictest's --priority, as the thesis ran it.
     priority: Some(99),
     record: Take::Default(RecordMode::Stream),
@@ -190,7 +192,7 @@ mod tests {
             (o.interval_us, o.loops, o.histogram_us),
             (30, 100_000, 1000)
         );
-        assert_eq!((o.common.priority, o.common.rounds), (Some(99), 10));
+        assert_eq!((o.common.priority, o.common.rounds), (Some(99), 20));
         assert_eq!(o.probe_at, ProbeAt::Alternate);
         assert_eq!((o.common.cpus.measured, o.main_cpu), (1, 0));
         assert_eq!(o.configs, Configuration::ALL.to_vec());

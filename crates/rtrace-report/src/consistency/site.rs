@@ -17,6 +17,8 @@ pub struct SiteClass {
     /// The instruction, disassembled (`push %rbp`, `mov 0x2f(%rip),%eax`).
     pub instruction: String,
     pub mechanism: Mechanism,
+    /// Whether the site is a function's entry (a `ret` follows the trap), if recorded.
+    pub function_entry: Option<bool>,
 }
 
 /// What the kernel does with the probed instruction.
@@ -94,6 +96,7 @@ impl SiteClass {
         Some(SiteClass {
             instruction: site.instruction.clone(),
             mechanism,
+            function_entry: site.function_entry,
         })
     }
 }
@@ -107,6 +110,7 @@ pub fn of_usdt(_r: &UsdtResult, run: &CaseResult) -> Option<SiteClass> {
                 return Some(SiteClass {
                     instruction: "nopl 0x0(%rax,%rax,1)".into(),
                     mechanism: Mechanism::Nop5 { optimized: true },
+                    function_entry: run.sites.first().and_then(|s| s.function_entry),
                 });
             }
         }
@@ -139,6 +143,7 @@ mod tests {
         let class = |mechanism| SiteClass {
             instruction: String::new(),
             mechanism,
+            function_entry: None,
         };
         let stepped = class(Mechanism::SingleStepped("rip-relative".into()));
         let push = class(Mechanism::Emulated("push".into()));

@@ -143,6 +143,19 @@ fn differences(c: &Cost, r: &Cost) -> Vec<(String, Option<Ordering>)> {
             _ => out.push((NOT_RECORDED.into(), None)),
         }
     }
+    let entry = |x: &Cost| x.class.as_ref().and_then(|k| k.function_entry);
+    if let (Some(a), Some(b)) = (entry(c), entry(r)) {
+        if a != b {
+            let at = |e: bool| {
+                if e {
+                    "a function entry (its ret follows the trap)"
+                } else {
+                    "inline code"
+                }
+            };
+            out.push((format!("site in {} vs {}", at(a), at(b)), Some(a.cmp(&b))));
+        }
+    }
     if c.return_only != r.return_only {
         let what = "only the return in the measured window (the entry trap fires before the sleep)";
         let order = if c.return_only {
@@ -214,6 +227,7 @@ mod tests {
             Some(SiteClass {
                 instruction: String::new(),
                 mechanism: m,
+                function_entry: None,
             })
         };
         events.class = class(Mechanism::SingleStepped("rip-relative".into()));
@@ -223,6 +237,32 @@ mod tests {
             verdict(&events, &usdt).flag(),
             "site single-stepped (rip-relative) vs emulated push"
         );
+    }
+
+    /// The same emulated class, one site at a function's entry: its `ret` after the trap is
+    /// the recorded difference, and only the entry's side can be the dearer for it.
+    #[test]
+    fn a_function_entry_explains_a_dearer_cost_than_an_inline_site() {
+        let class = |op: &str, entry| {
+            Some(SiteClass {
+                instruction: String::new(),
+                mechanism: Mechanism::Emulated(op.into()),
+                function_entry: Some(entry),
+            })
+        };
+        let mut usdt = cost(Experiment::Usdt, "aggregate", 420.0);
+        (usdt.site, usdt.class) = (Some("rtrace:event".into()), class("nop", false));
+        let mut uprobe = cost(Experiment::Usdt, "aggregate", 709.0);
+        (uprobe.site, uprobe.class) = (Some("rtrace_marker_hit".into()), class("push", true));
+        assert_eq!(
+            verdict(&uprobe, &usdt).flag(),
+            "site in a function entry (its ret follows the trap) vs inline code"
+        );
+        (usdt.ns, uprobe.ns) = (uprobe.ns, usdt.ns);
+        assert!(matches!(
+            verdict(&uprobe, &usdt),
+            Verdict::Unexplained { .. }
+        ));
     }
 
     #[test]
