@@ -20,7 +20,7 @@ table { border-collapse: collapse; margin: 8px 0 16px; font-variant-numeric: tab
         display: block; overflow-x: auto; max-width: 100%; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; }
 th { background: #f4f4f4; } th.group { text-align: center; border-left: 2px solid #ccc; }
-td { white-space: nowrap; } td.first, th.first { text-align: left; } td.wrap { white-space: normal; min-width: 16em; } td.note { white-space: normal; min-width: 12em; } td.group, th.gstart { border-left: 2px solid #ccc; }
+td { white-space: nowrap; } td.first, th.first { text-align: left; } td.wrap { white-space: normal; min-width: 16em; } td.note { white-space: normal; min-width: 8em; } td.group, th.gstart { border-left: 2px solid #ccc; }
 table.env td { text-align: left; } table.env td:first-child { color: #666; white-space: nowrap; }
 .warnings { background: #fff8e1; border-left: 5px solid #f5a623; padding: 8px 16px; margin: 12px 0; }
 .warnings li { margin: 4px 0; } .warnings code { background: #fff1c4; }

@@ -55,8 +55,9 @@ pub enum Spacing {
     Hot,
     /// At a capped rate in a spinning loop (npt).
     Paced { hz: f64 },
-    /// One per wake-up after a sleep of the period (the sweep): the probe's path is cold.
-    AfterSleep { interval_us: u64 },
+    /// After a sleep of the period (the sweep), on every `every`-th wake-up (2 with
+    /// `--probe-at alternate`): the probe's path is cold.
+    AfterSleep { interval_us: u64, every: u64 },
 }
 
 impl Spacing {
@@ -65,8 +66,12 @@ impl Spacing {
         match self {
             Spacing::Hot => "hot loop".into(),
             Spacing::Paced { hz } => format!("paced, {hz:.0} hits/s"),
-            Spacing::AfterSleep { interval_us } => {
-                format!("cold, 1 hit per {interval_us} µs wake-up")
+            Spacing::AfterSleep {
+                interval_us,
+                every: 1,
+            } => format!("cold, 1 hit per {interval_us} µs wake-up"),
+            Spacing::AfterSleep { interval_us, every } => {
+                format!("cold, 1 hit per {every} wake-ups {interval_us} µs apart")
             }
         }
     }

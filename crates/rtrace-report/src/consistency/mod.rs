@@ -115,8 +115,13 @@ fn interval(e: &Estimate) -> Option<String> {
 
 /// One tracer's rows.
 fn table(tracer: TracerKind, rows: &[(&Row, &Verdict)]) -> Table {
-    let mut cols = columns(&["hook", "mode", "source", "site", "site class"]);
+    let mut cols = columns(&["hook", "mode"]);
     cols.extend([
+        // These wrap in HTML: an instruction or a source may be long, and the flag must stay
+        // in view.
+        Column::new("source").text(),
+        Column::new("site").text(),
+        Column::new("site class").text(),
         Column::new("per hit").shown_unit("ns"),
         Column::new("95% interval").unit("ns"),
         Column::new("÷ reference"),

@@ -98,9 +98,7 @@ fn usdt(r: &UsdtResult) -> Vec<Cost> {
 }
 
 fn sweep(r: &SweepResult) -> Vec<Cost> {
-    let spacing = Spacing::AfterSleep {
-        interval_us: r.config.interval_us,
-    };
+    let alternate = r.config.probe_at == Some(rtrace_protocol::ProbeAt::Alternate);
     let mut shifts = shift::shifts(r, None);
     shifts.sort_by_key(|s| s.run.source);
     shifts
@@ -127,7 +125,19 @@ fn sweep(r: &SweepResult) -> Vec<Cost> {
                 // Paired within the run where it was measured (`--probe-at alternate`): the
                 // tracer's background work weighs on both halves and is left out.
                 ns: s.paired.or(s.p50)?,
-                spacing,
+                // The built-in loop's user-space probe fires on every other wake-up when
+                // alternating; cyclictest's hooks and the kernel tracepoint on every one.
+                spacing: Spacing::AfterSleep {
+                    interval_us: r.config.interval_us,
+                    every: if alternate
+                        && run.source == Source::Builtin
+                        && run.config.space() == Space::User
+                    {
+                        2
+                    } else {
+                        1
+                    },
+                },
                 buffer: None,
                 kept: None,
                 return_only: run.source == Source::Cyclictest

@@ -148,12 +148,12 @@ fn differences(c: &Cost, r: &Cost) -> Vec<(String, Option<Ordering>)> {
         if a != b {
             let at = |e: bool| {
                 if e {
-                    "a function entry (its ret follows the trap)"
+                    "at a function entry (its ret follows the trap)"
                 } else {
-                    "inline code"
+                    "inline"
                 }
             };
-            out.push((format!("site in {} vs {}", at(a), at(b)), Some(a.cmp(&b))));
+            out.push((format!("site {} vs {}", at(a), at(b)), Some(a.cmp(&b))));
         }
     }
     if c.return_only != r.return_only {
@@ -196,7 +196,10 @@ mod tests {
     fn a_dearer_cold_path_explains_a_dearer_cost() {
         let hot = cost(Experiment::Usdt, "record", 480.0);
         let mut cold = cost(Experiment::Sweep, "record", 9300.0);
-        cold.spacing = Spacing::AfterSleep { interval_us: 30 };
+        cold.spacing = Spacing::AfterSleep {
+            interval_us: 30,
+            every: 1,
+        };
         cold.site = Some("clock_nanosleep".into());
         let v = verdict(&cold, &hot);
         assert_eq!(v.flag(), "cold, 1 hit per 30 µs wake-up; site not recorded");
@@ -256,7 +259,7 @@ mod tests {
         (uprobe.site, uprobe.class) = (Some("rtrace_marker_hit".into()), class("push", true));
         assert_eq!(
             verdict(&uprobe, &usdt).flag(),
-            "site in a function entry (its ret follows the trap) vs inline code"
+            "site at a function entry (its ret follows the trap) vs inline"
         );
         (usdt.ns, uprobe.ns) = (uprobe.ns, usdt.ns);
         assert!(matches!(
