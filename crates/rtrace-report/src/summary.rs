@@ -104,8 +104,15 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
             })
             .collect();
         if !list.is_empty() {
+            // Traced and untraced runs are separate processes: the machine's drift between
+            // them is in these shifts, not in the paired ones.
+            let paired_below = if mine.iter().any(|s| s.paired.is_some()) {
+                " These compare separate runs, so the machine's drift between runs is in them; the paired line below compares wake-ups of the same runs."
+            } else {
+                ""
+            };
             out.push(format!(
-                "Median wake-up latency against no tracing ({} µs, {source}; 95% interval over rounds): {}.",
+                "Median wake-up latency against no tracing ({} µs, {source}; 95% interval over rounds): {}.{paired_below}",
                 us(none.latency.p50_ns),
                 list.join(", ")
             ));
