@@ -1,5 +1,5 @@
 //! QEMU guests on Debian's PREEMPT_RT and PREEMPT_DYNAMIC kernels: `cargo xtask vm` runs one
-//! rtrace-bench command (or a plan) in guests and copies the results out; [`ci_suites`] runs the
+//! rtrace-bench command (or a plan) in guests and copies the results out; [`ci_suites_on`] runs the
 //! guest test plan (`xtask/guest/plan`) on both kernels for `cargo xtask ci`.
 //!
 //! Pipeline per kernel: resolve and download the kernel packages (`kernel.rs`), build the LTTng
@@ -102,8 +102,26 @@ pub fn run(o: Options) -> Result<()> {
     }
 }
 
-/// The guest suites of `cargo xtask ci`: its plan on every kernel; results under the cache.
-pub fn ci_suites(timeout: Duration) -> Result<()> {
+/// The CI guests' kernels and modules, prepared ahead (downloads, LTTng module builds).
+pub struct Prepared {
+    guests: Result<Vec<Guest>>,
+    took: Duration,
+}
+
+/// Prepares every CI kernel (see [`prepare_guests`]); `cargo xtask ci` calls it in a thread of
+/// low priority while the host's root tests run, then [`ci_suites_on`].
+pub fn prepare_ci() -> Prepared {
+    let started = Instant::now();
+    let guests = target_dir().and_then(|t| prepare_guests(&Kernel::ALL, &t));
+    Prepared {
+        guests,
+        took: started.elapsed(),
+    }
+}
+
+/// The guest suites of `cargo xtask ci`: its plan on every kernel prepared by [`prepare_ci`];
+/// results under the cache.
+pub fn ci_suites_on(prepared: Prepared, timeout: Duration) -> Result<()> {
     let cache = target_dir()?.join("vm-cache");
     let dest = |k: Kernel| cache.join(format!("guest-{}", k.label())).join("results");
     for k in Kernel::ALL {
@@ -111,8 +129,12 @@ pub fn ci_suites(timeout: Duration) -> Result<()> {
             std::fs::remove_dir_all(dest(k))?;
         }
     }
-    run_guests(
-        &Kernel::ALL,
+    eprintln!(
+        "xtask: guest kernels prepared in {:.0} s",
+        prepared.took.as_secs_f64()
+    );
+    run_prepared(
+        prepared.guests?,
         |_| CI_PLAN.to_owned(),
         dest,
         Judge::Plan,
@@ -141,11 +163,18 @@ fn run_guests(
     timeout: Duration,
 ) -> Result<()> {
     let started = Instant::now();
-    let target = target_dir()?;
-    // Downloads and module builds first: a broken cache fails before any guest boots. One
-    // thread per kernel: one unpacks (xz, one core) while the other builds.
-    let guests: Vec<Guest> = std::thread::scope(|s| {
-        let target = &target;
+    let guests = prepare_guests(kernels, &target_dir()?)?;
+    eprintln!(
+        "xtask: guest kernels ready in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    run_prepared(guests, plan, dest, judge, timeout)
+}
+
+/// Downloads and module builds first: a broken cache fails before any guest boots. One
+/// thread per kernel: one unpacks (xz, one core) while the other builds.
+fn prepare_guests(kernels: &[Kernel], target: &Path) -> Result<Vec<Guest>> {
+    std::thread::scope(|s| {
         let threads: Vec<_> = kernels
             .iter()
             .map(|&k| s.spawn(move || Guest::prepare(k, target)))
@@ -154,11 +183,18 @@ fn run_guests(
             .into_iter()
             .map(|t| t.join().expect("prepare panicked"))
             .collect::<Result<_>>()
-    })?;
-    eprintln!(
-        "xtask: guest kernels ready in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+    })
+}
+
+/// Boots each prepared guest with its plan (see [`run_guests`]).
+fn run_prepared(
+    guests: Vec<Guest>,
+    plan: impl Fn(Kernel) -> String,
+    dest: impl Fn(Kernel) -> PathBuf,
+    judge: Judge,
+    timeout: Duration,
+) -> Result<()> {
+    let started = Instant::now();
     let mut reports = Vec::new();
     for g in &guests {
         reports.push(g.run(&plan(g.kernel), &dest(g.kernel), judge, timeout)?);
