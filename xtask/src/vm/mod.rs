@@ -157,8 +157,8 @@ enum Judge {
 /// guest fails or gives no verdict (or, for [`Judge::Plan`], a result file is wrong).
 fn run_guests(
     kernels: &[Kernel],
-    plan: impl Fn(Kernel) -> String,
-    dest: impl Fn(Kernel) -> PathBuf,
+    plan: impl Fn(Kernel) -> String + Sync,
+    dest: impl Fn(Kernel) -> PathBuf + Sync,
     judge: Judge,
     timeout: Duration,
 ) -> Result<()> {
@@ -189,16 +189,25 @@ fn prepare_guests(kernels: &[Kernel], target: &Path) -> Result<Vec<Guest>> {
 /// Boots each prepared guest with its plan (see [`run_guests`]).
 fn run_prepared(
     guests: Vec<Guest>,
-    plan: impl Fn(Kernel) -> String,
-    dest: impl Fn(Kernel) -> PathBuf,
+    plan: impl Fn(Kernel) -> String + Sync,
+    dest: impl Fn(Kernel) -> PathBuf + Sync,
     judge: Judge,
     timeout: Duration,
 ) -> Result<()> {
     let started = Instant::now();
-    let mut reports = Vec::new();
-    for g in &guests {
-        reports.push(g.run(&plan(g.kernel), &dest(g.kernel), judge, timeout)?);
-    }
+    // Each guest is one host thread (single-threaded TCG, see qemu.rs): on 2 cores both boot
+    // at once.
+    let (plan, dest) = (&plan, &dest);
+    let reports: Vec<Report> = std::thread::scope(|s| {
+        let threads: Vec<_> = guests
+            .iter()
+            .map(|g| s.spawn(move || g.run(&plan(g.kernel), &dest(g.kernel), judge, timeout)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("guest thread panicked"))
+            .collect::<Result<_>>()
+    })?;
     eprintln!(
         "xtask: {} guest(s) in {:.0} s:",
         reports.len(),
