@@ -12,7 +12,8 @@
  *                (with the rodata `agg_level`: the counter only, or one global increment).
  * USDT (usdt_*), uprobe (up_*: first argument) and uretprobe (uret_*: return value) programs are
  * attached per process by libbpf (the kernel filters the pid, USDT semaphores are handled through
- * the uprobe ref_ctr_offset). The tracepoint programs (tp_*) filter the thread group id
+ * the uprobe ref_ctr_offset), or, to follow a process tree, to every process with the tree
+ * filter below (tree_fork, tree_exit). The tracepoint programs (tp_*) filter the thread group id
  * themselves, from the rodata constant `target_tgid` (0 = every process).
  *
  * Without vmlinux.h: USDT and uprobe programs only need pt_regs from the uapi headers and the syscall
@@ -37,9 +38,103 @@ const volatile __u32 target_tgid = 0;
  * clock_nanosleep); 0 = none. Set before load: with 0 the verifier removes the test. */
 const volatile __u32 skip_tid = 0;
 
+/* Tree mode (`count`'s command with every process it starts later, through fork, exec, setsid,
+ * under any user): the probes are attached to every process mapping the binary, so that the
+ * kernel raises USDT semaphores in processes started after the attach, and only hits of a thread
+ * group in `tree` count. `tree` holds the command's pid (written before attach) and grows by
+ * `tree_fork` on every new process whose parent's group is in it; `tree_exit` removes a group when
+ * its leader exits. Set before load; false removes the test from every program. */
+const volatile bool follow_tree = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} tree SEC(".maps");
+
+/* Tree mode: hits of processes outside the tree (not counted), per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} outside SEC(".maps");
+
+/* Tree mode: new processes whose parent is in the tree but which did not fit into it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tree_full SEC(".maps");
+
+static __always_inline void bump(void *percpu_counter)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(percpu_counter, &zero);
+
+	if (n)
+		*n += 1;
+}
+
+/* Whether this hit is to be left out: of thread `skip_tid`, or (tree mode) of a process outside
+ * the tree, which is counted in `outside`. */
 static __always_inline bool skipped(void)
 {
-	return skip_tid && (__u32)bpf_get_current_pid_tgid() == skip_tid;
+	__u64 id;
+	__u32 tgid;
+
+	/* Both are rodata: with neither set, the verifier removes the rest (no helper call). */
+	if (!skip_tid && !follow_tree)
+		return false;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	if (skip_tid && (__u32)id == skip_tid)
+		return true;
+	if (follow_tree && !bpf_map_lookup_elem(&tree, &tgid)) {
+		bump(&outside);
+		return true;
+	}
+	return false;
+}
+
+/* The record of task:task_newtask (tracefs `format`: pid at 8, clone_flags at 32). */
+struct task_newtask_args {
+	__u64 common;
+	__s32 pid;
+	char comm[16];
+	__u64 clone_flags;
+};
+
+#define RTRACE_CLONE_THREAD 0x00010000ULL
+
+/* Tree mode: a new process (not a thread) of a process in the tree joins it. Runs in the parent. */
+SEC("tracepoint/task/task_newtask")
+int tree_fork(struct task_newtask_args *ctx)
+{
+	__u32 parent = bpf_get_current_pid_tgid() >> 32, child = ctx->pid;
+	__u8 one = 1;
+
+	if (ctx->clone_flags & RTRACE_CLONE_THREAD)
+		return 0;
+	if (!bpf_map_lookup_elem(&tree, &parent))
+		return 0;
+	if (bpf_map_update_elem(&tree, &child, &one, BPF_ANY))
+		bump(&tree_full);
+	return 0;
+}
+
+/* Tree mode: a process leaves the tree when its leader thread exits (its pid may be reused). */
+SEC("tracepoint/sched/sched_process_exit")
+int tree_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+
+	if ((__u32)id == tgid)
+		bpf_map_delete_elem(&tree, &tgid);
+	return 0;
 }
 
 /* Record mode: wake the ring buffer's reader on every event (BPF_RB_FORCE_WAKEUP) instead of
@@ -143,14 +238,10 @@ generic:
 static __always_inline void record(__s64 arg, __u32 tgid)
 {
 	struct rtrace_event *e;
-	__u32 zero = 0;
-	__u64 *n;
 
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		n = bpf_map_lookup_elem(&lost, &zero);
-		if (n)
-			*n += 1;
+		bump(&lost);
 		return;
 	}
 	e->ts_ns = bpf_ktime_get_ns();

@@ -372,3 +372,15 @@ pub fn run_tag_of(pid: u32) -> Option<String> {
         })
         .next()
 }
+
+/// Whether `pid` exists and is not a zombie (a daemon is reaped by whoever adopted it, maybe
+/// late; a zombie no longer runs anything).
+pub fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state is the first field after the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_none_or(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}

@@ -93,6 +93,7 @@ fn target(hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
         hook,
         pid,
         follow_children: true,
+        tree: false,
         skip_tid: None,
         out_dir: out_dir.to_owned(),
         consumer_cpus: vec![0],

@@ -65,6 +65,7 @@ fn target(hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
         hook,
         pid,
         follow_children: true,
+        tree: false,
         skip_tid: None,
         out_dir: out_dir.to_owned(),
         consumer_cpus: vec![0],
@@ -196,6 +197,7 @@ fn memory_operand_arguments_are_read_right() {
                 recorded: N,
                 lost: 0,
                 overwritten: 0,
+                outside_tree: 0,
             },
             "{mode:?}"
         );

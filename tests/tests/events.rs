@@ -223,6 +223,7 @@ fn read_programs_get_the_buffer_size_they_ask_for() {
         }),
         pid: None,
         follow_children: false,
+        tree: false,
         skip_tid: None,
         out_dir: dir.path().to_owned(),
         consumer_cpus: vec![0],

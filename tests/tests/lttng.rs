@@ -77,6 +77,7 @@ fn target(event: &str, pid: u32, out: &Path, record: RecordMode) -> Target {
         },
         pid: Some(pid),
         follow_children: true,
+        tree: false,
         skip_tid: None,
         out_dir: out.to_owned(),
         consumer_cpus: vec![0],
@@ -125,6 +126,7 @@ fn case1_default_channel_records_every_event() {
             recorded: hits,
             lost: 0,
             overwritten: 0,
+            outside_tree: 0,
         }
     );
     assert!(our_sessions().is_empty(), "{:?}", our_sessions());
@@ -158,6 +160,7 @@ fn tracef_kind_records_every_event() {
             recorded: hits,
             lost: 0,
             overwritten: 0,
+            outside_tree: 0,
         }
     );
 }
@@ -172,6 +175,7 @@ fn snapshot_mode_is_exact_or_refuses() {
             recorded: hits,
             lost: 0,
             overwritten: 0,
+            outside_tree: 0,
         }
     );
     let tiny = tracer(Some(4096), Some(2), EventKind::Tracepoint);

@@ -1,6 +1,11 @@
 //! `rtrace-bench count`: run any command with one USDT probe, uprobe or uretprobe traced; report
-//! recorded/lost. Exits with the command's status (128 + signal when it was killed); SIGINT,
-//! SIGTERM and SIGHUP kill the command, remove the tracer's state and exit 128 + the signal.
+//! recorded/lost. Every process of the command's tree counts, however started (fork, exec,
+//! setsid, another user through runuser/su/sudo), and only those (see `Target::tree`); what the
+//! command leaves running is ended when it exits (`tree.rs`). Exits with the command's status
+//! (128 + signal when it was killed), also when nothing was counted: a count of 0 is a warning
+//! on stderr naming the causes checked (binary not mapped, semaphore not raised, hits outside
+//! the tree), and `--expect N` makes a mismatch an error (exit 1). SIGINT, SIGTERM and SIGHUP
+//! end the command's tree, remove the tracer's state and exit 128 + the signal.
 
 use crate::options::{OptionsError, TracerOptions};
 use crate::{output, tracers};
@@ -89,7 +94,37 @@ struct CountResult {
     buffer: String,
     /// Backend options as given (`record`, `bpf_modes`, ...).
     tracer_options: serde_json::Value,
+    /// What the command's process tree showed while it ran.
+    tree: TreeSeen,
 }
+
+/// The command's process tree as `count` saw it: every process it started (fork, exec, setsid,
+/// another user), sampled every 50 ms (a process shorter than that may be missed).
+#[derive(Debug, Serialize, Default)]
+struct TreeSeen {
+    /// Processes seen.
+    processes: usize,
+    /// Of those, the ones that had the probed binary mapped.
+    mapped_binary: usize,
+    /// For a USDT probe with a semaphore: in how many of those it was read, and seen raised.
+    semaphore: Option<SemaphoreSeen>,
+    /// Processes still running when the command exited, which `count` ended (SIGTERM, then
+    /// SIGKILL after 2 s).
+    left_running: usize,
+    /// Hits in processes outside the tree, left out (counted by the eBPF tracer only).
+    outside_tree: u64,
+}
+
+/// A USDT semaphore in the tree's processes that mapped the binary (its page mapped: during an
+/// exec it may not be yet).
+#[derive(Debug, Serialize, Default, Clone, Copy)]
+struct SemaphoreSeen {
+    read: usize,
+    raised: usize,
+}
+
+/// How long what the command left running gets to exit after SIGTERM.
+const END_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `cmd` as found on PATH (or as given when it contains a `/`).
 fn resolve(cmd: &str) -> Result<PathBuf> {
@@ -134,6 +169,12 @@ pub fn run(o: Options) -> Result<i32> {
         Some((_, rest)) if !rest.is_empty() => rest.to_vec(),
         _ => usable.clone(),
     };
+    let semaphore = match &hook {
+        Hook::Usdt { sites, .. } => sites.iter().find_map(|p| p.semaphore_offset),
+        _ => None,
+    };
+    // Every process the command starts stays ours to end (see `tree`).
+    crate::tree::become_subreaper()?;
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     // Held until the tracer is attached (see [`crate::hold::held_command`]).
     let mut child = crate::hold::held_command(&o.command, &[], &read_end)?
@@ -145,7 +186,7 @@ pub fn run(o: Options) -> Result<i32> {
     let target = o
         .tracer_opts
         .target(hook, Some(child.id()), &session.out, &consumers)
-        .following_children();
+        .following_tree();
     let attachment = match tracer.attach(&target) {
         Ok(a) => a,
         Err(e) => {
@@ -158,10 +199,16 @@ pub fn run(o: Options) -> Result<i32> {
             });
         }
     };
+    // The command is still held: our other children are the tracer's.
+    let tree = crate::tree::Tree::of(child.id());
+    let watch = crate::tree::Watch::start(tree.clone(), &binary, semaphore);
     let mut go = std::fs::File::from(write_end);
     let started = go.write_all(b"g");
     drop(go);
     let status = child.wait()?;
+    // What the command left running (a daemon, a server it started) ends with it.
+    let left_running = tree.end(END_GRACE);
+    let seen = watch.stop();
     drop(watched);
     if interrupted() {
         // The tracer comes off (dropping the attachment removes its state); main exits
@@ -185,8 +232,21 @@ pub fn run(o: Options) -> Result<i32> {
             .into_values()
             .collect(),
         tracer_options: o.tracer_opts.json(),
+        tree: TreeSeen {
+            processes: seen.processes.len(),
+            mapped_binary: seen.mapped.len(),
+            semaphore: semaphore.map(|_| SemaphoreSeen {
+                read: seen.semaphore_read.len(),
+                raised: seen.semaphore_raised.len(),
+            }),
+            left_running,
+            outside_tree: stats.outside_tree,
+        },
     };
     println!("{}, command {status}", r.line());
+    if let Some(w) = r.never_fired() {
+        eprintln!("warning: {w}");
+    }
     if let Some(j) = &o.json {
         output::write_atomic(j, &serde_json::to_vec_pretty(&r)?)?;
     }
@@ -205,6 +265,58 @@ pub fn run(o: Options) -> Result<i32> {
 }
 
 impl CountResult {
+    /// With no event: the warning that says so and the causes `count` could check.
+    fn never_fired(&self) -> Option<String> {
+        if self.events > 0 {
+            return None;
+        }
+        let t = &self.tree;
+        let mut causes = Vec::new();
+        if t.processes == 0 {
+            causes.push(
+                "the command's processes ended before they could be sampled, so no cause was checked"
+                    .to_owned(),
+            );
+        } else if t.mapped_binary == 0 {
+            causes.push(format!(
+                "none of the {} process(es) of the tree seen mapped {} (is it the file they run or load? pass it with --binary)",
+                t.processes, self.binary
+            ));
+        }
+        match t.semaphore {
+            Some(s) if s.raised < s.read => causes.push(format!(
+                "its semaphore was seen raised in {} of the {} process(es) where it was read (the probe is skipped where it is 0)",
+                s.raised, s.read
+            )),
+            _ => {}
+        }
+        if t.outside_tree > 0 {
+            causes.push(format!(
+                "{} hit(s) in processes outside the command's tree were left out (a server started before `count`, or by another parent)",
+                t.outside_tree
+            ));
+        }
+        if causes.is_empty() {
+            let semaphore = match t.semaphore {
+                Some(s) => format!(
+                    ", its semaphore seen raised in {} of the {} where it was read",
+                    s.raised, s.read
+                ),
+                None => String::new(),
+            };
+            causes.push(format!(
+                "the {} process(es) of the tree that mapped the binary never reached the probe{semaphore}",
+                t.mapped_binary
+            ));
+        }
+        Some(format!(
+            "{} never fired in the command's processes ({}): {}; processes sampled every 50 ms",
+            self.probe,
+            self.binary,
+            causes.join("; ")
+        ))
+    }
+
     /// `ftrace rtest:hit: recorded 10 lost 0 (events 10, expected 10) in /bin/x [1 site(s)]`.
     fn line(&self) -> String {
         let expected = self
@@ -270,6 +382,7 @@ mod tests {
             exit_code: Some(0),
             buffer: String::new(),
             tracer_options: serde_json::Value::Null,
+            tree: TreeSeen::default(),
         };
         assert_eq!(
             r.line(),
@@ -277,6 +390,52 @@ mod tests {
         );
         r.expected = Some(5000);
         assert!(r.line().contains("(events 5000, expected 5000)"));
+    }
+
+    #[test]
+    fn a_count_of_zero_warns_with_each_cause_checked() {
+        let mut r = CountResult {
+            tracer: "ebpf".into(),
+            probe: "postgresql:query__start".into(),
+            binary: "/usr/lib/postgresql/15/bin/postgres".into(),
+            sites: 1,
+            recorded: 0,
+            lost: 0,
+            events: 0,
+            expected: None,
+            exit_code: Some(0),
+            buffer: String::new(),
+            tracer_options: serde_json::Value::Null,
+            tree: TreeSeen::default(),
+        };
+        let w = |r: &CountResult| r.never_fired().expect("a warning");
+        assert!(
+            w(&r).contains("ended before they could be sampled"),
+            "{}",
+            w(&r)
+        );
+        r.tree.processes = 3;
+        assert!(w(&r).contains(
+            "none of the 3 process(es) of the tree seen mapped /usr/lib/postgresql/15/bin/postgres"
+        ));
+        r.tree.mapped_binary = 2;
+        r.tree.semaphore = Some(SemaphoreSeen { read: 2, raised: 1 });
+        r.tree.outside_tree = 40;
+        let both = w(&r);
+        assert!(
+            both.contains("semaphore was seen raised in 1 of the 2"),
+            "{both}"
+        );
+        assert!(
+            both.contains("40 hit(s) in processes outside the command's tree"),
+            "{both}"
+        );
+        assert!(both.starts_with("postgresql:query__start never fired in the command's processes (/usr/lib/postgresql/15/bin/postgres): "));
+        r.tree.semaphore = Some(SemaphoreSeen { read: 2, raised: 2 });
+        r.tree.outside_tree = 0;
+        assert!(w(&r).contains("the 2 process(es) of the tree that mapped the binary never reached the probe, its semaphore seen raised in 2 of the 2"));
+        r.events = 1;
+        assert!(r.never_fired().is_none());
     }
 
     #[test]

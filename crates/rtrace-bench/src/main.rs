@@ -19,6 +19,7 @@ mod runner;
 mod signals;
 mod sweep;
 mod tracers;
+mod tree;
 mod usdt;
 mod workload;
 

@@ -125,6 +125,7 @@ impl TracerOptions {
             hook,
             pid,
             follow_children: false,
+            tree: false,
             skip_tid: None,
             out_dir: out_dir.to_owned(),
             consumer_cpus: consumer_cpus.to_vec(),

@@ -113,6 +113,7 @@ impl Attachment for ReadAttachment {
             recorded,
             lost: printed.lost,
             overwritten: 0,
+            outside_tree: 0,
         })
     }
 

@@ -127,7 +127,7 @@ impl Tracer for BpftraceTracer {
         let args = script::args(
             &target.hook,
             self.mode,
-            target.pid,
+            (target.pid, target.tree),
             target.skip_tid,
             events.as_deref(),
             flush.as_ref().map(|f| f.probe.as_str()),
@@ -251,6 +251,7 @@ impl Attachment for BpftraceAttachment {
                     recorded,
                     lost: out.lost,
                     overwritten: 0,
+                    outside_tree: 0,
                 })
             }
             BpftraceMode::Record => {
@@ -267,6 +268,7 @@ impl Attachment for BpftraceAttachment {
                     recorded: file_tally.events,
                     lost: file_tally.lost + out.lost,
                     overwritten: 0,
+                    outside_tree: 0,
                 })
             }
         }

@@ -93,14 +93,37 @@ pub enum PidFilter {
     /// A `/pid == PID/` predicate: the probes fire in every process, the program keeps only
     /// this one. bpftrace runs until SIGINT and drains everything.
     Predicate(u32),
+    /// The process and every process it starts later (`Target::tree`): the probes fire in
+    /// every process (the kernel raises USDT semaphores in processes that map the binary
+    /// later), a predicate keeps the tree's hits, and two more probes keep the tree in the map
+    /// `@rtrace_tree`: a new process (not a thread) of a process in it joins it
+    /// (`task:task_newtask`), a process leaves it when its leader exits (its pid may be reused).
+    Tree(u32),
+}
+
+/// The map of [`PidFilter::Tree`], cleared in `END` so that bpftrace does not print it.
+const TREE_MAP: &str = "@rtrace_tree";
+
+/// `CLONE_THREAD` of `task_newtask`'s `clone_flags`.
+const CLONE_THREAD: u64 = 0x0001_0000;
+
+/// The probes that keep the tree of process `root` in [`TREE_MAP`].
+fn tree_probes(root: u32) -> String {
+    let m = TREE_MAP;
+    format!(
+        "tracepoint:task:task_newtask /(pid == {root} || {m}[pid]) && (args->clone_flags & {CLONE_THREAD:#x}) == 0/ {{ {m}[args->pid] = 1; }} \
+tracepoint:sched:sched_process_exit /pid == tid && {m}[pid]/ {{ delete({m}[pid]); }} \
+END {{ clear({m}); }}"
+    )
 }
 
 impl PidFilter {
     /// `-p` for USDT and uprobe counts; a predicate for printed events (see [`PidFilter::DashP`]) and for
     /// kernel tracepoints (`-p` does not filter them).
-    pub fn choose(hook: &Hook, mode: BpftraceMode, pid: Option<u32>) -> PidFilter {
+    pub fn choose(hook: &Hook, mode: BpftraceMode, pid: Option<u32>, tree: bool) -> PidFilter {
         match (hook, mode, pid) {
             (_, _, None) => PidFilter::None,
+            (_, _, Some(p)) if tree => PidFilter::Tree(p),
             (Hook::Usdt { .. } | Hook::Uprobe { .. }, BpftraceMode::Aggregate, Some(p)) => {
                 PidFilter::DashP(p)
             }
@@ -120,8 +143,10 @@ pub fn program(
 ) -> Result<String> {
     let (point, arg) = attach_point(hook)?;
     let mut tests = Vec::new();
-    if let PidFilter::Predicate(pid) = filter {
-        tests.push(format!("pid == {pid}"));
+    match filter {
+        PidFilter::Predicate(pid) => tests.push(format!("pid == {pid}")),
+        PidFilter::Tree(root) => tests.push(format!("(pid == {root} || {TREE_MAP}[pid])")),
+        PidFilter::None | PidFilter::DashP(_) => {}
     }
     if let Some(tid) = skip_tid {
         tests.push(format!("tid != {tid}"));
@@ -136,6 +161,10 @@ pub fn program(
         BpftraceMode::Aggregate => "@c = count();".to_owned(),
     };
     let mut program = format!("{point}{predicate} {{ {action} }}");
+    if let PidFilter::Tree(root) = filter {
+        program.push(' ');
+        program.push_str(&tree_probes(root));
+    }
     if let (BpftraceMode::Record, Some(flush)) = (mode, flush) {
         program.push(' ');
         program.push_str(flush);
@@ -147,12 +176,12 @@ pub fn program(
 pub fn args(
     hook: &Hook,
     mode: BpftraceMode,
-    pid: Option<u32>,
+    (pid, tree): (Option<u32>, bool),
     skip_tid: Option<u32>,
     events_file: Option<&Path>,
     flush: Option<&str>,
 ) -> Result<Vec<OsString>> {
-    let filter = PidFilter::choose(hook, mode, pid);
+    let filter = PidFilter::choose(hook, mode, pid, tree);
     let mut args: Vec<OsString> = Vec::new();
     if let PidFilter::DashP(pid) = filter {
         args.extend(["-p".into(), pid.to_string().into()]);
@@ -265,15 +294,35 @@ mod tests {
     }
 
     #[test]
+    fn a_tree_is_a_predicate_on_a_map_the_fork_and_exit_tracepoints_keep() {
+        let h = usdt("/b", "p", "n", 1);
+        for mode in [Agg, Rec] {
+            let a = args(&h, mode, (Some(42), true), Some(43), None, None).unwrap();
+            let a = strs(&a);
+            assert!(!a.contains(&"-p"), "{a:?}");
+            let p = &a[a.len() - 1];
+            assert!(
+                p.starts_with(r#"usdt:"/b":p:n /(pid == 42 || @rtrace_tree[pid]) && tid != 43/ {"#),
+                "{p}"
+            );
+            assert!(
+                p.contains(" tracepoint:task:task_newtask /(pid == 42 || @rtrace_tree[pid]) && (args->clone_flags & 0x10000) == 0/ { @rtrace_tree[args->pid] = 1; } tracepoint:sched:sched_process_exit /pid == tid && @rtrace_tree[pid]/ { delete(@rtrace_tree[pid]); } END { clear(@rtrace_tree); }"),
+                "{p}"
+            );
+        }
+        assert_eq!(PidFilter::choose(&h, Agg, None, true), PidFilter::None);
+    }
+
+    #[test]
     fn usdt_counts_use_dash_p_printed_events_a_predicate() {
         let h = usdt("/b", "p", "n", 1);
-        let a = args(&h, Agg, Some(42), None, None, None).unwrap();
+        let a = args(&h, Agg, (Some(42), false), None, None, None).unwrap();
         assert_eq!(&strs(&a)[..3], ["-p", "42", "-e"]);
         let flush = "usdt:\"/h\":rtrace_bench:bpftrace_flush { }";
         let a = args(
             &h,
             Rec,
-            Some(42),
+            (Some(42), false),
             None,
             Some(Path::new("/o/f")),
             Some(flush),
@@ -288,7 +337,7 @@ mod tests {
             "a record program carries the flush probe: {}",
             a[3]
         );
-        let a = args(&h, Agg, None, None, None, None).unwrap();
+        let a = args(&h, Agg, (None, false), None, None, None).unwrap();
         assert_eq!(a[0], "-e");
     }
 
@@ -305,8 +354,8 @@ mod tests {
     #[test]
     fn tracepoint_pid_goes_to_a_predicate() {
         let h = tp("syscalls", "sys_exit_clock_nanosleep");
-        assert_eq!(PidFilter::choose(&h, Agg, Some(9)), Predicate(9));
-        let a = args(&h, Agg, Some(9), None, None, None).unwrap();
+        assert_eq!(PidFilter::choose(&h, Agg, Some(9), false), Predicate(9));
+        let a = args(&h, Agg, (Some(9), false), None, None, None).unwrap();
         let script = "tracepoint:syscalls:sys_exit_clock_nanosleep /pid == 9/ { @c = count(); }";
         assert_eq!(strs(&a), ["-e", script]);
         assert!(prog(&h, Rec, PidFilter::None, None).contains("args->ret"));
@@ -342,7 +391,7 @@ mod tests {
             prog(&ret, Rec, Predicate(3), None),
             r#"uretprobe:"/b/w":rtrace_marker_hit /pid == 3/ { printf("%llu %u %u %lld\n", nsecs, cpu, pid, retval); }"#
         );
-        let a = args(&ret, Agg, Some(3), None, None, None).unwrap();
+        let a = args(&ret, Agg, (Some(3), false), None, None, None).unwrap();
         assert_eq!(&strs(&a)[..2], ["-p", "3"]);
         assert_eq!(program_of(&a).unwrap(), prog(&ret, Agg, DashP(3), None));
     }

@@ -99,6 +99,7 @@ impl Attachment for ReadAttachment {
             recorded,
             lost: out.lost,
             overwritten: 0,
+            outside_tree: 0,
         })
     }
 

@@ -5,7 +5,10 @@
 //! Hooks: USDT probes (`SEC("usdt")`, attached by libbpf per binary and optionally per pid,
 //! semaphores included), function entries and returns (`SEC("uprobe")` / `SEC("uretprobe")`,
 //! attached by file offset, optionally per pid) and `syscalls:sys_exit_clock_nanosleep` (filtered to the target's tgid
-//! through rodata). Modes ([`EbpfMode`]):
+//! through rodata). A process tree (`Target::tree`: `count`'s command) is followed by attaching
+//! to every process and keeping the tree's thread-group ids in the map `tree` (`tree_fork` on
+//! `task:task_newtask`, `tree_exit` on `sched:sched_process_exit`); the other hits are counted
+//! as `EventStats::outside_tree`. Modes ([`EbpfMode`]):
 //! - `record`: one `{ts, cpu, pid, arg}` event per hit into a BPF ring buffer, submitted without
 //!   wakeup and drained every [`session::POLL_INTERVAL`] by a consumer thread pinned to
 //!   `Target::consumer_cpus`, written to `out_dir/ebpf-events.txt`. recorded = events consumed,
@@ -125,6 +128,7 @@ impl Tracer for EbpfTracer {
             hook: target.hook.clone(),
             mode: self.mode,
             pid: target.pid,
+            tree: target.tree && target.pid.is_some(),
             skip_tid: target.skip_tid,
             ring_bytes,
             out_dir: target.out_dir.clone(),

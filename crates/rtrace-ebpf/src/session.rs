@@ -7,7 +7,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{ErrorKind, Link, OpenObject, RingBufferBuilder};
+use libbpf_rs::{ErrorKind, Link, MapCore, OpenObject, RingBufferBuilder};
 use rtrace_tracer::{Attachment, EventStats, Hook};
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
@@ -42,6 +42,10 @@ pub struct Plan {
     pub hook: Hook,
     pub mode: EbpfMode,
     pub pid: Option<u32>,
+    /// `pid` and every process it starts later (see `Target::tree`): the probe is attached to
+    /// every process, `tree_fork`/`tree_exit` keep the tree's thread-group ids in the map
+    /// `tree`, and the programs drop the other hits (counted in `outside`).
+    pub tree: bool,
     /// Hits of this thread are ignored in BPF (rodata `skip_tid`).
     pub skip_tid: Option<u32>,
     pub ring_bytes: u32,
@@ -91,7 +95,7 @@ fn trace(
             let ring = builder
                 .build()
                 .context("cannot set up the ring-buffer consumer")?;
-            let link = attach(plan, &skel)?;
+            let links = attach(plan, &skel)?;
             attached();
             if plan.mode == EbpfMode::RecordWakeup {
                 // Every event wakes us (bpftrace's perf-buffer reader loop).
@@ -111,16 +115,16 @@ fn trace(
                     }
                 }
             }
-            drop(link);
+            drop(links);
             while consume(&ring)? > 0 {}
             drop(ring);
             sink.into_inner().finish()?
         }
         EbpfMode::Aggregate | EbpfMode::Count | EbpfMode::Floor => {
-            let link = attach(plan, &skel)?;
+            let links = attach(plan, &skel)?;
             attached();
             let _ = stop.recv();
-            drop(link);
+            drop(links);
             match plan.mode {
                 EbpfMode::Floor => floor_hits(&skel)?,
                 mode => write_aggregate(
@@ -135,6 +139,7 @@ fn trace(
         recorded,
         lost: sum_percpu(&skel.maps.lost, &0u32.to_ne_bytes())?,
         overwritten: 0,
+        outside_tree: sum_percpu(&skel.maps.outside, &0u32.to_ne_bytes())?,
     })
 }
 
@@ -151,10 +156,13 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         .as_deref_mut()
         .context("the BPF object has no rodata (a build bug: rebuild rtrace-bench)")?;
     rodata.target_tgid = match plan.hook {
-        // USDT, uprobes: the kernel filters the pid at attach; the tracepoint filters in BPF.
+        // USDT, uprobes: the kernel filters the pid at attach; the tracepoint filters in BPF;
+        // a tree is filtered by the map `tree`.
         Hook::Usdt { .. } | Hook::Uprobe { .. } => 0,
+        _ if plan.tree => 0,
         _ => plan.pid.unwrap_or(0),
     };
+    rodata.follow_tree = plan.tree;
     rodata.wakeup_per_event = plan.mode == EbpfMode::RecordWakeup;
     rodata.skip_tid = plan.skip_tid.unwrap_or(0);
     rodata.agg_level = match plan.mode {
@@ -184,13 +192,47 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
     ] {
         prog.set_autoload(name == wanted);
     }
-    open.load()
-        .map_err(|e| explain(e, "loading the BPF program"))
+    open.progs.tree_fork.set_autoload(plan.tree);
+    open.progs.tree_exit.set_autoload(plan.tree);
+    let skel = open
+        .load()
+        .map_err(|e| explain(e, "loading the BPF program"))?;
+    if let (true, Some(pid)) = (plan.tree, plan.pid) {
+        skel.maps
+            .tree
+            .update(&pid.to_ne_bytes(), &[1], libbpf_rs::MapFlags::ANY)
+            .context("cannot put the command's pid into the BPF map `tree`")?;
+    }
+    Ok(skel)
 }
 
-fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
+/// The hook's program, and in tree mode first the programs that keep the tree (so that no
+/// process the command starts is missed: it is still held when we attach).
+fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Vec<Link>> {
+    let mut links = Vec::new();
+    if plan.tree {
+        for (prog, category, name) in [
+            (&skel.progs.tree_fork, "task", "task_newtask"),
+            (&skel.progs.tree_exit, "sched", "sched_process_exit"),
+        ] {
+            let link = prog
+                .attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), name)
+                .map_err(|e| explain(e, &format!("attaching to tracepoint {category}:{name}")))?;
+            links.push(link);
+        }
+    }
+    links.push(attach_hook(plan, skel)?);
+    Ok(links)
+}
+
+fn attach_hook(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
     libbpf_log::clear();
-    let pid = plan.pid.map_or(-1, |p| p as i32);
+    // A tree: every process mapping the binary (its semaphores raised by the kernel in
+    // processes that map it later); the programs keep the tree's hits.
+    let pid = match plan.pid {
+        Some(p) if !plan.tree => p as i32,
+        _ => -1,
+    };
     let (progs, record) = (&skel.progs, plan.mode.records());
     match &plan.hook {
         Hook::Usdt { binary, sites } => {

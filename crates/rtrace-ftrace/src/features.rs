@@ -260,6 +260,7 @@ impl Attachment for FeatureEvent {
                     recorded: hits.saturating_sub(dropped),
                     lost: dropped,
                     overwritten: 0,
+                    outside_tree: 0,
                 })
             }
         }

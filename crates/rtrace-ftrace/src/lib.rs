@@ -392,6 +392,7 @@ impl Attachment for FtraceAttachment {
                 recorded: hits,
                 lost: 0,
                 overwritten: 0,
+                outside_tree: 0,
             });
         }
         let stats = self

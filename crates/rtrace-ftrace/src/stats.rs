@@ -46,6 +46,7 @@ pub fn account(cpus: &[CpuStats]) -> EventStats {
             recorded: acc.recorded + c.entries + c.read,
             lost: acc.lost + c.overrun + c.dropped,
             overwritten: acc.overwritten + c.overrun,
+            outside_tree: 0,
         })
 }
 
@@ -87,6 +88,7 @@ oldest event ts:   347.436674\nnow ts:   347.497997\ndropped events: 3\nread eve
                 recorded: 51215 + 7 + 1,
                 lost: 149785 + 3,
                 overwritten: 149785,
+                outside_tree: 0,
             }
         );
     }

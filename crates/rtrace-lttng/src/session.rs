@@ -209,6 +209,7 @@ impl LttngSession {
             recorded,
             lost,
             overwritten: 0,
+            outside_tree: 0,
         })
     }
 }

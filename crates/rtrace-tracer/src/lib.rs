@@ -227,6 +227,13 @@ pub struct Target {
     /// (a cost on the wake-up path, and a text-patching of `__schedule` that hung a PREEMPT
     /// guest under TCG). Backends that filter by process (eBPF, LTTng, bpftrace) ignore it.
     pub follow_children: bool,
+    /// Whether every process `pid` starts later counts, however it is started (fork, exec,
+    /// setsid, another user through runuser/su/sudo): `count`'s command tree. ftrace follows it
+    /// with `set_event_pid` + `event-fork`; eBPF and bpftrace attach to every process mapping
+    /// the binary (so that the kernel raises USDT semaphores in processes started later) and
+    /// keep the tree's hits by a set of thread-group ids fed by the `task_newtask` tracepoint.
+    /// Implies `follow_children`.
+    pub tree: bool,
     /// Events of this thread do not count (rt-tests' cyclictest: its main thread, whose
     /// `usleep` also calls `clock_nanosleep`, is the process leader `pid`). ftrace, eBPF,
     /// bpftrace and LTTng's kernel tracer filter it in the kernel (event filter, BPF,
@@ -250,6 +257,13 @@ impl Target {
         self
     }
 
+    /// Every process `pid` starts later counts too (see [`Target::tree`]).
+    pub fn following_tree(mut self) -> Target {
+        self.follow_children = true;
+        self.tree = true;
+        self
+    }
+
     /// Events of thread `tid` do not count (see [`Target::skip_tid`]).
     pub fn skipping(mut self, tid: u32) -> Target {
         self.skip_tid = Some(tid);
@@ -270,6 +284,14 @@ pub struct EventStats {
     /// dropped event's. Absent in files of older versions.
     #[serde(default)]
     pub overwritten: u64,
+    /// Tree mode ([`Target::tree`]): hits of processes outside the command's tree, left out of
+    /// `recorded` and `lost`, where the backend counts them (eBPF); 0 elsewhere.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub outside_tree: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A tracer backend.
