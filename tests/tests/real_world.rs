@@ -217,3 +217,60 @@ fn libc_getpid_uprobe_for_every_tracer() {
     }
     before.returns(10).expect("the machine is left as it was");
 }
+
+/// Debian's python3 forking workers after the attach, started as `nobody` through `runuser`:
+/// each worker's `gc.collect()` calls fire the semaphore-guarded `python:gc__start` (the
+/// semaphore raised in processes that did not exist when the tracer attached).
+#[test]
+fn python_workers_forked_through_runuser_for_every_tracer() {
+    let Some(py) = python() else {
+        println!("SKIPPED: /usr/bin/python3 has no python:gc__start probe");
+        return;
+    };
+    let before = MachineState::now();
+    let dir = tempfile::tempdir().unwrap();
+    let script = "import gc, os, sys\n\
+        n = int(sys.argv[1])\n\
+        kids = []\n\
+        for _ in range(3):\n    \
+            pid = os.fork()\n    \
+            if pid == 0:\n        \
+                gc.disable()\n        \
+                for _ in range(n): gc.collect()\n        \
+                os._exit(0)\n    \
+            kids.append(pid)\n\
+        for k in kids: os.waitpid(k, 0)\n";
+    let py = py.to_str().unwrap();
+    for tracer in TRACERS {
+        let events = |n: u64| {
+            let v = count(
+                dir.path(),
+                &format!("{tracer}-fork-{n}"),
+                &[
+                    "-t",
+                    tracer,
+                    "-p",
+                    "python:gc__start",
+                    "--binary",
+                    py,
+                    "--",
+                    "runuser",
+                    "-u",
+                    "nobody",
+                    "--",
+                    py,
+                    "-c",
+                    script,
+                    &n.to_string(),
+                ],
+            );
+            assert_eq!(v["lost"], 0, "{tracer}: {v}");
+            v["events"].as_u64().unwrap()
+        };
+        let (few, many) = (events(100), events(100 + N));
+        println!("{tracer}: 3 forked workers as nobody: {few} events for 100 collections each, {many} for {}", 100 + N);
+        assert_eq!(many - few, 3 * N, "{tracer}: {few} then {many} events");
+        assert!(few >= 300, "{tracer}: {few} events for 3 x 100 collections");
+    }
+    before.returns(10).expect("the machine is left as it was");
+}
