@@ -66,6 +66,9 @@ fn every_experiment_records_the_buffer_size_for_every_backend_it_used() {
                 "30000",
                 "--bisections",
                 "0",
+                // One buffer-full per point: the options' plumbing, not a steady state.
+                "--turnovers",
+                "1",
             ],
         ),
         (

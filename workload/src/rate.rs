@@ -1,5 +1,6 @@
 //! The paced probe loop (`rtrace-bench rate`): the probe fires `rate_hz` times a second for the
-//! given duration, each firing at its scheduled TSC tick (busy-wait in between). A firing that
+//! given duration and at least `min_hits` times per thread, each firing at its scheduled TSC
+//! tick (busy-wait in between). A firing that
 //! starts more than one period late is counted (`late`): the rate asked for was not kept.
 
 use crate::{sites, tsc, Instrument};
@@ -38,7 +39,7 @@ fn fire<I: Instrument>(c: &RateConfig, tsc_hz: f64, rate_hz: f64) -> (u64, u64, 
     let (mut hits, mut late) = (0u64, 0u64);
     loop {
         let mut now = tsc::start() as f64;
-        if now >= end {
+        if now >= end && hits >= c.min_hits {
             break;
         }
         while now < next {

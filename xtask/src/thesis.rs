@@ -1,23 +1,34 @@
 //! `cargo xtask thesis`: the README's main command. Installs what is missing, builds, runs the
 //! usdt comparison, its per-hit cost decomposition, the cyclictest sweep, the lossless-rate
-//! search, npt and Gregg's per-event cost suite (`events`) with every tracer available here
-//! (quick defaults), and writes one report directory (`index.html`, `report.md`,
-//! `csv/` with one file per table, `figures/`).
+//! search, npt and Gregg's per-event cost suite (`events`) with every tracer available here,
+//! and writes one report directory (`index.html`, `report.md`, `csv/` with one file per table,
+//! `figures/`).
+//!
+//! The default fits a 15-minute budget on a 2-CPU machine (apt and build included); what it
+//! leaves out for time is printed first and last, each with the command that runs it.
+//! `--full` runs the thesis' own scale (10^7 iterations and wake-ups) and prints its estimated
+//! duration before it starts. Every experiment prints a progress line with its estimate and the
+//! time left, corrected by how the experiments so far compared with their estimates.
 
 use crate::exec::{cargo, exec};
 use crate::packages;
 use anyhow::Result;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Options {
-    /// Timed iterations per case (the thesis used 10,000,000).
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Timed iterations per usdt case (the thesis used 10,000,000).
+    #[arg(long, default_value_t = 400_000)]
     iterations: u64,
     /// Wake-ups per cyclictest-sweep configuration (the thesis used 10,000,000).
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 40_000)]
     loops: u64,
+    /// The thesis' scale: 10^7 iterations per usdt case and 10^7 wake-ups per sweep
+    /// configuration, every hook, Gregg's 5 rounds; prints the estimated duration first (hours).
+    #[arg(long, conflicts_with_all = ["iterations", "loops"])]
+    full: bool,
     /// Results directory (default: results/thesis-<timestamp>).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -26,7 +37,253 @@ pub struct Options {
     no_install: bool,
 }
 
+/// The job's scale: what every experiment is run with.
+#[derive(Debug, Clone, PartialEq)]
+struct Scale {
+    iterations: u64,
+    loops: u64,
+    hooks: &'static str,
+    sweep_rounds: u32,
+    reads: u64,
+    event_rounds: u32,
+    /// `rate --buffer-sizes-kb`: a steady state at 4 MiB takes 10 buffer-fulls per point.
+    rate_sizes_kb: &'static str,
+}
+
+impl Scale {
+    fn of(o: &Options) -> Scale {
+        if o.full {
+            return Scale {
+                iterations: 10_000_000,
+                loops: 10_000_000,
+                hooks: ALL_HOOKS,
+                sweep_rounds: 20,
+                reads: 1_000_000,
+                event_rounds: 5,
+                rate_sizes_kb: "256,4096",
+            };
+        }
+        Scale {
+            iterations: o.iterations,
+            loops: o.loops,
+            hooks: "usdt,uprobe,uretprobe",
+            sweep_rounds: 10,
+            reads: 100_000,
+            event_rounds: 2,
+            rate_sizes_kb: "256",
+        }
+    }
+}
+
+const ALL_HOOKS: &str = "usdt,usdt-nop5,usdt-stepped,uprobe,uretprobe";
+
+/// One experiment of the job.
+struct Step {
+    name: &'static str,
+    args: Vec<String>,
+    /// Its result file below the job's directory.
+    result: &'static str,
+    /// Expected duration on this kind of machine.
+    estimate: Duration,
+}
+
+/// Measured on the reference machine (2 CPUs, a VM on Linux 6.18) at one scale; an estimate
+/// scales them linearly by the work asked for (timed iterations, wake-ups, reads). The first
+/// experiments' actual durations then correct the rest ([`Eta`]).
+mod reference {
+    /// usdt, 5 hooks, 10^6 iterations per case: 541 s (2026-11-26).
+    pub const USDT_PER_HOOK_MILLION_S: f64 = 541.0 / 5.0;
+    /// usdt --decompose, 10^6 iterations: 167 s.
+    pub const DECOMPOSE_PER_MILLION_S: f64 = 167.0;
+    /// cyclictest-sweep --configs all, 100,000 wake-ups: 453 s.
+    pub const SWEEP_PER_100K_S: f64 = 453.0;
+    /// rate --tracer all, per buffer size searched (256 KiB, 10 buffer-fulls per point).
+    pub const RATE_PER_SIZE_S: f64 = 60.0;
+    /// ... and the 4 MiB search (10 buffer-fulls of 4 MiB per point).
+    pub const RATE_4MIB_S: f64 = 600.0;
+    /// npt --tracer all --duration-ms 1000: 9 s.
+    pub const NPT_S: f64 = 9.0;
+    /// events --tracer all, 200,000 reads, 3 rounds: 206 s.
+    pub const EVENTS_PER_200K_ROUND_S: f64 = 206.0 / 3.0;
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(1.0))
+}
+
+fn steps(s: &Scale) -> Vec<Step> {
+    let n = |x: u64| x.to_string();
+    let hooks = s.hooks.split(',').count() as f64;
+    let millions = s.iterations as f64 / 1e6;
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    vec![
+        Step {
+            name: "usdt",
+            args: [
+                args(&["usdt", "--tracer", "all", "--priority", "99"]),
+                args(&["--bpf-mode", "record,record-wakeup,aggregate"]),
+                args(&["--lttng-event", "tracepoint,tracef", "--hook", s.hooks]),
+                vec!["--iterations".into(), n(s.iterations)],
+            ]
+            .concat(),
+            result: "usdt/usdt.json",
+            estimate: secs(reference::USDT_PER_HOOK_MILLION_S * hooks * millions),
+        },
+        // The per-hit cost decomposition; the report checks each staircase's sum against the
+        // same configuration in the plain usdt run above (a separate invocation).
+        Step {
+            name: "decompose",
+            args: [
+                args(&["usdt", "--decompose", "--priority", "99"]),
+                vec!["--iterations".into(), n(s.iterations)],
+            ]
+            .concat(),
+            result: "decompose/usdt.json",
+            estimate: secs(reference::DECOMPOSE_PER_MILLION_S * millions),
+        },
+        Step {
+            name: "cyclictest-sweep",
+            args: [
+                args(&["cyclictest-sweep", "--configs", "all"]),
+                vec!["--loops".into(), n(s.loops)],
+                vec!["--rounds".into(), s.sweep_rounds.to_string()],
+            ]
+            .concat(),
+            result: "cyclictest-sweep/cyclictest-sweep.json",
+            estimate: secs(reference::SWEEP_PER_100K_S * s.loops as f64 / 1e5),
+        },
+        Step {
+            name: "rate",
+            args: args(&[
+                "rate",
+                "--tracer",
+                "all",
+                "--duration-ms",
+                "200",
+                "--buffer-sizes-kb",
+                s.rate_sizes_kb,
+            ]),
+            result: "rate/rate.json",
+            estimate: secs(if s.rate_sizes_kb.contains("4096") {
+                reference::RATE_PER_SIZE_S + reference::RATE_4MIB_S
+            } else {
+                reference::RATE_PER_SIZE_S
+            }),
+        },
+        Step {
+            name: "npt",
+            args: args(&["npt", "--tracer", "all", "--duration-ms", "1000"]),
+            result: "npt/npt.json",
+            estimate: secs(reference::NPT_S),
+        },
+        Step {
+            name: "events",
+            args: [
+                args(&["events", "--tracer", "all"]),
+                vec!["--reads".into(), n(s.reads)],
+                vec!["--rounds".into(), s.event_rounds.to_string()],
+            ]
+            .concat(),
+            result: "events/events.json",
+            estimate: secs(
+                reference::EVENTS_PER_200K_ROUND_S * s.reads as f64 / 2e5 * s.event_rounds as f64,
+            ),
+        },
+    ]
+}
+
+/// What the default scale leaves out for time, each with the command that measures it.
+fn left_out(s: &Scale) -> Vec<String> {
+    let full = Scale::of(&Options {
+        iterations: 0,
+        loops: 0,
+        full: true,
+        out: None,
+        no_install: true,
+    });
+    let mut out = Vec::new();
+    if s.hooks != full.hooks {
+        out.push(
+            "the usdt-nop5 and usdt-stepped hooks (nop5 optimization, a single-stepped site): \
+             `rtrace-bench usdt --tracer all --hook usdt,usdt-nop5,usdt-stepped`"
+                .to_owned(),
+        );
+    }
+    if s.iterations < full.iterations {
+        out.push(format!(
+            "the thesis' 10^7 iterations per usdt case ({} here): `rtrace-bench usdt --tracer all -n 10000000`",
+            s.iterations
+        ));
+    }
+    if s.loops < full.loops || s.sweep_rounds < full.sweep_rounds {
+        out.push(format!(
+            "the thesis' 10^7 wake-ups per sweep configuration and 20 rounds ({} in {} here): \
+             `rtrace-bench cyclictest-sweep --configs all --loops 10000000 --rounds 20`",
+            s.loops, s.sweep_rounds
+        ));
+    }
+    if s.rate_sizes_kb != full.rate_sizes_kb {
+        out.push(
+            "the lossless-rate search at 4 MiB per CPU (10 buffer-fulls per point take seconds \
+             at each rate): `rtrace-bench rate --tracer all --buffer-sizes-kb 4096`"
+                .to_owned(),
+        );
+    }
+    if s.event_rounds < full.event_rounds || s.reads < full.reads {
+        out.push(format!(
+            "the events suite's 5 rounds of 10^6 reads ({} rounds of {} here): \
+             `rtrace-bench events --tracer all --reads 1000000 --rounds 5`",
+            s.event_rounds, s.reads
+        ));
+    }
+    out
+}
+
+/// Estimates of what is left, corrected by the experiments done so far (actual / estimated).
+struct Eta {
+    done_estimated: Duration,
+    done_actual: Duration,
+}
+
+impl Eta {
+    fn factor(&self) -> f64 {
+        if self.done_estimated.is_zero() {
+            1.0
+        } else {
+            self.done_actual.as_secs_f64() / self.done_estimated.as_secs_f64()
+        }
+    }
+
+    fn left(&self, steps: &[Step]) -> Duration {
+        steps
+            .iter()
+            .map(|s| s.estimate.mul_f64(self.factor()))
+            .sum()
+    }
+}
+
+/// `1 h 02 min`, `9 min 05 s`, `40 s`.
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, s) => format!("{s} s"),
+        (0, m, s) => format!("{m} min {s:02} s"),
+        (h, m, _) => format!("{h} h {m:02} min"),
+    }
+}
+
 pub fn run(o: Options) -> Result<()> {
+    let scale = Scale::of(&o);
+    let steps = steps(&scale);
+    let total: Duration = steps.iter().map(|s| s.estimate).sum();
+    eprintln!(
+        "xtask: main job: {} experiments, estimated {} on a 2-CPU machine like the reference (build and apt not included){}",
+        steps.len(),
+        human(total),
+        if o.full { " — the thesis' scale" } else { "" }
+    );
+    let left_out = left_out(&scale);
+    print_left_out(&left_out);
     if !o.no_install {
         packages::ensure()?;
     }
@@ -41,84 +298,55 @@ pub fn run(o: Options) -> Result<()> {
     // Every step runs even if an earlier one failed (e.g. a tracer's event accounting did not
     // add up): its results are still written, and the failure is reported at the end.
     let mut failed = Vec::new();
-    let mut step = |name: &str, cmd: &mut Command| {
-        if let Err(e) = exec(cmd) {
-            failed.push(format!("{name}: {e:#}"));
-        }
+    let mut eta = Eta {
+        done_estimated: Duration::ZERO,
+        done_actual: Duration::ZERO,
     };
-    step(
-        "usdt",
-        Command::new(&bench)
-            .args(["usdt", "--tracer", "all", "--priority", "99"])
-            .args(["--bpf-mode", "record,record-wakeup,aggregate"])
-            .args(["--lttng-event", "tracepoint,tracef"])
-            .args(["--hook", "usdt,usdt-nop5,usdt-stepped,uprobe,uretprobe"])
-            .args(["--iterations", &o.iterations.to_string()])
-            .arg("--out")
-            .arg(out.join("usdt")),
-    );
-    // The per-hit cost decomposition; the report checks each staircase's sum against the same
-    // configuration in the plain usdt run above (a separate invocation).
-    step(
-        "decompose",
-        Command::new(&bench)
-            .args(["usdt", "--decompose", "--priority", "99"])
-            .args(["--iterations", &o.iterations.to_string()])
-            .arg("--out")
-            .arg(out.join("decompose")),
-    );
-    step(
-        "cyclictest-sweep",
-        Command::new(&bench)
-            .args(["cyclictest-sweep", "--configs", "all"])
-            .args(["--loops", &o.loops.to_string()])
-            .arg("--out")
-            .arg(out.join("cyclictest-sweep")),
-    );
-    step(
-        "rate",
-        Command::new(&bench)
-            .args(["rate", "--tracer", "all", "--duration-ms", "200"])
-            .arg("--out")
-            .arg(out.join("rate")),
-    );
-    step(
-        "npt",
-        Command::new(&bench)
-            .args(["npt", "--tracer", "all", "--duration-ms", "1000"])
-            .arg("--out")
-            .arg(out.join("npt")),
-    );
-    step(
-        "events",
-        Command::new(&bench)
-            .args([
-                "events", "--tracer", "all", "--reads", "200000", "--rounds", "3",
-            ])
-            .arg("--out")
-            .arg(out.join("events")),
-    );
-    let results: Vec<PathBuf> = [
-        out.join("usdt/usdt.json"),
-        out.join("decompose/usdt.json"),
-        out.join("cyclictest-sweep/cyclictest-sweep.json"),
-        out.join("rate/rate.json"),
-        out.join("npt/npt.json"),
-        out.join("events/events.json"),
-    ]
-    .into_iter()
-    .filter(|p| p.exists())
-    .collect();
-    if !results.is_empty() {
-        step(
-            "report",
-            Command::new(&bench)
-                .arg("report")
-                .args(&results)
-                .arg("--out")
-                .arg(&out),
+    let job = Instant::now();
+    for (i, step) in steps.iter().enumerate() {
+        eprintln!(
+            "xtask: [{}/{}] {}: estimated {}, about {} left",
+            i + 1,
+            steps.len(),
+            step.name,
+            human(step.estimate.mul_f64(eta.factor())),
+            human(eta.left(&steps[i..]))
+        );
+        let started = Instant::now();
+        let dir = out.join(Path::new(step.result).parent().expect("a directory"));
+        if let Err(e) = exec(Command::new(&bench).args(&step.args).arg("--out").arg(dir)) {
+            failed.push(format!("{}: {e:#}", step.name));
+        }
+        let took = started.elapsed();
+        eta.done_estimated += step.estimate;
+        eta.done_actual += took;
+        eprintln!(
+            "xtask: [{}/{}] {} took {} (estimated {}); job so far {}",
+            i + 1,
+            steps.len(),
+            step.name,
+            human(took),
+            human(step.estimate),
+            human(job.elapsed())
         );
     }
+    let results: Vec<PathBuf> = steps
+        .iter()
+        .map(|s| out.join(s.result))
+        .filter(|p| p.exists())
+        .collect();
+    if !results.is_empty() {
+        let mut report = Command::new(&bench);
+        report.arg("report").args(&results).arg("--out").arg(&out);
+        for l in &left_out {
+            report.arg("--left-out").arg(l);
+        }
+        if let Err(e) = exec(&mut report) {
+            failed.push(format!("report: {e:#}"));
+        }
+    }
+    eprintln!("xtask: experiments took {}", human(job.elapsed()));
+    print_left_out(&left_out);
     eprintln!("xtask: results in {}", out.display());
     eprintln!("xtask: report: {}", out.join("index.html").display());
     if !failed.is_empty() {
@@ -129,4 +357,66 @@ pub fn run(o: Options) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn print_left_out(left_out: &[String]) {
+    if left_out.is_empty() {
+        return;
+    }
+    eprintln!("xtask: left out for time (cargo xtask thesis --full runs all of it):");
+    for l in left_out {
+        eprintln!("xtask:   {l}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(full: bool) -> Options {
+        Options {
+            iterations: 400_000,
+            loops: 40_000,
+            full,
+            out: None,
+            no_install: true,
+        }
+    }
+
+    #[test]
+    fn the_default_leaves_out_what_full_runs_and_says_how_to_run_it() {
+        let default = Scale::of(&options(false));
+        let lo = left_out(&default);
+        assert_eq!(lo.len(), 5, "{lo:?}");
+        assert!(lo.iter().all(|l| l.contains("`rtrace-bench ")), "{lo:?}");
+        assert!(left_out(&Scale::of(&options(true))).is_empty());
+    }
+
+    #[test]
+    fn full_is_the_thesis_scale_and_its_estimate_is_hours() {
+        let full = Scale::of(&options(true));
+        assert_eq!((full.iterations, full.loops), (10_000_000, 10_000_000));
+        let total: Duration = steps(&full).iter().map(|s| s.estimate).sum();
+        assert!(total > Duration::from_secs(3600), "{}", human(total));
+        let quick: Duration = steps(&Scale::of(&options(false)))
+            .iter()
+            .map(|s| s.estimate)
+            .sum();
+        assert!(quick < Duration::from_secs(15 * 60), "{}", human(quick));
+    }
+
+    #[test]
+    fn the_time_left_follows_how_the_first_steps_compared_with_their_estimates() {
+        let s = steps(&Scale::of(&options(false)));
+        let mut eta = Eta {
+            done_estimated: Duration::ZERO,
+            done_actual: Duration::ZERO,
+        };
+        let all = eta.left(&s);
+        eta.done_estimated = Duration::from_secs(100);
+        eta.done_actual = Duration::from_secs(150);
+        assert_eq!(eta.left(&s), all.mul_f64(1.5));
+        assert_eq!(human(Duration::from_secs(3725)), "1 h 02 min");
+        assert_eq!(human(Duration::from_secs(545)), "9 min 05 s");
+    }
 }

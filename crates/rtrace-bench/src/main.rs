@@ -56,7 +56,11 @@ fn run(task: Task) -> anyhow::Result<i32> {
             json,
         } => probes::run(&binary, symbols.as_deref(), json),
         Task::Compare { a, b, json } => compare::run(&a, &b, json.as_deref()),
-        Task::Report { results, out } => report::run(&results, out.as_deref()),
+        Task::Report {
+            results,
+            out,
+            left_out,
+        } => report::run(&results, out.as_deref(), left_out),
         Task::HoldExec { env, command } => hold::run(&env, &command),
     }
 }

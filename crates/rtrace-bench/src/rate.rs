@@ -1,7 +1,9 @@
 //! `rtrace-bench rate`: the highest event rate each tracer records without loss, per buffer
-//! size (Beamonte & Dagenais). The workload fires its probe at a fixed rate for a fixed time;
-//! `rtrace_measure::rate` climbs, bisects and confirms. Each search is a plan entry whose runs
-//! decide the next one (`rtrace_measure::rate::next`); every point is accounted exactly.
+//! size (Beamonte & Dagenais). The workload fires its probe at a fixed rate for a fixed time
+//! and on until the tracer's buffer turned over `--turnovers` times (a steady state, not the
+//! buffer absorbing a burst); `rtrace_measure::rate` climbs (from a rate at which that takes
+//! about a second), bisects and confirms. Each search is a plan entry whose runs decide the
+//! next one (`rtrace_measure::rate::next`); every point is accounted exactly.
 
 use crate::options::{CommonOptions, TracerOptions};
 use crate::runner::{self, Plan, Round};
@@ -21,15 +23,74 @@ pub struct Options {
     /// Each its own search; `--buffer-size-kb K` alone makes it `[K]`.
     pub buffer_sizes_kb: Vec<u64>,
     pub duration_ms: u64,
+    /// `--turnovers`: buffer-fulls every point fires at least (0: the window alone).
+    pub turnovers: u32,
+    /// The plan; its start rate is raised per search to where a point's turnovers take
+    /// [`START_WINDOW_S`], unless `--start-rate` was given (`start_given`).
     pub plan: SearchPlan,
+    pub start_given: bool,
     /// `--threads`: firing threads, at least 1.
     pub threads: usize,
 }
 
-/// A search's subject: a tracer variant at one buffer size, checked.
+/// Smallest event any tracer writes for the rate probe (bytes; ftrace's are 28, LTTng's
+/// compact ones about 16, the eBPF ring's 40, bpftrace's printf records more): a lower bound,
+/// so that [`capacity_events`] is an upper bound and every point fires at least the turnovers
+/// asked for.
+const MIN_EVENT_BYTES: u64 = 16;
+
+/// The climb starts where a point's turnovers take this long (or at `--start-rate`).
+const START_WINDOW_S: f64 = 1.0;
+
+/// Events one buffer of `kind` holds at most at `kb` KiB per CPU (`ncpus` possible CPUs): the
+/// eBPF ring buffer is one ring of the CPUs' total rounded up to a power of two, bpftrace's
+/// perf buffer a power of two of pages, the others `kb` per CPU.
+fn capacity_events(kind: TracerKind, kb: u64, ncpus: u64) -> u64 {
+    let bytes = match kind {
+        TracerKind::Ebpf => (kb * 1024 * ncpus).next_power_of_two(),
+        TracerKind::Bpftrace => kb.div_ceil(4).next_power_of_two() * 4096,
+        _ => kb * 1024,
+    };
+    bytes / MIN_EVENT_BYTES
+}
+
+/// A search's subject: a tracer variant at one buffer size, checked, with its steady state:
+/// each thread's firings per point and the search's plan (its start rate).
 struct Searched {
     subject: Subject,
     buffer_size_kb: u64,
+    capacity_events: u64,
+    min_hits: u64,
+    plan: SearchPlan,
+}
+
+impl Searched {
+    fn new(o: &Options, subject: Subject, kb: u64) -> Searched {
+        let ncpus = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+            .ok()
+            .and_then(|s| crate::cpus::parse_list(s.trim()))
+            .map_or(1, |c| c.len() as u64);
+        let capacity = capacity_events(subject.kind, kb, ncpus);
+        let threads = o.threads.max(1) as u64;
+        // Every thread writes its own per-CPU buffer, except into eBPF's one ring.
+        let per_buffer = match subject.kind {
+            TracerKind::Ebpf => threads,
+            _ => 1,
+        };
+        let min_hits = (u64::from(o.turnovers) * capacity).div_ceil(per_buffer);
+        let mut plan = o.plan;
+        if !o.start_given {
+            let all = (min_hits * threads) as f64;
+            plan.start_hz = plan.start_hz.max(all / START_WINDOW_S).min(plan.max_hz);
+        }
+        Searched {
+            subject,
+            buffer_size_kb: kb,
+            capacity_events: capacity,
+            min_hits,
+            plan,
+        }
+    }
 }
 
 impl Searched {
@@ -53,10 +114,7 @@ fn subjects(o: &Options) -> (Vec<Searched>, Vec<String>) {
     for &kind in &o.tracers {
         for &kb in &o.buffer_sizes_kb {
             match workload::subjects(&o.common, kind, &at_size(o, kb)) {
-                Ok(m) => out.extend(m.into_iter().map(|subject| Searched {
-                    subject,
-                    buffer_size_kb: kb,
-                })),
+                Ok(m) => out.extend(m.into_iter().map(|s| Searched::new(o, s, kb))),
                 Err(e) => skipped.push(format!("{kind} at {kb} KiB: {e:#}")),
             }
         }
@@ -96,6 +154,7 @@ pub fn run(o: Options) -> Result<i32> {
         environment: Environment::default(),
         config: RateSettings {
             duration_ms: o.duration_ms,
+            turnovers: o.turnovers,
             run: Default::default(),
             plan: o.plan,
             thread_cpus: Vec::new(),
@@ -150,7 +209,7 @@ impl runner::Experiment for Rate {
             (0..self.subjects.len())
                 .map(|subject| Entry {
                     subject,
-                    rate_hz: self.o.plan.start_hz,
+                    rate_hz: self.subjects[subject].plan.start_hz,
                     phase: Phase::Climb,
                     first: true,
                 })
@@ -177,7 +236,7 @@ impl runner::Experiment for Rate {
     fn keep(&mut self, e: &Entry, point: Point) -> Result<Option<Entry>> {
         self.points.push(point);
         Ok(
-            match rtrace_measure::rate::next(&self.o.plan, &self.points)? {
+            match rtrace_measure::rate::next(&self.subjects[e.subject].plan, &self.points)? {
                 Next::Measure(rate_hz, phase) => Some(Entry {
                     rate_hz,
                     phase,
@@ -191,6 +250,8 @@ impl runner::Experiment for Rate {
                         variant: s.subject.variant.clone(),
                         buffer_size_kb: s.buffer_size_kb,
                         buffer: s.subject.buffer.clone(),
+                        capacity_events: s.capacity_events,
+                        start_hz: s.plan.start_hz,
                         points: f.points,
                         max_lossless_hz: f.max_lossless_hz,
                         ceiling: f.ceiling,
@@ -224,6 +285,7 @@ fn point(o: &Options, searched: &Searched, e: &Entry, seq: u64) -> Result<Point>
     let config = WorkloadConfig::Rate(RateConfig {
         rate_hz: e.rate_hz,
         duration_ns: o.duration_ms * 1_000_000,
+        min_hits: searched.min_hits,
         cpu: o.common.cpus.measured,
         priority: o.common.priority,
         body: Body::Event,
@@ -261,6 +323,7 @@ fn point(o: &Options, searched: &Searched, e: &Entry, seq: u64) -> Result<Point>
         rate_hz: e.rate_hz,
         achieved_hz: done.achieved_hz,
         late: done.late,
+        min_hits: searched.min_hits,
         events,
     })
 }

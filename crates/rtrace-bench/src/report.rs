@@ -39,13 +39,14 @@ pub fn paint() -> Paint {
     Paint::new(std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none())
 }
 
-/// Reports `results` into `out` (default: a fresh `results/report-<timestamp>`).
-pub fn run(results: &[PathBuf], out: Option<&Path>) -> Result<i32> {
+/// Reports `results` into `out` (default: a fresh `results/report-<timestamp>`), its summary
+/// ending with what the job `left_out`.
+pub fn run(results: &[PathBuf], out: Option<&Path>, left_out: Vec<String>) -> Result<i32> {
     let results = results
         .iter()
         .map(|p| Ok((Some(p.display().to_string()), load(p)?)))
         .collect::<Result<Vec<_>>>()?;
-    let report = Report::new(results);
+    let report = Report::new(results).leaving_out(left_out);
     let dir = match out {
         Some(d) => crate::output::claim_dir("--out", d, true)?,
         None => crate::output::claim_dir("--out", &crate::options::default_out("report"), false)?,

@@ -1,9 +1,12 @@
 //! Result model and search of `rtrace-bench rate` (Beamonte & Dagenais, seeds 001/002): the
 //! highest rate at which a tracer records every event of a probe fired at a steady rate, per
-//! tracer and buffer size. The search climbs geometrically until the first loss, bisects
-//! between the last lossless and the first lossy rate, then confirms: three runs at the rate
-//! found without a loss, and one of up to three at 1.5 times it with losses. Every point is
-//! accounted exactly (`recorded + lost == hits`): a loss is a counted loss, never a guess.
+//! tracer and buffer size. The search climbs geometrically until the first loss (or, losing at
+//! its start rate, descends until a rate holds), bisects between the last lossless and the
+//! first lossy rate, then confirms: three runs at the rate found without a loss, and one of up
+//! to three at 1.5 times it with losses. Every point is accounted exactly (`recorded + lost ==
+//! hits`): a loss is a counted loss, never a guess. Each point lasts until the tracer's buffer
+//! turned over several times (`Point::min_hits`): a rate the buffer only absorbed for a moment
+//! is not a rate the tracer sustains (Beamonte's Table 4 is a steady state).
 
 use crate::{Environment, Events};
 use serde::{Deserialize, Serialize};
@@ -28,7 +31,18 @@ pub struct Point {
     pub achieved_hz: f64,
     /// Firings that began more than one period late.
     pub late: u64,
+    /// Firings each thread made at least, past the window (the buffer's capacity times the
+    /// turnovers asked for); 0 in files of older versions.
+    #[serde(default)]
+    pub min_hits: u64,
     pub events: Events,
+}
+
+impl Point {
+    /// How long the probe fired (s).
+    pub fn window_s(&self) -> f64 {
+        self.events.hits as f64 / self.achieved_hz.max(1e-9)
+    }
 }
 
 impl Point {
@@ -62,6 +76,9 @@ pub struct SearchPlan {
     pub confirmations: u32,
     /// The rate found times this must lose events.
     pub over: f64,
+    /// Times the start rate is divided by `factor` when it loses events (0 in older files).
+    #[serde(default)]
+    pub descents: u32,
 }
 
 impl Default for SearchPlan {
@@ -73,6 +90,7 @@ impl Default for SearchPlan {
             bisections: 5,
             confirmations: 3,
             over: 1.5,
+            descents: 6,
         }
     }
 }
@@ -86,6 +104,13 @@ pub struct Search {
     /// Per-CPU buffer size asked for (KiB) and what the backend made of it.
     pub buffer_size_kb: u64,
     pub buffer: String,
+    /// Events its buffer holds at most (an upper bound: bytes / the smallest event), whose
+    /// turnovers every point fired (0 in files of older versions).
+    #[serde(default)]
+    pub capacity_events: u64,
+    /// The climb's first rate (raised to where a point's turnovers take about a second).
+    #[serde(default)]
+    pub start_hz: f64,
     /// Every run, in order.
     pub points: Vec<Point>,
     /// Highest rate asked for at which every run lost nothing; `None`: it lost events at the
@@ -230,12 +255,19 @@ fn limit(
     let mut upper: Option<f64> = None;
     let mut ceiling = false;
     let mut r = start;
+    let mut descents = if held.is_none() { plan.descents } else { 0 };
     loop {
         let p = measure(r, Phase::Climb)?;
         let (lost, short, achieved) = (p.events.lost > 0, p.short(), p.achieved_hz);
         points.push(p);
         if lost {
             upper = Some(r);
+            // Lossy at the start: descend until a rate holds, then bisect up to the loss.
+            if lower.is_none() && descents > 0 {
+                descents -= 1;
+                r /= plan.factor;
+                continue;
+            }
             break;
         }
         if short {
@@ -245,6 +277,9 @@ fn limit(
             break;
         }
         lower = Some(r);
+        if upper.is_some() {
+            break; // descended to a rate that holds
+        }
         if r * plan.factor > plan.max_hz {
             ceiling = true;
             break;
@@ -312,6 +347,9 @@ pub struct RateResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RateSettings {
     pub duration_ms: u64,
+    /// Buffer-fulls every point fired at least (0: older versions, the window alone).
+    #[serde(default)]
+    pub turnovers: u32,
     /// CPUs, priority, rounds, buffers (of the first size searched), record mode, trace data,
     /// backend options.
     #[serde(flatten)]
@@ -340,6 +378,7 @@ mod tests {
                 rate_hz: rate,
                 achieved_hz: achieved,
                 late: 0,
+                min_hits: 0,
                 events: Events::of(hits, hits - lost, lost),
             })
         }
@@ -463,8 +502,27 @@ mod tests {
     }
 
     #[test]
-    fn losing_at_the_start_rate_finds_nothing() {
-        let f = search(&SearchPlan::default(), fake(1_000.0, 1e9)).unwrap();
+    fn losing_at_the_start_rate_finds_nothing_without_descents() {
+        let plan = SearchPlan {
+            descents: 0,
+            ..SearchPlan::default()
+        };
+        let f = search(&plan, fake(1_000.0, 1e9)).unwrap();
         assert_eq!((f.max_lossless_hz, f.points.len()), (None, 1));
+        // Descending 6 times from 10,000/s reaches 156/s: 1,000/s is found from below.
+        let f = search(&SearchPlan::default(), fake(1_000.0, 1e9)).unwrap();
+        let found = f.max_lossless_hz.unwrap();
+        assert!(found <= 1_000.0 && found > 1_000.0 / 1.03, "{found}");
+        let climbs: Vec<f64> = f
+            .points
+            .iter()
+            .filter(|p| p.phase == Climb)
+            .map(|p| p.rate_hz)
+            .collect();
+        assert_eq!(climbs, [10_000.0, 5_000.0, 2_500.0, 1_250.0, 625.0]);
+        assert!(f.confirmed && f.over_lossy == Some(true));
+        // Lossy even at the last descent: nothing found.
+        let f = search(&SearchPlan::default(), fake(100.0, 1e9)).unwrap();
+        assert_eq!((f.max_lossless_hz, f.points.len()), (None, 7));
     }
 }

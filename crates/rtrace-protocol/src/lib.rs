@@ -229,6 +229,7 @@ mod tests {
             Rate(RateConfig {
                 rate_hz: 1e5,
                 duration_ns: 1_000_000_000,
+                min_hits: 163_840,
                 cpu: 1,
                 priority: None,
                 body: Event,

@@ -3,12 +3,17 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Fire the loop's probe `rate_hz` times a second for `duration_ns`, paced by busy-waiting on
-/// the TSC (no sleep: a sleep's wake-up latency would cap the rate and jitter it).
+/// Fire the loop's probe `rate_hz` times a second for `duration_ns`, and on until every thread
+/// fired `min_hits` times (a steady state: the tracer's buffer turned over several times),
+/// paced by busy-waiting on the TSC (no sleep: a sleep's wake-up latency would cap the rate and
+/// jitter it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateConfig {
     pub rate_hz: f64,
     pub duration_ns: u64,
+    /// Firings of each thread before it may stop (0: `duration_ns` alone decides).
+    #[serde(default)]
+    pub min_hits: u64,
     /// CPU to pin the loop to.
     pub cpu: usize,
     /// SCHED_FIFO priority, if any.

@@ -188,6 +188,21 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_ends_with_what_the_job_left_out() {
+        let left = "the usdt-nop5 hook: rtrace-bench usdt --hook usdt-nop5".to_owned();
+        let report = fixtures::report().leaving_out(vec![left.clone()]);
+        let md = render(&Document::of(&report));
+        let heading = md.find("Left out for time").expect("a heading");
+        let line = md.find(&format!("- {left}"));
+        assert!(line.is_some_and(|l| l > heading), "{md}");
+        let first_section = md.find("\n## `").unwrap();
+        assert!(
+            heading < first_section,
+            "in the summary, before the sections"
+        );
+    }
+
+    #[test]
     fn report_has_every_section() {
         let md = render(&Document::of(&fixtures::report()));
         assert_has(

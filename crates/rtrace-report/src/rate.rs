@@ -12,8 +12,8 @@ pub fn section(e: &Entry, r: &RateResult) -> Section {
         e,
         "highest lossless event rate",
         format!(
-            "{} ms per run on {}; {}; {}.",
-            r.config.duration_ms,
+            "{} per run on {}; {}; {}.",
+            window(r),
             on(r),
             e.kernel(),
             r.environment.cpu_model
@@ -28,6 +28,22 @@ pub fn section(e: &Entry, r: &RateResult) -> Section {
     });
     s.close(e, &r.failed, &r.config);
     s
+}
+
+/// `at least 200 ms and 10 buffer-fulls of events`, or `200 ms` (older files).
+pub fn window(r: &RateResult) -> String {
+    match r.config.turnovers {
+        0 => format!("{} ms", r.config.duration_ms),
+        n => format!(
+            "at least {} ms and {n} buffer-fulls of events",
+            r.config.duration_ms
+        ),
+    }
+}
+
+/// The loop's own limit, when it bound the search: `≥ 1.30 M/s (the loop's limit)`.
+fn ceiling(hz: f64) -> String {
+    format!("≥ {} (the loop's limit under this tracer)", rate(hz))
 }
 
 /// `1.25 M/s`, `310 k/s`.
@@ -50,7 +66,7 @@ pub fn label(s: &Search) -> String {
 }
 
 /// What the table shows.
-pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) for the run's duration under each tracer and per-CPU buffer size; the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster without loss, so the tracer's limit is above it";
+pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) under each tracer and per-CPU buffer size, for the run's duration and on until the tracer's buffer turned over the times asked for (its capacity an upper bound: its bytes over the smallest event, 16 bytes), so that a rate is one the tracer sustains, not a burst its buffer absorbed (Beamonte's rates are a steady state); the climb starts where that takes about a second (halving while the start loses events), the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster under this tracer (a hit costs more than the period asked for), so the workload, not the tracer's buffer or consumer, bound the search";
 
 fn over_cell(s: &Search) -> String {
     let over = s.points.iter().rev().find(|p| p.phase == Phase::Over);
@@ -83,11 +99,16 @@ pub fn table(r: &RateResult) -> Table {
                 Cell::text(label(s)),
                 Cell::count_shown(s.buffer_size_kb, format!("{} KiB/CPU", s.buffer_size_kb)),
                 match s.max_lossless_hz {
-                    Some(hz) if s.ceiling => Cell::num(hz, format!("≥ {}", rate(hz))),
+                    Some(hz) if s.ceiling => Cell::num(hz, ceiling(hz)),
                     Some(hz) => Cell::num(hz, rate(hz)),
                     None => Cell::text(format!(
-                        "< {} (lost at the start rate)",
-                        rate(r.config.plan.start_hz)
+                        "< {} (lost down to the last rate tried)",
+                        rate(
+                            s.points
+                                .iter()
+                                .map(|p| p.rate_hz)
+                                .fold(f64::INFINITY, f64::min)
+                        )
                     )),
                 },
                 if s.max_lossless_hz.is_none() {
@@ -98,6 +119,7 @@ pub fn table(r: &RateResult) -> Table {
                     Cell::text("NO").flag()
                 },
                 Cell::text(over_cell(s)),
+                Cell::text(steady(s)),
                 Cell::count(s.points.len() as u64),
             ]
         })
@@ -108,9 +130,33 @@ pub fn table(r: &RateResult) -> Table {
         Column::new("max lossless rate").unit("events/s"),
         Column::new("confirmed (3 runs, 0 lost)"),
         Column::new("at 1.5× that rate"),
+        Column::new("confirmation runs"),
         Column::new("runs"),
     ];
     Table::new("rates", 2, cols).rows(rows)
+}
+
+/// The confirmation runs' length: `0.27 s, 10.0 buffer-fulls` (the fewest of them).
+fn steady(s: &Search) -> String {
+    let confirms: Vec<_> = s
+        .points
+        .iter()
+        .filter(|p| p.phase == Phase::Confirm)
+        .collect();
+    let Some(shortest) = confirms
+        .iter()
+        .min_by(|a, b| a.window_s().total_cmp(&b.window_s()))
+    else {
+        return "-".into();
+    };
+    let fulls = confirms
+        .iter()
+        .map(|p| p.events.hits as f64 / s.capacity_events.max(1) as f64)
+        .fold(f64::INFINITY, f64::min);
+    if s.capacity_events == 0 {
+        return format!("{:.2} s", shortest.window_s());
+    }
+    format!("{:.2} s, {fulls:.1} buffer-fulls", shortest.window_s())
 }
 
 /// `CPU 1`, or `2 threads on CPUs 1, 0 (the rate split between them)`.
@@ -135,11 +181,10 @@ pub fn summary(r: &RateResult) -> Vec<String> {
         .filter_map(|s| {
             let hz = s.max_lossless_hz?;
             Some(format!(
-                "{} at {} KiB {}{}",
+                "{} at {} KiB {}",
                 label(s),
                 s.buffer_size_kb,
-                if s.ceiling { "≥ " } else { "" },
-                rate(hz)
+                if s.ceiling { ceiling(hz) } else { rate(hz) }
             ))
         })
         .collect();
@@ -147,8 +192,8 @@ pub fn summary(r: &RateResult) -> Vec<String> {
         return Vec::new();
     }
     vec![format!(
-        "Highest event rate recorded without loss ({} ms runs, {}): {}.",
-        r.config.duration_ms,
+        "Highest event rate recorded without loss (runs of {}, {}): {}.",
+        window(r),
         r.config.run.tracer_options["record"]
             .as_str()
             .unwrap_or("?"),
@@ -169,6 +214,7 @@ pub fn points(r: &RateResult) -> Table {
                 Cell::text(format!("{:?}", p.phase).to_lowercase()),
                 Cell::num(p.rate_hz, rate(p.rate_hz)),
                 Cell::num(p.achieved_hz, rate(p.achieved_hz)),
+                Cell::num(p.window_s(), format!("{:.2}", p.window_s())),
                 Cell::count(p.events.hits),
                 Cell::count(p.events.recorded),
                 Cell::count(p.events.lost),
@@ -182,6 +228,7 @@ pub fn points(r: &RateResult) -> Table {
         Column::new("phase"),
         Column::new("asked").unit("events/s"),
         Column::new("achieved").unit("events/s"),
+        Column::new("window").unit("s"),
     ];
     cols.extend(columns(&["hits", "recorded", "lost"]));
     cols.push(Column::new("lost").shown_unit("%"));
@@ -203,6 +250,7 @@ mod tests {
                 rate_hz: rate,
                 achieved_hz: rate,
                 late: 0,
+                min_hits: 0,
                 events: crate::fixtures::events(hits, lost),
             })
         })
@@ -214,6 +262,7 @@ mod tests {
             environment: rtrace_measure::Environment::collect(0),
             config: RateSettings {
                 duration_ms: 1000,
+                turnovers: 10,
                 run: rtrace_measure::RunSettings {
                     cpu: 1,
                     tracer_options: serde_json::json!({"record": "stream"}),
@@ -228,6 +277,8 @@ mod tests {
                 variant: None,
                 buffer_size_kb: 256,
                 buffer: "instance buffer_size_kb = 256 KiB per CPU".into(),
+                capacity_events: 16_384,
+                start_hz: 10_000.0,
                 points: f.points,
                 max_lossless_hz: f.max_lossless_hz,
                 ceiling: f.ceiling,

@@ -140,6 +140,9 @@ impl Entry {
 pub struct Report {
     /// In the order given.
     pub entries: Vec<Entry>,
+    /// What the job that made these results left out for time, each with the command that
+    /// measures it (`cargo xtask thesis`); the summary ends with them.
+    pub left_out: Vec<String>,
 }
 
 impl Report {
@@ -164,7 +167,16 @@ impl Report {
                 result,
             });
         }
-        Report { entries }
+        Report {
+            entries,
+            left_out: Vec::new(),
+        }
+    }
+
+    /// With what the job left out for time (see [`Report::left_out`]).
+    pub fn leaving_out(mut self, left_out: Vec<String>) -> Report {
+        self.left_out = left_out;
+        self
     }
 
     /// A report of one result.

@@ -126,6 +126,10 @@ pub struct ReportArgs {
     /// Report directory (default: results/report-<timestamp>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// What the job that made the results left out (with the command that measures it); the
+    /// summary ends with these lines. Repeatable.
+    #[arg(long, value_name = "TEXT")]
+    pub left_out: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -158,6 +162,7 @@ pub enum Task {
     Report {
         results: Vec<PathBuf>,
         out: Option<PathBuf>,
+        left_out: Vec<String>,
     },
     HoldExec {
         env: Vec<String>,
@@ -188,6 +193,7 @@ impl Command {
             Command::Report(a) => Task::Report {
                 results: a.results,
                 out: a.out,
+                left_out: a.left_out,
             },
             Command::HoldExec(a) => Task::HoldExec {
                 env: a.env,

@@ -27,12 +27,18 @@ pub struct RateArgs {
     /// 256,4096, or the one size of --buffer-size-kb.
     #[arg(long, value_delimiter = ',', conflicts_with = "buffer_size_kb")]
     pub buffer_sizes_kb: Vec<u64>,
-    /// How long the probe fires at each rate (ms).
+    /// How long the probe fires at each rate at least (ms).
     #[arg(long, default_value_t = 1000)]
     pub duration_ms: u64,
-    /// First rate of the climb (events/s); it doubles until events are lost.
-    #[arg(long, default_value_t = 10_000.0)]
-    pub start_rate: f64,
+    /// Buffer-fulls of events each point fires at least, past --duration-ms (a steady state:
+    /// a buffer that only absorbs a burst does not make a sustained rate); 0: the window alone.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub turnovers: u32,
+    /// First rate of the climb (events/s); it doubles until events are lost (halves first
+    /// while the start loses). Default: where a point's turnovers take a second, at least
+    /// 10,000/s.
+    #[arg(long)]
+    pub start_rate: Option<f64>,
     /// Highest rate tried (events/s).
     #[arg(long, default_value_t = 50_000_000.0)]
     pub max_rate: f64,
@@ -56,7 +62,8 @@ impl RateArgs {
         if self.buffer_sizes_kb.contains(&0) {
             return Err(OptionsError::Buffer);
         }
-        if !(self.start_rate > 0.0 && self.max_rate >= self.start_rate) {
+        let start_rate = self.start_rate.unwrap_or(10_000.0);
+        if !(start_rate > 0.0 && self.max_rate >= start_rate) {
             return Err(OptionsError::Other(
                 "--start-rate must be positive and at most --max-rate".into(),
             ));
@@ -79,8 +86,10 @@ impl RateArgs {
             common,
             tracers,
             duration_ms: self.duration_ms,
+            turnovers: self.turnovers,
+            start_given: self.start_rate.is_some(),
             plan: SearchPlan {
-                start_hz: self.start_rate,
+                start_hz: start_rate,
                 max_hz: self.max_rate,
                 bisections: self.bisections,
                 ..SearchPlan::default()
