@@ -41,6 +41,9 @@ pub struct Options {
 #[derive(Debug, Clone, PartialEq)]
 struct Scale {
     iterations: u64,
+    /// usdt's and the decomposition's rounds (their fixed cost: every tracer, mode, hook and
+    /// case started once per round).
+    usdt_rounds: u32,
     loops: u64,
     hooks: &'static str,
     sweep_rounds: u32,
@@ -55,6 +58,7 @@ impl Scale {
         if o.full {
             return Scale {
                 iterations: 10_000_000,
+                usdt_rounds: 10,
                 loops: 10_000_000,
                 hooks: ALL_HOOKS,
                 sweep_rounds: 20,
@@ -65,10 +69,11 @@ impl Scale {
         }
         Scale {
             iterations: o.iterations,
+            usdt_rounds: 5,
             loops: o.loops,
             hooks: "usdt,uprobe,uretprobe",
-            sweep_rounds: 10,
-            reads: 100_000,
+            sweep_rounds: 8,
+            reads: 50_000,
             event_rounds: 2,
             rate_sizes_kb: "256",
         }
@@ -87,24 +92,30 @@ struct Step {
     estimate: Duration,
 }
 
-/// Measured on the reference machine (2 CPUs, a VM on Linux 6.18) at one scale; an estimate
-/// scales them linearly by the work asked for (timed iterations, wake-ups, reads). The first
-/// experiments' actual durations then correct the rest ([`Eta`]).
+/// Measured on the reference machine (2 CPUs, a VM on Linux 6.18, 2026-11-26): each
+/// experiment's time is a fixed cost per round (tracers started, untraced runs beside them)
+/// plus a cost per unit of work, fitted to two runs of the main job at different scales. The
+/// first experiments' actual durations then correct the rest ([`Eta`]).
 mod reference {
-    /// usdt, 5 hooks, 10^6 iterations per case: 541 s (2026-11-26).
-    pub const USDT_PER_HOOK_MILLION_S: f64 = 541.0 / 5.0;
-    /// usdt --decompose, 10^6 iterations: 167 s.
-    pub const DECOMPOSE_PER_MILLION_S: f64 = 167.0;
-    /// cyclictest-sweep --configs all, 100,000 wake-ups: 453 s.
-    pub const SWEEP_PER_100K_S: f64 = 453.0;
-    /// rate --tracer all, per buffer size searched (256 KiB, 10 buffer-fulls per point).
-    pub const RATE_PER_SIZE_S: f64 = 60.0;
-    /// ... and the 4 MiB search (10 buffer-fulls of 4 MiB per point).
+    /// usdt, per hook and round (3 modes of eBPF, 2 LTTng events, ftrace, bpftrace, 4 cases):
+    /// 5 hooks, 10 rounds, 10^6 iterations took 541 s; 3 hooks, 10 rounds, 400,000: 247 s.
+    pub const USDT_PER_HOOK_ROUND_S: f64 = 6.5;
+    pub const USDT_PER_HOOK_MILLION_S: f64 = 43.2;
+    /// usdt --decompose: 10 rounds of 10^6 iterations 167 s, of 400,000 136 s.
+    pub const DECOMPOSE_PER_ROUND_S: f64 = 11.5;
+    pub const DECOMPOSE_PER_MILLION_S: f64 = 51.7;
+    /// cyclictest-sweep --configs all: 100,000 wake-ups in 20 rounds 453 s, 40,000 in 10 215 s.
+    pub const SWEEP_PER_ROUND_S: f64 = 16.9;
+    pub const SWEEP_PER_1K_LOOPS_S: f64 = 1.15;
+    /// rate --tracer all at 256 KiB, 10 buffer-fulls per point: 70-88 s.
+    pub const RATE_256K_S: f64 = 88.0;
+    /// ... at 4 MiB (10 buffer-fulls of 4 MiB per point: seconds per point): not yet timed.
     pub const RATE_4MIB_S: f64 = 600.0;
     /// npt --tracer all --duration-ms 1000: 9 s.
     pub const NPT_S: f64 = 9.0;
-    /// events --tracer all, 200,000 reads, 3 rounds: 206 s.
-    pub const EVENTS_PER_200K_ROUND_S: f64 = 206.0 / 3.0;
+    /// events --tracer all: 3 rounds of 200,000 reads 206 s, 2 rounds of 100,000 108 s.
+    pub const EVENTS_PER_ROUND_S: f64 = 39.3;
+    pub const EVENTS_PER_1K_READS_S: f64 = 0.147;
 }
 
 fn secs(s: f64) -> Duration {
@@ -115,6 +126,7 @@ fn steps(s: &Scale) -> Vec<Step> {
     let n = |x: u64| x.to_string();
     let hooks = s.hooks.split(',').count() as f64;
     let millions = s.iterations as f64 / 1e6;
+    let rounds = f64::from(s.usdt_rounds);
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     vec![
         Step {
@@ -124,10 +136,15 @@ fn steps(s: &Scale) -> Vec<Step> {
                 args(&["--bpf-mode", "record,record-wakeup,aggregate"]),
                 args(&["--lttng-event", "tracepoint,tracef", "--hook", s.hooks]),
                 vec!["--iterations".into(), n(s.iterations)],
+                vec!["--rounds".into(), s.usdt_rounds.to_string()],
             ]
             .concat(),
             result: "usdt/usdt.json",
-            estimate: secs(reference::USDT_PER_HOOK_MILLION_S * hooks * millions),
+            estimate: secs(
+                hooks
+                    * (reference::USDT_PER_HOOK_ROUND_S * rounds
+                        + reference::USDT_PER_HOOK_MILLION_S * millions),
+            ),
         },
         // The per-hit cost decomposition; the report checks each staircase's sum against the
         // same configuration in the plain usdt run above (a separate invocation).
@@ -136,10 +153,14 @@ fn steps(s: &Scale) -> Vec<Step> {
             args: [
                 args(&["usdt", "--decompose", "--priority", "99"]),
                 vec!["--iterations".into(), n(s.iterations)],
+                vec!["--rounds".into(), s.usdt_rounds.to_string()],
             ]
             .concat(),
             result: "decompose/usdt.json",
-            estimate: secs(reference::DECOMPOSE_PER_MILLION_S * millions),
+            estimate: secs(
+                reference::DECOMPOSE_PER_ROUND_S * rounds
+                    + reference::DECOMPOSE_PER_MILLION_S * millions,
+            ),
         },
         Step {
             name: "cyclictest-sweep",
@@ -150,7 +171,10 @@ fn steps(s: &Scale) -> Vec<Step> {
             ]
             .concat(),
             result: "cyclictest-sweep/cyclictest-sweep.json",
-            estimate: secs(reference::SWEEP_PER_100K_S * s.loops as f64 / 1e5),
+            estimate: secs(
+                reference::SWEEP_PER_ROUND_S * f64::from(s.sweep_rounds)
+                    + reference::SWEEP_PER_1K_LOOPS_S * s.loops as f64 / 1e3,
+            ),
         },
         Step {
             name: "rate",
@@ -165,9 +189,9 @@ fn steps(s: &Scale) -> Vec<Step> {
             ]),
             result: "rate/rate.json",
             estimate: secs(if s.rate_sizes_kb.contains("4096") {
-                reference::RATE_PER_SIZE_S + reference::RATE_4MIB_S
+                reference::RATE_256K_S + reference::RATE_4MIB_S
             } else {
-                reference::RATE_PER_SIZE_S
+                reference::RATE_256K_S
             }),
         },
         Step {
@@ -186,7 +210,9 @@ fn steps(s: &Scale) -> Vec<Step> {
             .concat(),
             result: "events/events.json",
             estimate: secs(
-                reference::EVENTS_PER_200K_ROUND_S * s.reads as f64 / 2e5 * s.event_rounds as f64,
+                f64::from(s.event_rounds)
+                    * (reference::EVENTS_PER_ROUND_S
+                        + reference::EVENTS_PER_1K_READS_S * s.reads as f64 / 1e3),
             ),
         },
     ]
@@ -209,10 +235,10 @@ fn left_out(s: &Scale) -> Vec<String> {
                 .to_owned(),
         );
     }
-    if s.iterations < full.iterations {
+    if s.iterations < full.iterations || s.usdt_rounds < full.usdt_rounds {
         out.push(format!(
-            "the thesis' 10^7 iterations per usdt case ({} here): `rtrace-bench usdt --tracer all -n 10000000`",
-            s.iterations
+            "the thesis' 10^7 iterations per usdt case in 10 rounds ({} in {} here): `rtrace-bench usdt --tracer all -n 10000000`",
+            s.iterations, s.usdt_rounds
         ));
     }
     if s.loops < full.loops || s.sweep_rounds < full.sweep_rounds {
