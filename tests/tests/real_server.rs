@@ -340,25 +340,14 @@ fn a_probe_that_never_fires_warns_with_the_causes_checked() {
         // A binary none of the command's processes runs: that cause is named.
         let other = dir.path().join("not-run");
         std::fs::copy(&prog, &other).unwrap();
-        let json = dir.path().join(format!("{tracer}-other.json"));
-        let out = bench(&[
-            "count",
-            "-t",
+        let linger = [fx, "1", "5", "--linger", "300"];
+        let (out, _) = count(
+            dir.path(),
+            &format!("{tracer}-other"),
             tracer,
-            "-p",
-            PROBE,
-            "--binary",
-            other.to_str().unwrap(),
-            "--json",
-            json.to_str().unwrap(),
-            "--",
-            fx,
-            "1",
-            "5",
-            "--linger",
-            "300",
-        ]);
-        assert_ok(&out);
+            &other,
+            &linger,
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         println!("{tracer}: a binary the command does not run:\n{stderr}");
         assert!(

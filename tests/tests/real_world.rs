@@ -142,6 +142,15 @@ fn a_wrong_expectation_is_an_error_naming_both_counts() {
     );
 }
 
+/// `count` of python's `gc__start` in `py` under `tracer` for `command`: its events (none lost).
+fn gc_starts(dir: &Path, tag: &str, tracer: &str, py: &str, command: &[&str]) -> u64 {
+    let mut args = vec!["-t", tracer, "-p", "python:gc__start", "--binary", py, "--"];
+    args.extend_from_slice(command);
+    let v = count(dir, tag, &args);
+    assert_eq!(v["lost"], 0, "{tracer}: {v}");
+    v["events"].as_u64().unwrap()
+}
+
 /// Debian's python3 (the real ELF, not a version-manager shim).
 fn python() -> Option<PathBuf> {
     let p = std::fs::canonicalize("/usr/bin/python3").ok()?;
@@ -163,23 +172,14 @@ fn python_gc_start_with_its_semaphore_for_every_tracer() {
     let py = py.to_str().unwrap();
     for tracer in TRACERS {
         let events = |n: u64| {
-            let v = count(
+            let n = n.to_string();
+            gc_starts(
                 dir.path(),
                 &format!("{tracer}-{n}"),
-                &[
-                    "-t",
-                    tracer,
-                    "-p",
-                    "python:gc__start",
-                    "--",
-                    py,
-                    "-c",
-                    script,
-                    &n.to_string(),
-                ],
-            );
-            assert_eq!(v["lost"], 0, "{tracer}: {v}");
-            v["events"].as_u64().unwrap()
+                tracer,
+                py,
+                &[py, "-c", script, &n],
+            )
         };
         let (few, many) = (events(100), events(100 + N));
         assert_eq!(many - few, N, "{tracer}: {few} then {many} events");
@@ -243,29 +243,15 @@ fn python_workers_forked_through_runuser_for_every_tracer() {
     let py = py.to_str().unwrap();
     for tracer in TRACERS {
         let events = |n: u64| {
-            let v = count(
+            let n = n.to_string();
+            let as_nobody = ["runuser", "-u", "nobody", "--", py, "-c", script, &n];
+            gc_starts(
                 dir.path(),
                 &format!("{tracer}-fork-{n}"),
-                &[
-                    "-t",
-                    tracer,
-                    "-p",
-                    "python:gc__start",
-                    "--binary",
-                    py,
-                    "--",
-                    "runuser",
-                    "-u",
-                    "nobody",
-                    "--",
-                    py,
-                    "-c",
-                    script,
-                    &n.to_string(),
-                ],
-            );
-            assert_eq!(v["lost"], 0, "{tracer}: {v}");
-            v["events"].as_u64().unwrap()
+                tracer,
+                py,
+                &as_nobody,
+            )
         };
         let (few, many) = (events(100), events(100 + N));
         println!("{tracer}: 3 forked workers as nobody: {few} events for 100 collections each, {many} for {}", 100 + N);
