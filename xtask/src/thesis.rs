@@ -56,16 +56,7 @@ struct Scale {
 impl Scale {
     fn of(o: &Options) -> Scale {
         if o.full {
-            return Scale {
-                iterations: 10_000_000,
-                usdt_rounds: 10,
-                loops: 10_000_000,
-                hooks: ALL_HOOKS,
-                sweep_rounds: 20,
-                reads: 1_000_000,
-                event_rounds: 5,
-                rate_sizes_kb: "256,4096",
-            };
+            return Scale::full();
         }
         Scale {
             iterations: o.iterations,
@@ -76,6 +67,20 @@ impl Scale {
             reads: 50_000,
             event_rounds: 2,
             rate_sizes_kb: "256",
+        }
+    }
+
+    /// The thesis' scale (`--full`).
+    fn full() -> Scale {
+        Scale {
+            iterations: 10_000_000,
+            usdt_rounds: 10,
+            loops: 10_000_000,
+            hooks: ALL_HOOKS,
+            sweep_rounds: 20,
+            reads: 1_000_000,
+            event_rounds: 5,
+            rate_sizes_kb: "256,4096",
         }
     }
 }
@@ -220,13 +225,7 @@ fn steps(s: &Scale) -> Vec<Step> {
 
 /// What the default scale leaves out for time, each with the command that measures it.
 fn left_out(s: &Scale) -> Vec<String> {
-    let full = Scale::of(&Options {
-        iterations: 0,
-        loops: 0,
-        full: true,
-        out: None,
-        no_install: true,
-    });
+    let full = Scale::full();
     let mut out = Vec::new();
     if s.hooks != full.hooks {
         out.push(

@@ -42,16 +42,16 @@ const MIN_EVENT_BYTES: u64 = 16;
 /// The climb starts where a point's turnovers take this long (or at `--start-rate`).
 const START_WINDOW_S: f64 = 1.0;
 
-/// Events one buffer of `kind` holds at most at `kb` KiB per CPU (`ncpus` possible CPUs): the
-/// eBPF ring buffer is one ring of the CPUs' total rounded up to a power of two, bpftrace's
-/// perf buffer a power of two of pages, the others `kb` per CPU.
-fn capacity_events(kind: TracerKind, kb: u64, ncpus: u64) -> u64 {
+/// Events one buffer of `kind` holds at most at `kb` KiB per CPU, sized as the backend sizes
+/// it: eBPF's one ring for all CPUs, bpftrace's perf buffer of whole pages, the others `kb`
+/// per CPU.
+fn capacity_events(kind: TracerKind, kb: u64) -> Result<u64> {
     let bytes = match kind {
-        TracerKind::Ebpf => (kb * 1024 * ncpus).next_power_of_two(),
-        TracerKind::Bpftrace => kb.div_ceil(4).next_power_of_two() * 4096,
+        TracerKind::Ebpf => rtrace_ebpf::ring_bytes(Some(kb))?,
+        TracerKind::Bpftrace => rtrace_bpftrace::perf_rb_pages(Some(kb))? * 4096,
         _ => kb * 1024,
     };
-    bytes / MIN_EVENT_BYTES
+    Ok(bytes / MIN_EVENT_BYTES)
 }
 
 /// A search's subject: a tracer variant at one buffer size, checked, with its steady state:
@@ -65,12 +65,8 @@ struct Searched {
 }
 
 impl Searched {
-    fn new(o: &Options, subject: Subject, kb: u64) -> Searched {
-        let ncpus = std::fs::read_to_string("/sys/devices/system/cpu/possible")
-            .ok()
-            .and_then(|s| crate::cpus::parse_list(s.trim()))
-            .map_or(1, |c| c.len() as u64);
-        let capacity = capacity_events(subject.kind, kb, ncpus);
+    fn new(o: &Options, subject: Subject, kb: u64) -> Result<Searched> {
+        let capacity = capacity_events(subject.kind, kb)?;
         let threads = o.threads.max(1) as u64;
         // Every thread writes its own per-CPU buffer, except into eBPF's one ring.
         let per_buffer = match subject.kind {
@@ -83,13 +79,13 @@ impl Searched {
             let all = (min_hits * threads) as f64;
             plan.start_hz = plan.start_hz.max(all / START_WINDOW_S).min(plan.max_hz);
         }
-        Searched {
+        Ok(Searched {
             subject,
             buffer_size_kb: kb,
             capacity_events: capacity,
             min_hits,
             plan,
-        }
+        })
     }
 }
 
@@ -114,7 +110,14 @@ fn subjects(o: &Options) -> (Vec<Searched>, Vec<String>) {
     for &kind in &o.tracers {
         for &kb in &o.buffer_sizes_kb {
             match workload::subjects(&o.common, kind, &at_size(o, kb)) {
-                Ok(m) => out.extend(m.into_iter().map(|s| Searched::new(o, s, kb))),
+                Ok(m) => {
+                    for s in m {
+                        match Searched::new(o, s, kb) {
+                            Ok(s) => out.push(s),
+                            Err(e) => skipped.push(format!("{kind} at {kb} KiB: {e:#}")),
+                        }
+                    }
+                }
                 Err(e) => skipped.push(format!("{kind} at {kb} KiB: {e:#}")),
             }
         }
@@ -251,7 +254,6 @@ impl runner::Experiment for Rate {
                         buffer_size_kb: s.buffer_size_kb,
                         buffer: s.subject.buffer.clone(),
                         capacity_events: s.capacity_events,
-                        start_hz: s.plan.start_hz,
                         points: f.points,
                         max_lossless_hz: f.max_lossless_hz,
                         ceiling: f.ceiling,

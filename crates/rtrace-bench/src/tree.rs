@@ -92,22 +92,18 @@ impl Tree {
         out
     }
 
-    /// Reaps the tree's zombies that are our children (re-parented orphans).
-    fn reap(&self) {
+    /// The tree's live processes, from one read of /proc; its zombies that are our children
+    /// (re-parented orphans) are reaped on the way.
+    fn alive(&self) -> Vec<u32> {
+        let mut out = Vec::new();
         for (pid, (ppid, state)) in self.members() {
-            if ppid == self.me && state == 'Z' {
+            if state != 'Z' {
+                out.push(pid);
+            } else if ppid == self.me {
                 let _ = waitpid(Pid::from_raw(pid as i32), Some(WaitPidFlag::WNOHANG));
             }
         }
-    }
-
-    fn alive(&self) -> Vec<u32> {
-        self.reap();
-        self.members()
-            .into_iter()
-            .filter(|(_, (_, state))| *state != 'Z')
-            .map(|(pid, _)| pid)
-            .collect()
+        out
     }
 
     /// Ends what is left of the tree: SIGTERM, up to `grace` to exit, then SIGKILL, until no
@@ -118,23 +114,26 @@ impl Tree {
         if left.is_empty() {
             return 0;
         }
-        let signal_all = |sig| {
-            for pid in self.alive() {
+        let signal = |pids: &[u32], sig| {
+            for &pid in pids {
                 let _ = kill(Pid::from_raw(pid as i32), sig);
             }
         };
-        signal_all(Signal::SIGTERM);
+        signal(&left, Signal::SIGTERM);
         let deadline = Instant::now() + grace;
-        while Instant::now() < deadline && !self.alive().is_empty() {
+        let mut now = self.alive();
+        while Instant::now() < deadline && !now.is_empty() {
             std::thread::sleep(Duration::from_millis(20));
+            now = self.alive();
         }
         // A process that forks while we kill: repeat until none is left.
         for _ in 0..500 {
-            if self.alive().is_empty() {
+            if now.is_empty() {
                 break;
             }
-            signal_all(Signal::SIGKILL);
+            signal(&now, Signal::SIGKILL);
             std::thread::sleep(Duration::from_millis(10));
+            now = self.alive();
         }
         left.len()
     }

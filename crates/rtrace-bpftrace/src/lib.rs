@@ -159,7 +159,7 @@ impl Tracer for BpftraceTracer {
 /// default (64 pages per CPU) overflows within milliseconds at our hit rates, and bpftrace 0.17
 /// then under-reports its losses; without an explicit size, it gets as much buffer as the eBPF
 /// backend's default ring (16 MiB, shared by all CPUs): [`DEFAULT_BUFFER_KB`].
-fn perf_rb_pages(buffer_size_kb: Option<u64>) -> Result<u64> {
+pub fn perf_rb_pages(buffer_size_kb: Option<u64>) -> Result<u64> {
     script::perf_rb_pages(buffer_size_kb.unwrap_or(DEFAULT_BUFFER_KB))
 }
 

@@ -47,6 +47,13 @@ use serde::{Deserialize, Serialize};
 
 pub use plan::NANOSLEEP_EXIT;
 
+/// Bytes of the one ring buffer an attachment makes of `buffer_size_kb` per CPU (as `attach`
+/// sizes it: the possible CPUs' total, rounded up to a power of two).
+pub fn ring_bytes(buffer_size_kb: Option<u64>) -> Result<u64> {
+    let ncpus = libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")?;
+    Ok(u64::from(plan::ring_bytes(buffer_size_kb, ncpus)?))
+}
+
 /// The ring buffer a run asking for `buffer_size_kb` per CPU gets (one ring shared by all
 /// possible CPUs, sized to their total), as the report shows it.
 pub fn buffer_description(buffer_size_kb: Option<u64>) -> Result<String> {

@@ -108,9 +108,6 @@ pub struct Search {
     /// turnovers every point fired (0 in files of older versions).
     #[serde(default)]
     pub capacity_events: u64,
-    /// The climb's first rate (raised to where a point's turnovers take about a second).
-    #[serde(default)]
-    pub start_hz: f64,
     /// Every run, in order.
     pub points: Vec<Point>,
     /// Highest rate asked for at which every run lost nothing; `None`: it lost events at the

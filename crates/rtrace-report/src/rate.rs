@@ -278,7 +278,6 @@ mod tests {
                 buffer_size_kb: 256,
                 buffer: "instance buffer_size_kb = 256 KiB per CPU".into(),
                 capacity_events: 16_384,
-                start_hz: 10_000.0,
                 points: f.points,
                 max_lossless_hz: f.max_lossless_hz,
                 ceiling: f.ceiling,

@@ -174,15 +174,21 @@ fn run_guests(
 /// Downloads and module builds first: a broken cache fails before any guest boots. One
 /// thread per kernel: one unpacks (xz, one core) while the other builds.
 fn prepare_guests(kernels: &[Kernel], target: &Path) -> Result<Vec<Guest>> {
+    each_in_a_thread(kernels, |&k| Guest::prepare(k, target))
+}
+
+/// `f` of every item, each in its own thread; the results in order, or the first error.
+fn each_in_a_thread<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let f = &f;
     std::thread::scope(|s| {
-        let threads: Vec<_> = kernels
-            .iter()
-            .map(|&k| s.spawn(move || Guest::prepare(k, target)))
-            .collect();
+        let threads: Vec<_> = items.iter().map(|i| s.spawn(move || f(i))).collect();
         threads
             .into_iter()
-            .map(|t| t.join().expect("prepare panicked"))
-            .collect::<Result<_>>()
+            .map(|t| t.join().expect("a thread of each_in_a_thread panicked"))
+            .collect()
     })
 }
 
@@ -197,16 +203,8 @@ fn run_prepared(
     let started = Instant::now();
     // Each guest is one host thread (single-threaded TCG, see qemu.rs): on 2 cores both boot
     // at once.
-    let (plan, dest) = (&plan, &dest);
-    let reports: Vec<Report> = std::thread::scope(|s| {
-        let threads: Vec<_> = guests
-            .iter()
-            .map(|g| s.spawn(move || g.run(&plan(g.kernel), &dest(g.kernel), judge, timeout)))
-            .collect();
-        threads
-            .into_iter()
-            .map(|t| t.join().expect("guest thread panicked"))
-            .collect::<Result<_>>()
+    let reports = each_in_a_thread(&guests, |g| {
+        g.run(&plan(g.kernel), &dest(g.kernel), judge, timeout)
     })?;
     eprintln!(
         "xtask: {} guest(s) in {:.0} s:",
