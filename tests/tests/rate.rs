@@ -1,5 +1,6 @@
-//! `rtrace-bench rate` end to end: a short search per tracer, every point accounted exactly,
-//! the confirmation and the run above the limit where there is one, nothing left behind.
+//! `rtrace-bench rate` end to end: a short search per tracer, its flood point first, every point
+//! accounted exactly, the confirmation and the run above the limit where there is one, nothing
+//! left behind.
 
 use rtrace_tests::*;
 
@@ -51,9 +52,17 @@ fn short_searches_account_every_point_and_leave_nothing() {
             let capacity = s["capacity_events"].as_u64().unwrap();
             assert!(capacity >= 8 * 1024 / 16, "{s}");
             assert!(hits >= 10 * capacity, "{p}");
-            let expected = (p["rate_hz"].as_f64().unwrap() * 0.2).max(10.0 * capacity as f64);
+            // The flood point fires as fast as the loop can, for at least a second.
+            let (rate, window) = match p["phase"].as_str() {
+                Some("flood") => (p["achieved_hz"].as_f64().unwrap(), 1.0),
+                _ => (p["rate_hz"].as_f64().unwrap(), 0.2),
+            };
+            let expected = (rate * window).max(10.0 * capacity as f64);
             assert!((hits as f64) < expected * 1.05, "{p}");
         }
+        // The first point floods; a flood that lost events measured the consumer's drain rate.
+        assert_eq!(points[0]["phase"], "flood", "{s}");
+        assert!(points[1..].iter().all(|p| p["phase"] != "flood"), "{s}");
         if s["max_lossless_hz"].is_f64() {
             let confirms: Vec<&serde_json::Value> =
                 points.iter().filter(|p| p["phase"] == "confirm").collect();
@@ -73,6 +82,7 @@ fn short_searches_account_every_point_and_leave_nothing() {
     }
     let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(report.contains("highest lossless event rate"), "{report}");
+    assert!(report.contains("sustained rate"), "{report}");
     assert!(dir.path().join("figures/rate-loss-curve.svg").is_file());
     let leftovers = std::fs::read_dir(dir.path())
         .unwrap()

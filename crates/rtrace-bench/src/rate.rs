@@ -2,7 +2,8 @@
 //! size (Beamonte & Dagenais). The workload fires its probe at a fixed rate for a fixed time
 //! and on until the tracer's buffer turned over `--turnovers` times (a steady state, not the
 //! buffer absorbing a burst); `rtrace_measure::rate` climbs (from a rate at which that takes
-//! about a second), bisects and confirms. Each search is a plan entry whose runs decide the
+//! about a second, below the consumer's drain rate measured by a first flood point), bisects
+//! and confirms. Each search is a plan entry whose runs decide the
 //! next one (`rtrace_measure::rate::next`); every point is accounted exactly.
 
 use crate::options::{CommonOptions, TracerOptions};
@@ -41,6 +42,9 @@ const MIN_EVENT_BYTES: u64 = 16;
 
 /// The climb starts where a point's turnovers take this long (or at `--start-rate`).
 const START_WINDOW_S: f64 = 1.0;
+
+/// The flood point fires at least this long (ms), past `--duration-ms`.
+pub const FLOOD_MIN_MS: u64 = 1_000;
 
 /// Events one buffer of `kind` holds at most at `kb` KiB per CPU, sized as the backend sizes
 /// it: eBPF's one ring for all CPUs, bpftrace's perf buffer of whole pages, the others `kb`
@@ -210,11 +214,19 @@ impl runner::Experiment for Rate {
     fn plan(&self) -> Plan<Entry> {
         Plan::rounds(
             (0..self.subjects.len())
-                .map(|subject| Entry {
-                    subject,
-                    rate_hz: self.subjects[subject].plan.start_hz,
-                    phase: Phase::Climb,
-                    first: true,
+                .map(|subject| {
+                    // A search's first run: the flood point, or the climb's start.
+                    let plan = &self.subjects[subject].plan;
+                    let (rate_hz, phase) = match rtrace_measure::rate::next(plan, &[]) {
+                        Ok(Next::Measure(rate_hz, phase)) => (rate_hz, phase),
+                        _ => (plan.start_hz, Phase::Climb),
+                    };
+                    Entry {
+                        subject,
+                        rate_hz,
+                        phase,
+                        first: true,
+                    }
                 })
                 .collect(),
         )
@@ -284,9 +296,15 @@ impl runner::Experiment for Rate {
 fn point(o: &Options, searched: &Searched, e: &Entry, seq: u64) -> Result<Point> {
     let s = &searched.subject;
     let tracer = s.tracer.as_ref().context("a search without a tracer")?;
+    // Flooded, the window is at least a second: the buffer's last contents, drained after the
+    // loop stopped, weigh little in the drain rate.
+    let duration_ms = match e.phase {
+        Phase::Flood => o.duration_ms.max(FLOOD_MIN_MS),
+        _ => o.duration_ms,
+    };
     let config = WorkloadConfig::Rate(RateConfig {
         rate_hz: e.rate_hz,
-        duration_ns: o.duration_ms * 1_000_000,
+        duration_ns: duration_ms * 1_000_000,
         min_hits: searched.min_hits,
         cpu: o.common.cpus.measured,
         priority: o.common.priority,

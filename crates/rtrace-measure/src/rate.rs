@@ -1,9 +1,12 @@
 //! Result model and search of `rtrace-bench rate` (Beamonte & Dagenais, seeds 001/002): the
 //! highest rate at which a tracer records every event of a probe fired at a steady rate, per
-//! tracer and buffer size. The search climbs geometrically until the first loss (or, losing at
-//! its start rate, descends until a rate holds), bisects between the last lossless and the
-//! first lossy rate, then confirms: three runs at the rate found without a loss, and one of up
-//! to three at 1.5 times it with losses. Every point is accounted exactly (`recorded + lost ==
+//! tracer and buffer size. The search first floods: the probe fired as fast as the loop can,
+//! whose recorded events over its window are the consumer's drain rate when it loses events
+//! (the sustained rate's bound), or show that the loop itself is the bound when it does not.
+//! It then climbs geometrically until the first loss (or, losing at its start rate, descends
+//! until a rate holds), bisects between the last lossless and the first lossy rate, then
+//! confirms: three runs at the rate found without a loss, and one of up to three at 1.5 times it
+//! with losses. Every point is accounted exactly (`recorded + lost ==
 //! hits`): a loss is a counted loss, never a guess. Each point lasts until the tracer's buffer
 //! turned over several times (`Point::min_hits`): a rate the buffer only absorbed for a moment
 //! is not a rate the tracer sustains (Beamonte's Table 4 is a steady state).
@@ -15,6 +18,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
+    /// The probe fired as fast as the loop can (`SearchPlan::max_hz`), first.
+    Flood,
     Climb,
     Bisect,
     Confirm,
@@ -46,6 +51,13 @@ impl Point {
 }
 
 impl Point {
+    /// Events recorded per second of the window, when the run lost events: the consumer's
+    /// drain rate (the buffer was full, so the consumer never waited). It counts the buffer's
+    /// last contents too, drained after the loop stopped: at most a capacity over the window.
+    pub fn drain_hz(&self) -> Option<f64> {
+        (self.events.lost > 0).then(|| self.events.recorded as f64 / self.window_s())
+    }
+
     pub fn lost_fraction(&self) -> f64 {
         self.events.lost as f64 / self.events.hits.max(1) as f64
     }
@@ -79,6 +91,10 @@ pub struct SearchPlan {
     /// Times the start rate is divided by `factor` when it loses events (0 in older files).
     #[serde(default)]
     pub descents: u32,
+    /// A flood point first (`Phase::Flood`): the consumer's drain rate measured directly
+    /// (false in older files).
+    #[serde(default)]
+    pub flood: bool,
 }
 
 impl Default for SearchPlan {
@@ -91,6 +107,7 @@ impl Default for SearchPlan {
             confirmations: 3,
             over: 1.5,
             descents: 6,
+            flood: true,
         }
     }
 }
@@ -123,6 +140,60 @@ pub struct Search {
     /// The round of this search (0-based) when `--rounds` repeated every search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<u32>,
+}
+
+/// What bounds the rate a tracer sustains, from a search's flood point and the rate it found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    /// Flooded, the tracer lost nothing: the loop fires no faster under it (a hit costs more
+    /// than the period); the tracer sustains at least `hz`.
+    Workload { hz: f64 },
+    /// Flooded, the consumer recorded `drain_hz`: no rate above it is sustained, and the
+    /// search held close to it (within [`BUFFER_BOUND`]).
+    Consumer { drain_hz: f64 },
+    /// The consumer drains `drain_hz`, but the search held only up to `lossless_hz`: a delay of
+    /// the consumer outlasts what the buffer absorbs at higher rates (its capacity over the
+    /// rate), so the buffer, not the consumer's throughput, bounds the lossless rate.
+    Buffer { drain_hz: f64, lossless_hz: f64 },
+}
+
+/// A lossless rate below this fraction of the consumer's drain rate is bound by the buffer.
+pub const BUFFER_BOUND: f64 = 0.9;
+
+impl Search {
+    /// The flood point (searches of older versions have none).
+    pub fn flood(&self) -> Option<&Point> {
+        self.points.first().filter(|p| p.phase == Phase::Flood)
+    }
+
+    /// What bounds the tracer here; `None` without a flood point (older files) or when nothing
+    /// was found.
+    pub fn bound(&self) -> Option<Bound> {
+        let flood = self.flood()?;
+        match flood.drain_hz() {
+            None => Some(Bound::Workload {
+                hz: flood.achieved_hz.max(self.max_lossless_hz.unwrap_or(0.0)),
+            }),
+            Some(drain_hz) => match self.max_lossless_hz {
+                Some(l) if l < BUFFER_BOUND * drain_hz => Some(Bound::Buffer {
+                    drain_hz,
+                    lossless_hz: l,
+                }),
+                _ => Some(Bound::Consumer { drain_hz }),
+            },
+        }
+    }
+}
+
+impl Bound {
+    /// The highest rate sustained: the consumer's drain rate, or the loop's own limit (a lower
+    /// bound).
+    pub fn sustained_hz(&self) -> f64 {
+        match *self {
+            Bound::Workload { hz } => hz,
+            Bound::Consumer { drain_hz } | Bound::Buffer { drain_hz, .. } => drain_hz,
+        }
+    }
 }
 
 /// Times a failed confirmation lowers the rate and confirms again.
@@ -191,6 +262,15 @@ pub fn search(
 ) -> anyhow::Result<Found> {
     let mut points = Vec::new();
     let mut start = plan.start_hz;
+    if plan.flood {
+        let p = measure(plan.max_hz, Phase::Flood)?;
+        // Losing while flooded, the consumer drains this fast: a climb starting above it
+        // would only lose.
+        if let Some(drain) = p.drain_hz() {
+            start = start.min(drain / plan.factor);
+        }
+        points.push(p);
+    }
     // The last rate confirmed whose run at `over` × it lost nothing.
     let mut held: Option<f64> = None;
     let done = |points, max, ceiling, confirmed, over_lossy| Found {
@@ -362,14 +442,19 @@ pub struct RateSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use Phase::{Climb, Confirm, Over};
+    use Phase::{Climb, Confirm, Flood, Over};
 
     /// A tracer that loses events above `limit` Hz and a loop that cannot fire above `cap`.
     fn fake(limit: f64, cap: f64) -> impl FnMut(f64, Phase) -> anyhow::Result<Point> {
         move |rate, phase| {
             let achieved = rate.min(cap);
             let hits = achieved as u64;
-            let lost = if achieved > limit { hits / 10 } else { 0 };
+            // A second's window: above its limit, the tracer records `limit` events of it.
+            let lost = if achieved > limit {
+                hits - limit as u64
+            } else {
+                0
+            };
             Ok(Point {
                 phase,
                 rate_hz: rate,
@@ -500,14 +585,19 @@ mod tests {
 
     #[test]
     fn losing_at_the_start_rate_finds_nothing_without_descents() {
+        // Without the flood point, which would start the climb below the drain rate.
+        let descending = SearchPlan {
+            flood: false,
+            ..SearchPlan::default()
+        };
         let plan = SearchPlan {
             descents: 0,
-            ..SearchPlan::default()
+            ..descending
         };
         let f = search(&plan, fake(1_000.0, 1e9)).unwrap();
         assert_eq!((f.max_lossless_hz, f.points.len()), (None, 1));
         // Descending 6 times from 10,000/s reaches 156/s: 1,000/s is found from below.
-        let f = search(&SearchPlan::default(), fake(1_000.0, 1e9)).unwrap();
+        let f = search(&descending, fake(1_000.0, 1e9)).unwrap();
         let found = f.max_lossless_hz.unwrap();
         assert!(found <= 1_000.0 && found > 1_000.0 / 1.03, "{found}");
         let climbs: Vec<f64> = f
@@ -519,7 +609,67 @@ mod tests {
         assert_eq!(climbs, [10_000.0, 5_000.0, 2_500.0, 1_250.0, 625.0]);
         assert!(f.confirmed && f.over_lossy == Some(true));
         // Lossy even at the last descent: nothing found.
-        let f = search(&SearchPlan::default(), fake(100.0, 1e9)).unwrap();
+        let f = search(&descending, fake(100.0, 1e9)).unwrap();
         assert_eq!((f.max_lossless_hz, f.points.len()), (None, 7));
+    }
+
+    fn searched(found: Found) -> Search {
+        Search {
+            tracer: rtrace_tracer::TracerKind::Ftrace,
+            variant: None,
+            buffer_size_kb: 256,
+            buffer: String::new(),
+            capacity_events: 16_384,
+            points: found.points,
+            max_lossless_hz: found.max_lossless_hz,
+            ceiling: found.ceiling,
+            confirmed: found.confirmed,
+            over_lossy: found.over_lossy,
+            round: None,
+        }
+    }
+
+    #[test]
+    fn the_flood_point_measures_the_drain_rate_and_starts_the_climb_below_it() {
+        let f = search(&SearchPlan::default(), fake(1_000.0, 1e9)).unwrap();
+        assert_eq!(f.points[0].phase, Flood);
+        assert_eq!(f.points[0].drain_hz(), Some(1_000.0));
+        assert_eq!(f.points[1].rate_hz, 500.0, "the climb starts at half of it");
+        let found = f.max_lossless_hz.unwrap();
+        assert!(found <= 1_000.0 && found > 1_000.0 / 1.03, "{found}");
+        let s = searched(f);
+        assert_eq!(s.bound(), Some(Bound::Consumer { drain_hz: 1_000.0 }));
+        assert_eq!(s.bound().unwrap().sustained_hz(), 1_000.0);
+    }
+
+    #[test]
+    fn a_lossless_rate_well_below_the_drain_rate_is_bound_by_the_buffer() {
+        // Drains 300 k/s, but a confirmation loses (a delayed consumer) until 15 % lower twice.
+        let mut inner = fake(300_000.0, 1e9);
+        let mut fails = 2;
+        let f = search(&SearchPlan::default(), |rate, phase| {
+            let mut p = inner(rate, phase)?;
+            if phase == Confirm && fails > 0 {
+                fails -= 1;
+                lose_one(&mut p.events);
+            }
+            Ok(p)
+        })
+        .unwrap();
+        let l = f.max_lossless_hz.unwrap();
+        assert_eq!(
+            searched(f).bound(),
+            Some(Bound::Buffer {
+                drain_hz: 300_000.0,
+                lossless_hz: l
+            })
+        );
+    }
+
+    #[test]
+    fn a_flood_without_loss_makes_the_loop_the_bound() {
+        let s = searched(search(&SearchPlan::default(), fake(1e12, 500_000.0)).unwrap());
+        assert_eq!(s.flood().unwrap().drain_hz(), None);
+        assert_eq!(s.bound(), Some(Bound::Workload { hz: 500_000.0 }));
     }
 }

@@ -28,6 +28,17 @@ pub fn ns(v: f64) -> String {
     }
 }
 
+/// A duration in seconds, in the unit that suits it: `12.3 ms`, `840 µs`, `1.20 s`.
+pub fn duration_s(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.0} µs", s * 1e6)
+    }
+}
+
 /// Marks a case-1 run that lost events in every table (see `probe_cost::lossy_notes`).
 pub const LOSSY: &str = " [lossy]";
 

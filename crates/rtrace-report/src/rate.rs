@@ -1,10 +1,11 @@
-//! The rate experiment's section (`rtrace-bench rate`): per tracer and buffer size, the highest
-//! rate recorded without loss, its confirmation (three runs without a loss) and the run at 1.5
-//! times it (which must lose events), then every point measured.
+//! The rate experiment's section (`rtrace-bench rate`): per tracer and buffer size, the rate it
+//! sustains and what bounds it (the consumer's drain rate measured by flooding, the loop, or the
+//! buffer), the highest rate recorded without loss, its confirmation (three runs without a
+//! loss) and the run at 1.5 times it (which must lose events), then every point measured.
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::result::Entry;
-use rtrace_measure::rate::{Phase, RateResult, Search};
+use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
 
 /// The section of rate result `r` (entry `e`).
 pub fn section(e: &Entry, r: &RateResult) -> Section {
@@ -19,7 +20,13 @@ pub fn section(e: &Entry, r: &RateResult) -> Section {
             r.environment.cpu_model
         ),
         summary(r),
-        Some(Block::Note(format!("{NOTE}."))),
+        Some(Block::Note(
+            if r.searches.iter().any(|s| s.flood().is_some()) {
+                format!("{FLOOD_NOTE}. {NOTE}.")
+            } else {
+                format!("{NOTE}.")
+            },
+        )),
     );
     s.push(Block::Table(table(r)));
     s.push(Block::Details {
@@ -65,8 +72,34 @@ pub fn label(s: &Search) -> String {
     format!("{}{round}", s.tracer.label(s.variant.as_deref()))
 }
 
+/// The rate sustained: `930 k/s`, `≥ 6.10 M/s (the loop's limit under this tracer)`, or `-`
+/// (files without a flood point).
+fn sustained(s: &Search) -> Cell {
+    match s.bound() {
+        Some(Bound::Workload { hz }) => Cell::num(hz, ceiling(hz)),
+        Some(b) => Cell::num(b.sustained_hz(), rate(b.sustained_hz())),
+        None => Cell::missing(),
+    }
+}
+
+/// What bounds it, in words.
+fn bound(s: &Search) -> String {
+    match s.bound() {
+        None => "-".into(),
+        Some(Bound::Workload { .. }) => "the loop (flooded, nothing lost)".into(),
+        Some(Bound::Consumer { .. }) => "the consumer (lossless near its drain rate)".into(),
+        Some(Bound::Buffer { lossless_hz, .. }) => format!(
+            "the buffer (≤ {} of events at the lossless rate)",
+            crate::format::duration_s(s.capacity_events as f64 / lossless_hz)
+        ),
+    }
+}
+
+/// What the flood point and the bound column show (results with a flood point).
+pub const FLOOD_NOTE: &str = "A search first floods: the probe fired as fast as the loop can for at least a second and its buffer's turnovers; when that loses events, the events recorded per second of it are the consumer's drain rate (the consumer never waited: the buffer was full), the highest rate the tracer sustains (it counts the buffer's last contents, drained after the loop stopped: at most one capacity over the window); when it loses nothing, the loop is the bound. Below the drain rate, the lossless rate is bound by the buffer when it is more than 10% lower: the consumer keeps up on average, but one stretch where it falls behind (a delay, a slower spell) outlasts what the buffer holds at higher rates (its capacity over the rate, an upper bound shown in the bound column), so the lossless rate depends on the buffer and on the window (a longer run meets a longer delay), the drain rate does not";
+
 /// What the table shows.
-pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) under each tracer and per-CPU buffer size, for the run's duration and on until the tracer's buffer turned over the times asked for (its capacity an upper bound: its bytes over the smallest event, 16 bytes), so that a rate is one the tracer sustains, not a burst its buffer absorbed (Beamonte's rates are a steady state); the climb starts where that takes about a second (halving while the start loses events), the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster under this tracer (a hit costs more than the period asked for), so the workload, not the tracer's buffer or consumer, bound the search";
+pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) under each tracer and per-CPU buffer size, for the run's duration and on until the tracer's buffer turned over the times asked for (its capacity an upper bound: its bytes over the smallest event, 16 bytes), so that a rate is one the tracer sustains, not a burst its buffer absorbed (Beamonte's rates are a steady state); the climb starts where that takes about a second (halving while the start loses events), the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster under this tracer (a hit costs more than the period asked for), so the workload, not the tracer's buffer or consumer, bound the search.";
 
 fn over_cell(s: &Search) -> String {
     let over = s.points.iter().rev().find(|p| p.phase == Phase::Over);
@@ -91,13 +124,20 @@ fn over_cell(s: &Search) -> String {
 
 /// The summary table: a row per tracer and buffer size.
 pub fn table(r: &RateResult) -> Table {
+    // Files of older versions have no flood point: no sustained rate, no bound.
+    let flooded = r.searches.iter().any(|s| s.flood().is_some());
     let rows = r
         .searches
         .iter()
         .map(|s| {
-            vec![
+            let mut row = vec![
                 Cell::text(label(s)),
                 Cell::count_shown(s.buffer_size_kb, format!("{} KiB/CPU", s.buffer_size_kb)),
+            ];
+            if flooded {
+                row.extend([sustained(s), Cell::text(bound(s))]);
+            }
+            row.extend([
                 match s.max_lossless_hz {
                     Some(hz) if s.ceiling => Cell::num(hz, ceiling(hz)),
                     Some(hz) => Cell::num(hz, rate(hz)),
@@ -121,18 +161,24 @@ pub fn table(r: &RateResult) -> Table {
                 Cell::text(over_cell(s)),
                 Cell::text(steady(s)),
                 Cell::count(s.points.len() as u64),
-            ]
+            ]);
+            row
         })
         .collect();
-    let cols = vec![
-        Column::new("tracer"),
-        Column::new("buffer").unit("KiB/CPU"),
+    let mut cols = vec![Column::new("tracer"), Column::new("buffer").unit("KiB/CPU")];
+    if flooded {
+        cols.extend([
+            Column::new("sustained rate").unit("events/s"),
+            Column::new("bound"),
+        ]);
+    }
+    cols.extend([
         Column::new("max lossless rate").unit("events/s"),
         Column::new("confirmed (3 runs, 0 lost)"),
         Column::new("at 1.5× that rate"),
         Column::new("confirmation runs"),
         Column::new("runs"),
-    ];
+    ]);
     Table::new("rates", 2, cols).rows(rows)
 }
 
@@ -175,30 +221,56 @@ pub fn on(r: &RateResult) -> String {
 
 /// The summary sentences.
 pub fn summary(r: &RateResult) -> Vec<String> {
+    let record = r.config.run.tracer_options["record"]
+        .as_str()
+        .unwrap_or("?");
+    let mut out = Vec::new();
+    let sustained: Vec<String> = r
+        .searches
+        .iter()
+        .filter_map(|s| {
+            let b = s.bound()?;
+            let what = match b {
+                Bound::Workload { hz } => ceiling(hz),
+                b => format!("{} (its consumer's drain rate)", rate(b.sustained_hz())),
+            };
+            Some(format!("{} at {} KiB {what}", label(s), s.buffer_size_kb))
+        })
+        .collect();
+    if !sustained.is_empty() {
+        out.push(format!(
+            "Highest event rate sustained (flooded, {record}): {}.",
+            sustained.join(", ")
+        ));
+    }
     let list: Vec<String> = r
         .searches
         .iter()
         .filter_map(|s| {
             let hz = s.max_lossless_hz?;
+            let by_buffer = match s.bound() {
+                Some(Bound::Buffer { drain_hz, .. }) => format!(
+                    " (bound by the buffer: {:.0}% of the drain rate)",
+                    100.0 * hz / drain_hz
+                ),
+                _ => String::new(),
+            };
             Some(format!(
-                "{} at {} KiB {}",
+                "{} at {} KiB {}{by_buffer}",
                 label(s),
                 s.buffer_size_kb,
-                if s.ceiling { ceiling(hz) } else { rate(hz) }
+                if s.ceiling { ceiling(hz) } else { rate(hz) },
             ))
         })
         .collect();
-    if list.is_empty() {
-        return Vec::new();
+    if !list.is_empty() {
+        out.push(format!(
+            "Highest event rate recorded without loss (runs of {}, {record}): {}.",
+            window(r),
+            list.join(", ")
+        ));
     }
-    vec![format!(
-        "Highest event rate recorded without loss (runs of {}, {}): {}.",
-        window(r),
-        r.config.run.tracer_options["record"]
-            .as_str()
-            .unwrap_or("?"),
-        list.join(", ")
-    )]
+    out
 }
 
 /// Every point of every search: tracer, buffer, phase, rate asked, achieved, hits, recorded,
@@ -242,13 +314,20 @@ mod tests {
 
     fn fixture() -> RateResult {
         let plan = SearchPlan::default();
+        // The loop fires up to 900 k/s; the consumer drains 260 k/s, and runs above 250 k/s
+        // lose events (a second's window).
         let f = search(&plan, |rate, phase| {
-            let hits = rate as u64;
-            let lost = if rate > 250_000.0 { hits / 20 } else { 0 };
+            let achieved = rate.min(900_000.0);
+            let hits = achieved as u64;
+            let lost = if rate > 250_000.0 {
+                hits.saturating_sub(260_000)
+            } else {
+                0
+            };
             Ok(Point {
                 phase,
                 rate_hz: rate,
-                achieved_hz: rate,
+                achieved_hz: achieved,
                 late: 0,
                 min_hits: 0,
                 events: crate::fixtures::events(hits, lost),
@@ -295,14 +374,18 @@ mod tests {
         let rows = table(&r).rows;
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
-        assert_eq!(row[3].shown, "yes");
+        assert_eq!(row[2].shown, "260 k/s", "the flood's drain rate");
+        assert!(row[3].shown.starts_with("the consumer"), "{row:?}");
+        assert_eq!(row[5].shown, "yes");
         assert!(
-            row[4].shown.ends_with("% lost") && row[2].shown.ends_with("k/s"),
+            row[6].shown.ends_with("% lost") && row[4].shown.ends_with("k/s"),
             "{row:?}"
         );
         let max = r.searches[0].max_lossless_hz.unwrap();
-        assert_eq!(row[2].value, crate::doc::Value::Number(max));
-        assert!(summary(&r)[0].contains("ftrace at 256 KiB"));
+        assert_eq!(row[4].value, crate::doc::Value::Number(max));
+        let summary = summary(&r);
+        assert!(summary[0].contains("ftrace at 256 KiB 260 k/s (its consumer's drain rate)"));
+        assert!(summary[1].contains("without loss") && summary[1].contains("ftrace at 256 KiB"));
         assert_eq!(points(&r).rows.len(), r.searches[0].points.len());
     }
 }

@@ -96,7 +96,7 @@ impl Figure {
                 "duration per call (ns)",
                 &[(
                     String::new(),
-                    usdt_boxes(&picked(usdt()?, *pick, Case::Traced))?,
+                    usdt_boxes(*pick, &picked(usdt()?, *pick, Case::Traced))?,
                 )],
                 NS,
             ),
@@ -109,7 +109,7 @@ impl Figure {
                     .map(|(c, runs)| {
                         Ok((
                             format!("case {}: {}", c.number(), short(c)),
-                            usdt_boxes(&runs)?,
+                            usdt_boxes(Pick::Hook(*hook), &runs)?,
                         ))
                     })
                     .collect::<Result<Vec<_>>>()?;
@@ -121,7 +121,9 @@ impl Figure {
                     NS,
                 )
             }
-            Kind::Case1Polygon(pick) => polygon(&self.title, &picked(usdt()?, *pick, Case::Traced)),
+            Kind::Case1Polygon(pick) => {
+                polygon(&self.title, *pick, &picked(usdt()?, *pick, Case::Traced))
+            }
             Kind::LossCurve => match entries.first().map(|e| &e.result) {
                 Some(crate::result::AnyResult::Rate(r)) => rate::figure(&self.title, r),
                 _ => anyhow::bail!("{} needs a rate result", self.file),
@@ -222,10 +224,10 @@ pub fn plan(report: &Report) -> Vec<Figure> {
         };
         if !thesis.is_empty() {
             out.push(fig(e, "case1-box", "Probe duration per tracer, case 1 (thesis Fig 3.1)".into(),
-                "Per-call duration of the traced probe (case 1) for the thesis' three tracers on the USDT probe: lower and narrower is a cheaper, steadier tracer.",
+                "Per-call duration of the traced probe (case 1) for the thesis' tracers as it ran them on the USDT probe (ftrace; bpftrace's printf, which it calls eBPF, §3.2.2; LTTng's tracef) and our libbpf eBPF beside them: lower and narrower is a cheaper, steadier tracer.",
                 Kind::Case1Box(Pick::Thesis)));
             out.push(fig(e, "case1-polygon", "Probe duration distribution, case 1 (thesis Fig 3.2)".into(),
-                "Frequency polygon of the case-1 durations: how often each duration occurs, as a share of the calls of each tracer.",
+                "Frequency polygon of the case-1 durations: how often each duration occurs, as a share of the calls of each tracer (the thesis' tracers as it ran them, our libbpf eBPF beside them).",
                 Kind::Case1Polygon(Pick::Thesis)));
         }
         let mut hooks: Vec<HookKind> = r.runs.iter().map(|c| c.hook_kind).collect();

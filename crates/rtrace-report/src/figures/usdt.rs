@@ -34,50 +34,66 @@ pub(super) fn cases(r: &UsdtResult) -> Vec<Case> {
 /// Which runs a usdt figure draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Pick {
-    /// The thesis' three tracers on the USDT probe (ftrace, eBPF, LTTng, the first mode or event
-    /// kind of each), as in its Figs 3.1 and 3.2.
+    /// The thesis' tracers on the USDT probe as it ran them (§3.2.2: "eBPF and bpftrace
+    /// synonymously", LTTng through `lttng_ust_tracef`): ftrace, bpftrace's printf, LTTng's
+    /// tracef, with our libbpf eBPF beside them, as in its Figs 3.1 and 3.2.
     Thesis,
     /// Every tracer and mode on one hook kind (the barrier baseline serves the static kinds).
     Hook(HookKind),
 }
 
-/// The runs of `case` that `pick` draws, in run order.
+/// The mode the thesis ran each tracer in, preferred where measured.
+fn thesis_mode(t: TracerKind) -> Option<&'static str> {
+    match t {
+        TracerKind::Lttng => Some("tracef"),
+        TracerKind::Bpftrace | TracerKind::Ebpf => Some("record"),
+        _ => None,
+    }
+}
+
+/// The runs of `case` that `pick` draws: in run order, or the thesis' order (its tracers, then
+/// ours).
 pub(super) fn picked(r: &UsdtResult, pick: Pick, case: Case) -> Vec<&CaseResult> {
-    // The thesis' run of each of its tracers: LTTng's `tracef` when measured (the thesis
-    // used `lttng_ust_tracef`), else the first mode.
-    let thesis_run = |t: TracerKind| {
-        let of_t = || {
-            r.runs
-                .iter()
-                .filter(move |c| c.case == case && c.hook_kind == HookKind::Usdt && c.tracer == t)
-        };
-        of_t()
-            .find(|c| t == TracerKind::Lttng && c.variant.as_deref() == Some("tracef"))
-            .or_else(|| of_t().next())
-    };
-    let thesis: Vec<&CaseResult> = [
-        TracerKind::None,
-        TracerKind::Ftrace,
-        TracerKind::Ebpf,
-        TracerKind::Lttng,
-    ]
-    .into_iter()
-    .filter_map(thesis_run)
-    .collect();
-    r.runs
-        .iter()
-        .filter(|c| c.case == case)
-        .filter(|c| match pick {
-            Pick::Thesis => thesis.iter().any(|t| std::ptr::eq(*t, *c)),
-            Pick::Hook(h) => {
+    let of_case = || r.runs.iter().filter(move |c| c.case == case);
+    match pick {
+        Pick::Thesis => [
+            TracerKind::None,
+            TracerKind::Ftrace,
+            TracerKind::Bpftrace,
+            TracerKind::Lttng,
+            TracerKind::Ebpf,
+        ]
+        .into_iter()
+        .filter_map(|t| {
+            let of_t = || of_case().filter(move |c| c.hook_kind == HookKind::Usdt && c.tracer == t);
+            of_t()
+                .find(|c| thesis_mode(t).is_some() && c.variant.as_deref() == thesis_mode(t))
+                .or_else(|| of_t().next())
+        })
+        .collect(),
+        Pick::Hook(h) => of_case()
+            .filter(|c| {
                 c.hook_kind == h
                     || (case == Case::Baseline
                         && !h.is_dynamic()
                         && c.hook_kind == HookKind::Usdt
                         && c.tracer == TracerKind::None)
-            }
-        })
-        .collect()
+            })
+            .collect(),
+    }
+}
+
+/// A run's name in a figure: in the thesis' figures, what it was there (`bpftrace printf (the
+/// thesis' eBPF)`) and ours marked as ours.
+pub(super) fn label(pick: Pick, c: &CaseResult) -> String {
+    match (pick, c.tracer, c.variant.as_deref()) {
+        (Pick::Thesis, TracerKind::Bpftrace, Some("record")) => {
+            "bpftrace printf (the thesis' eBPF)".into()
+        }
+        (Pick::Thesis, TracerKind::Lttng, Some("tracef")) => "lttng tracef (the thesis')".into(),
+        (Pick::Thesis, TracerKind::Ebpf, _) => format!("{}, libbpf (ours)", mode_label(c)),
+        _ => mode_label(c),
+    }
 }
 
 /// Each run's look: its tracer's colour, shaded and dashed for its further modes.
@@ -86,12 +102,12 @@ pub(super) fn looks(runs: &[&CaseResult]) -> Vec<style::Look> {
 }
 
 /// One box per run, each with its own look.
-pub(super) fn usdt_boxes(runs: &[&CaseResult]) -> Result<Vec<BoxSeries>> {
+pub(super) fn usdt_boxes(pick: Pick, runs: &[&CaseResult]) -> Result<Vec<BoxSeries>> {
     runs.iter()
         .zip(looks(runs))
         .map(|(c, look)| {
             Ok(BoxSeries {
-                label: mode_label(c),
+                label: label(pick, c),
                 colour: look.colour,
                 stats: box_stats(&c.histogram)?,
             })
@@ -101,7 +117,7 @@ pub(super) fn usdt_boxes(runs: &[&CaseResult]) -> Result<Vec<BoxSeries>> {
 
 /// Fig 3.2: the case-1 frequency polygon of `runs`, share of calls per bin up to the largest
 /// p99.
-pub(super) fn polygon(title: &str, runs: &[&CaseResult]) -> Result<String> {
+pub(super) fn polygon(title: &str, pick: Pick, runs: &[&CaseResult]) -> Result<String> {
     let hists = runs
         .iter()
         .map(|c| Ok((*c, decode(&c.histogram)?)))
@@ -119,7 +135,7 @@ pub(super) fn polygon(title: &str, runs: &[&CaseResult]) -> Result<String> {
         .iter()
         .zip(looks(runs))
         .map(|((c, h), look)| Series {
-            label: mode_label(c),
+            label: label(pick, c),
             look,
             points: bins(h, start, width, n)
                 .into_iter()
@@ -192,8 +208,16 @@ mod tests {
     fn every_panel_of_the_thesis_job_is_legible() {
         let r = thesis_job();
         let thesis = picked(&r, Pick::Thesis, Case::Traced);
-        let thesis: Vec<String> = thesis.iter().map(|c| mode_label(c)).collect();
-        assert_eq!(thesis, ["ftrace", "ebpf (record)", "lttng (tracef)"]);
+        let thesis: Vec<String> = thesis.iter().map(|c| label(Pick::Thesis, c)).collect();
+        assert_eq!(
+            thesis,
+            [
+                "ftrace",
+                "bpftrace printf (the thesis' eBPF)",
+                "lttng tracef (the thesis')",
+                "ebpf (record), libbpf (ours)"
+            ]
+        );
         for (hook, case) in HookKind::ALL
             .into_iter()
             .flat_map(|h| Case::ALL.map(|c| (h, c)))
