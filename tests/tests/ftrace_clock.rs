@@ -31,7 +31,9 @@ fn the_instance_runs_on_the_clock_asked_for_and_the_global_clock_is_untouched() 
     let dir = tempfile::tempdir().unwrap();
     let iterations = 2_000_000u64;
     let mut child = Command::new(bin("rtrace-bench"))
-        .args(["usdt", "--tracer", "ftrace", "--case", "0,1", "--rounds", "1"])
+        .args([
+            "usdt", "--tracer", "ftrace", "--case", "0,1", "--rounds", "1",
+        ])
         .args(["-n", &iterations.to_string(), "--ftrace-clock", clock])
         .args(["--out", dir.path().to_str().unwrap()])
         .stdout(Stdio::null())
@@ -42,7 +44,10 @@ fn the_instance_runs_on_the_clock_asked_for_and_the_global_clock_is_untouched() 
     let mut seen = Vec::new();
     while child.try_wait().unwrap().is_none() {
         for name in our_instances() {
-            let file = Path::new(TRACEFS).join("instances").join(&name).join("trace_clock");
+            let file = Path::new(TRACEFS)
+                .join("instances")
+                .join(&name)
+                .join("trace_clock");
             if let Ok(text) = std::fs::read_to_string(file) {
                 seen.push((name, selected(&text)));
             }
@@ -50,18 +55,32 @@ fn the_instance_runs_on_the_clock_asked_for_and_the_global_clock_is_untouched() 
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(!seen.is_empty(), "no instance of ours seen during a 2,000,000-hit run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !seen.is_empty(),
+        "no instance of ours seen during a 2,000,000-hit run"
+    );
     for (name, got) in &seen {
         assert_eq!(got.as_deref(), Some(clock), "instance {name}");
     }
-    assert_eq!(global_clock(), global_before, "the global trace_clock changed");
+    assert_eq!(
+        global_clock(),
+        global_before,
+        "the global trace_clock changed"
+    );
     assert_eq!(tracefs_snapshot(), before, "tracefs state left behind");
 
     let v = read_json(&dir.path().join("usdt.json"));
     assert_eq!(v["config"]["tracer_options"]["ftrace_clock"], clock);
     let buffer = v["config"]["buffers"]["ftrace"].as_str().unwrap();
-    assert!(buffer.ends_with(&format!("trace_clock {clock}")), "{buffer}");
+    assert!(
+        buffer.ends_with(&format!("trace_clock {clock}")),
+        "{buffer}"
+    );
     let traced = v["runs"]
         .as_array()
         .unwrap()
@@ -71,7 +90,10 @@ fn the_instance_runs_on_the_clock_asked_for_and_the_global_clock_is_untouched() 
     let ev = &traced["events"];
     let recorded = ev["recorded"].as_u64().unwrap();
     assert!(recorded > 0, "{ev}");
-    assert_eq!(recorded + ev["lost"].as_u64().unwrap(), ev["hits"].as_u64().unwrap());
+    assert_eq!(
+        recorded + ev["lost"].as_u64().unwrap(),
+        ev["hits"].as_u64().unwrap()
+    );
     let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(report.contains(&format!("trace_clock {clock}")), "{report}");
 }
@@ -90,7 +112,10 @@ fn a_clock_the_kernel_does_not_offer_is_refused_before_anything_changes() {
         "--out",
         dir.path().to_str().unwrap(),
     ]);
-    assert_rejected(&out, "--ftrace-clock no-such-clock is not a trace clock of this kernel");
+    assert_rejected(
+        &out,
+        "--ftrace-clock no-such-clock is not a trace clock of this kernel",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("local, global, counter"), "{stderr}");
     assert_eq!(tracefs_snapshot(), before);

@@ -189,9 +189,8 @@ fn check_clock(
     if !uses_ftrace {
         return Err(OptionsError::ClockUnused { experiment, fix });
     }
-    let clocks = clocks().map_err(|e| {
-        OptionsError::Other(format!("--ftrace-clock {clock}: {e:#}"))
-    })?;
+    let clocks =
+        clocks().map_err(|e| OptionsError::Other(format!("--ftrace-clock {clock}: {e:#}")))?;
     clocks
         .check(clock)
         .map_err(|e| OptionsError::Other(e.to_string()))
@@ -360,25 +359,51 @@ pub fn now_unix() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Adds each of `items` once, in the order first given (a repeated mode is not a round).
+pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rtrace_ftrace::clock::TraceClocks;
 
     fn here() -> anyhow::Result<TraceClocks> {
-        Ok(TraceClocks::parse("[local] global counter uptime perf mono mono_raw boot tai x86-tsc"))
+        Ok(TraceClocks::parse(
+            "[local] global counter uptime perf mono mono_raw boot tai x86-tsc",
+        ))
     }
 
     #[test]
     fn a_clock_is_checked_against_the_kernels_list_only_when_given_and_used() {
         let never = || -> anyhow::Result<TraceClocks> { panic!("the kernel was asked") };
         assert_eq!(check_clock(None, "usdt", true, "x", never), Ok(()));
-        let e = check_clock(Some("global"), "usdt", false, "add ftrace to --tracer", never);
+        let e = check_clock(
+            Some("global"),
+            "usdt",
+            false,
+            "add ftrace to --tracer",
+            never,
+        );
         let e = e.unwrap_err().to_string();
         assert!(e.starts_with("`usdt` traces with no ftrace here"), "{e}");
-        assert!(e.contains("add ftrace to --tracer, or drop --ftrace-clock"), "{e}");
+        assert!(
+            e.contains("add ftrace to --tracer, or drop --ftrace-clock"),
+            "{e}"
+        );
         for ok in ["local", "global", "counter", "x86-tsc"] {
-            assert_eq!(check_clock(Some(ok), "usdt", true, "x", here), Ok(()), "{ok}");
+            assert_eq!(
+                check_clock(Some(ok), "usdt", true, "x", here),
+                Ok(()),
+                "{ok}"
+            );
         }
         let e = check_clock(Some("glboal"), "usdt", true, "x", here).unwrap_err();
         let e = e.to_string();
@@ -395,15 +420,4 @@ mod tests {
         o.ftrace_clock = Some("global".into());
         assert_eq!(o.json()["ftrace_clock"], "global");
     }
-}
-
-/// Adds each of `items` once, in the order first given (a repeated mode is not a round).
-pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
-    let mut out = Vec::new();
-    for i in items {
-        if !out.contains(&i) {
-            out.push(i);
-        }
-    }
-    out
 }

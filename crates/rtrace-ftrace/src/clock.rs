@@ -25,13 +25,15 @@ impl TraceClocks {
         let mut current = None;
         let available = text
             .split_whitespace()
-            .map(|w| match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
-                Some(c) => {
-                    current = Some(c.to_owned());
-                    c.to_owned()
-                }
-                None => w.to_owned(),
-            })
+            .map(
+                |w| match w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+                    Some(c) => {
+                        current = Some(c.to_owned());
+                        c.to_owned()
+                    }
+                    None => w.to_owned(),
+                },
+            )
             .collect();
         TraceClocks { available, current }
     }
@@ -115,7 +117,10 @@ mod tests {
         }
         for bad in ["tsc", "Local", "[local]", "", "global counter"] {
             let e = c.check(bad).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("--ftrace-clock {bad} is not")), "{e}");
+            assert!(
+                e.starts_with(&format!("--ftrace-clock {bad} is not")),
+                "{e}"
+            );
             assert!(e.contains("local, global, counter, uptime"), "{e}");
             assert!(e.contains("x86-tsc"), "{e}");
             assert_eq!(e.lines().count(), 1);

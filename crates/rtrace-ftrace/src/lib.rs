@@ -483,7 +483,10 @@ mod tests {
         assert_eq!(files[0], ("trace_clock", "global".to_owned()));
         assert_eq!(files.len(), 3);
         let d = buffer_description(Some(64), Some("global"));
-        assert_eq!(d, "instance buffer_size_kb = 64 KiB per CPU, trace_clock global");
+        assert_eq!(
+            d,
+            "instance buffer_size_kb = 64 KiB per CPU, trace_clock global"
+        );
         assert!(!buffer_description(Some(64), None).contains("trace_clock"));
     }
 

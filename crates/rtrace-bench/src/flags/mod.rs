@@ -284,12 +284,18 @@ pub mod tests {
     fn every_command_refuses_a_clock_no_ftrace_run_would_use() {
         let clock = ["--ftrace-clock", "global"];
         for (args, fix) in [
-            (&["usdt", "--tracer", "ebpf,lttng"][..], "add ftrace to --tracer"),
+            (
+                &["usdt", "--tracer", "ebpf,lttng"][..],
+                "add ftrace to --tracer",
+            ),
             (&["cyclictest-sweep", "--configs", "usdt-ebpf"], "--configs"),
             (&["rate", "--tracer", "ebpf"], "add ftrace to --tracer"),
             (&["npt", "--tracer", "bpftrace"], "add ftrace to --tracer"),
             (&["events", "--tracer", "ebpf"], "add ftrace to --tracer"),
-            (&["count", "-t", "ebpf", "-p", "a:b"], "pass --tracer ftrace"),
+            (
+                &["count", "-t", "ebpf", "-p", "a:b"],
+                "pass --tracer ftrace",
+            ),
         ] {
             let mut all = args.to_vec();
             all.extend(clock);
@@ -298,7 +304,10 @@ pub mod tests {
             }
             let e = lowering_error(&all).unwrap_or_else(|| panic!("{all:?} lowered"));
             assert!(e.contains("traces with no ftrace here"), "{all:?}: {e}");
-            assert!(e.contains(fix) && e.ends_with("or drop --ftrace-clock"), "{e}");
+            assert!(
+                e.contains(fix) && e.ends_with("or drop --ftrace-clock"),
+                "{e}"
+            );
         }
     }
 
