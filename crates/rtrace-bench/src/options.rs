@@ -52,6 +52,11 @@ pub enum OptionsError {
         usable: usize,
         list: String,
     },
+    #[error("`{experiment}` traces with no ftrace here, so --ftrace-clock would set nothing: {fix}, or drop --ftrace-clock")]
+    ClockUnused {
+        experiment: &'static str,
+        fix: &'static str,
+    },
     #[error("{0}")]
     Other(String),
 }
@@ -94,6 +99,9 @@ pub struct TracerOptions {
     pub bpf_modes: Vec<BpfMode>,
     /// ftrace modes, each a column of its own; empty: one column as `record` says.
     pub ftrace_modes: Vec<rtrace_ftrace::FtraceMode>,
+    /// `--ftrace-clock`: the `trace_clock` of every ftrace instance; `None`: the instance's
+    /// default. Checked against the kernel's clocks by [`TracerOptions::check_ftrace_clock`].
+    pub ftrace_clock: Option<String>,
 }
 
 impl Default for TracerOptions {
@@ -106,6 +114,7 @@ impl Default for TracerOptions {
             lttng_events: vec![rtrace_lttng::EventKind::Tracepoint],
             bpf_modes: vec![BpfMode::Record],
             ftrace_modes: Vec::new(),
+            ftrace_clock: None,
         }
     }
 }
@@ -143,8 +152,48 @@ impl TracerOptions {
             "lttng_event": self.lttng_events.iter().map(|&k| k.name()).collect::<Vec<_>>(),
             "bpf_modes": self.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "ftrace_modes": self.ftrace_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            "ftrace_clock": self.ftrace_clock,
         })
     }
+
+    /// `--ftrace-clock` is one the running kernel offers (read from tracefs) and some ftrace
+    /// run will use it (`uses_ftrace`; else `fix` says how): refused before anything runs.
+    pub fn check_ftrace_clock(
+        &self,
+        experiment: &'static str,
+        uses_ftrace: bool,
+        fix: &'static str,
+    ) -> Result<(), OptionsError> {
+        check_clock(
+            self.ftrace_clock.as_deref(),
+            experiment,
+            uses_ftrace,
+            fix,
+            rtrace_ftrace::clock::available,
+        )
+    }
+}
+
+/// [`TracerOptions::check_ftrace_clock`] with the kernel's clocks from `clocks` (read only when
+/// a clock is given and used).
+fn check_clock(
+    clock: Option<&str>,
+    experiment: &'static str,
+    uses_ftrace: bool,
+    fix: &'static str,
+    clocks: impl FnOnce() -> anyhow::Result<rtrace_ftrace::clock::TraceClocks>,
+) -> Result<(), OptionsError> {
+    let Some(clock) = clock else {
+        return Ok(());
+    };
+    if !uses_ftrace {
+        return Err(OptionsError::ClockUnused { experiment, fix });
+    }
+    let clocks =
+        clocks().map_err(|e| OptionsError::Other(format!("--ftrace-clock {clock}: {e:#}")))?;
+    clocks
+        .check(clock)
+        .map_err(|e| OptionsError::Other(e.to_string()))
 }
 
 /// Tracer pattern (every event to a file) or aggregator pattern (counts in maps).
@@ -319,4 +368,56 @@ pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrace_ftrace::clock::TraceClocks;
+
+    fn here() -> anyhow::Result<TraceClocks> {
+        Ok(TraceClocks::parse(
+            "[local] global counter uptime perf mono mono_raw boot tai x86-tsc",
+        ))
+    }
+
+    #[test]
+    fn a_clock_is_checked_against_the_kernels_list_only_when_given_and_used() {
+        let never = || -> anyhow::Result<TraceClocks> { panic!("the kernel was asked") };
+        assert_eq!(check_clock(None, "usdt", true, "x", never), Ok(()));
+        let e = check_clock(
+            Some("global"),
+            "usdt",
+            false,
+            "add ftrace to --tracer",
+            never,
+        );
+        let e = e.unwrap_err().to_string();
+        assert!(e.starts_with("`usdt` traces with no ftrace here"), "{e}");
+        assert!(
+            e.contains("add ftrace to --tracer, or drop --ftrace-clock"),
+            "{e}"
+        );
+        for ok in ["local", "global", "counter", "x86-tsc"] {
+            assert_eq!(
+                check_clock(Some(ok), "usdt", true, "x", here),
+                Ok(()),
+                "{ok}"
+            );
+        }
+        let e = check_clock(Some("glboal"), "usdt", true, "x", here).unwrap_err();
+        let e = e.to_string();
+        assert!(e.starts_with("--ftrace-clock glboal is not a trace clock of this kernel: pass one of local, global, counter"), "{e}");
+        let unreadable = || -> anyhow::Result<TraceClocks> { anyhow::bail!("run as root") };
+        let e = check_clock(Some("global"), "usdt", true, "x", unreadable).unwrap_err();
+        assert_eq!(e.to_string(), "--ftrace-clock global: run as root");
+    }
+
+    #[test]
+    fn the_clock_is_recorded_with_the_tracer_options() {
+        let mut o = TracerOptions::default();
+        assert_eq!(o.json()["ftrace_clock"], serde_json::Value::Null);
+        o.ftrace_clock = Some("global".into());
+        assert_eq!(o.json()["ftrace_clock"], "global");
+    }
 }

@@ -19,15 +19,17 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
     let single = |tracer: Box<dyn Tracer>| vec![Variant { name: None, tracer }];
     Ok(match kind {
         TracerKind::None => Vec::new(),
-        TracerKind::Ftrace if opts.ftrace_modes.is_empty() => {
-            single(Box::new(rtrace_ftrace::FtraceTracer::new()))
-        }
+        TracerKind::Ftrace if opts.ftrace_modes.is_empty() => single(Box::new(
+            rtrace_ftrace::FtraceTracer::new().clock(opts.ftrace_clock.clone()),
+        )),
         TracerKind::Ftrace => opts
             .ftrace_modes
             .iter()
             .map(|&m| Variant {
                 name: Some(m.name()),
-                tracer: Box::new(rtrace_ftrace::FtraceTracer::with_mode(m)),
+                tracer: Box::new(
+                    rtrace_ftrace::FtraceTracer::with_mode(m).clock(opts.ftrace_clock.clone()),
+                ),
             })
             .collect(),
         TracerKind::Lttng => opts
@@ -121,7 +123,9 @@ pub fn buffers(
     for &kind in kinds {
         let text = match kind {
             TracerKind::None => continue,
-            TracerKind::Ftrace => rtrace_ftrace::buffer_description(kb),
+            TracerKind::Ftrace => {
+                rtrace_ftrace::buffer_description(kb, opts.ftrace_clock.as_deref())
+            }
             TracerKind::Lttng => {
                 lttng_options(opts, rtrace_lttng::EventKind::Tracepoint).buffer_description(kb)
             }

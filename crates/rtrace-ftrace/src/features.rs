@@ -191,7 +191,8 @@ enum Counted {
 
 impl FeatureEvent {
     /// Sets up `syscalls:event` in a new instance named after the run, with `buffer_size_kb`
-    /// per CPU (the kernel's default if `None`): a filter and enabled (recording), or a hist
+    /// per CPU (the kernel's default if `None`) and trace clock `clock` (the instance's default
+    /// if `None`): a filter and enabled (recording), or a hist
     /// trigger (counting in the kernel). An empty `event` (the control experiment) sets up
     /// nothing more.
     pub fn start(
@@ -199,13 +200,12 @@ impl FeatureEvent {
         filter: Option<&str>,
         trigger: Option<&str>,
         buffer_size_kb: Option<u64>,
+        clock: Option<&str>,
     ) -> Result<FeatureEvent> {
         let fs = Tracefs::mount_if_needed()?;
         let tag = rtrace_tracer::run_tag()?;
         let instance = Instance::create(&fs, &tag)?;
-        for (file, value) in crate::instance_setup(buffer_size_kb, true) {
-            instance.write(file, &value)?;
-        }
+        instance.configure(&crate::instance_setup(clock, buffer_size_kb, true))?;
         let f = FeatureEvent {
             instance,
             event: event.to_owned(),

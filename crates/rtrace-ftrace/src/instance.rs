@@ -36,6 +36,18 @@ impl Instance {
         self.fs.write(self.rel(file), value)
     }
 
+    /// Writes each control file in order; a `trace_clock` written is read back and must select
+    /// the clock written (see [`crate::instance_setup`]).
+    pub fn configure(&self, files: &[(&'static str, String)]) -> Result<()> {
+        for (file, value) in files {
+            self.write(file, value)?;
+            if *file == "trace_clock" {
+                crate::clock::verify(&self.fs.read(self.rel(file))?, value)?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn path(&self, file: &str) -> PathBuf {
         self.fs.path(self.rel(file))
     }

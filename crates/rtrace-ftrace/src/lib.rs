@@ -19,6 +19,7 @@
 //! accounting check fails if another one does), and kernel tracepoints kept to one process are
 //! refused. Paths written to tracefs are whitelisted (`uprobe::plain_path`).
 
+pub mod clock;
 mod features;
 mod instance;
 mod stale;
@@ -67,16 +68,27 @@ impl FtraceMode {
 pub struct FtraceTracer {
     /// `None`: as `Target::record` says.
     mode: Option<FtraceMode>,
+    /// The instance's `trace_clock`; `None`: the instance's default.
+    clock: Option<String>,
 }
 
 impl FtraceTracer {
     pub fn new() -> FtraceTracer {
-        FtraceTracer { mode: None }
+        FtraceTracer::default()
     }
 
     /// A backend in `mode` whatever `Target::record` says.
     pub fn with_mode(mode: FtraceMode) -> FtraceTracer {
-        FtraceTracer { mode: Some(mode) }
+        FtraceTracer {
+            mode: Some(mode),
+            clock: None,
+        }
+    }
+
+    /// This backend with its instances' `trace_clock` set to `clock` (checked against the
+    /// kernel's clocks by [`Tracer::check`]); `None`: the instance's default.
+    pub fn clock(self, clock: Option<String>) -> FtraceTracer {
+        FtraceTracer { clock, ..self }
     }
 
     fn mode(&self, record: RecordMode) -> FtraceMode {
@@ -87,14 +99,20 @@ impl FtraceTracer {
     }
 }
 
-/// The control files a new instance gets before anything is enabled in it, in order: its
-/// per-CPU buffer size when the target asks for one (else the kernel's default stays), and
-/// whether a full buffer overwrites its oldest events.
-fn instance_setup(buffer_size_kb: Option<u64>, overwrite: bool) -> Vec<(&'static str, String)> {
-    let mut files: Vec<(&'static str, String)> = buffer_size_kb
-        .map(|kb| ("buffer_size_kb", kb.to_string()))
+/// The control files a new instance gets before anything is enabled in it, in order: its trace
+/// clock when one is asked for (first: writing it resets the buffer), its per-CPU buffer size
+/// when the target asks for one (else the kernel's defaults stay), and whether a full buffer
+/// overwrites its oldest events.
+fn instance_setup(
+    clock: Option<&str>,
+    buffer_size_kb: Option<u64>,
+    overwrite: bool,
+) -> Vec<(&'static str, String)> {
+    let mut files: Vec<(&'static str, String)> = clock
+        .map(|c| ("trace_clock", c.to_owned()))
         .into_iter()
         .collect();
+    files.extend(buffer_size_kb.map(|kb| ("buffer_size_kb", kb.to_string())));
     files.push((
         "options/overwrite",
         if overwrite { "1" } else { "0" }.into(),
@@ -110,6 +128,9 @@ impl Tracer for FtraceTracer {
     fn check(&self, hook: &Hook) -> Result<()> {
         rtrace_tracer::require_root("ftrace")?;
         Tracefs::available()?;
+        if let Some(c) = &self.clock {
+            clock::available()?.check(c)?;
+        }
         if let Hook::Read(read) = hook {
             let fs = Tracefs::find().with_context(|| {
                 format!(
@@ -171,8 +192,10 @@ impl Tracer for FtraceTracer {
                     filter,
                     trigger,
                 } => {
-                    let kb = target.buffer_size_kb;
-                    Ok(Box::new(FeatureEvent::start(event, filter, trigger, kb)?))
+                    let (kb, clock) = (target.buffer_size_kb, self.clock.as_deref());
+                    Ok(Box::new(FeatureEvent::start(
+                        event, filter, trigger, kb, clock,
+                    )?))
                 }
                 FtracePlan::Ordinary(h) => {
                     Ordinary::attach(read.program, target, h, |t| self.attach(t))
@@ -192,9 +215,12 @@ impl Tracer for FtraceTracer {
         let inst = Instance::create(&fs, &tag)?;
         let inst = a.instance.insert(inst);
         let mode = self.mode(target.record);
-        for (file, value) in instance_setup(target.buffer_size_kb, mode != FtraceMode::Stream) {
-            inst.write(file, &value)?;
-        }
+        let clock = self.clock.as_deref();
+        inst.configure(&instance_setup(
+            clock,
+            target.buffer_size_kb,
+            mode != FtraceMode::Stream,
+        ))?;
         if mode == FtraceMode::Off {
             inst.write("tracing_on", "0")?;
         }
@@ -287,11 +313,17 @@ fn pid_filter(tids: &[String]) -> String {
         .join(" || ")
 }
 
-/// The instance buffer a run asking for `buffer_size_kb` per CPU gets, as the report shows it.
-pub fn buffer_description(buffer_size_kb: Option<u64>) -> String {
-    match buffer_size_kb {
+/// The instance buffer a run asking for `buffer_size_kb` per CPU gets, and the clock that
+/// stamps its events when one was asked for (else the instance's default, unsaid, as before
+/// `--ftrace-clock` existed), as the report shows it.
+pub fn buffer_description(buffer_size_kb: Option<u64>, clock: Option<&str>) -> String {
+    let buffer = match buffer_size_kb {
         Some(kb) => format!("instance buffer_size_kb = {kb} KiB per CPU"),
         None => "the kernel's default instance buffer per CPU".into(),
+    };
+    match clock {
+        Some(c) => format!("{buffer}, trace_clock {c}"),
+        None => buffer,
     }
 }
 
@@ -434,15 +466,28 @@ mod tests {
     #[test]
     fn instances_get_the_targets_buffer_size() {
         assert_eq!(
-            instance_setup(Some(64), true),
+            instance_setup(None, Some(64), true),
             [
                 ("buffer_size_kb", "64".to_owned()),
                 ("options/overwrite", "1".to_owned())
             ]
         );
         let stream = [("options/overwrite", "0".to_owned())];
-        assert_eq!(instance_setup(None, false), stream);
-        assert!(buffer_description(Some(64)).contains("64 KiB per CPU"));
+        assert_eq!(instance_setup(None, None, false), stream);
+        assert!(buffer_description(Some(64), None).contains("64 KiB per CPU"));
+    }
+
+    #[test]
+    fn the_clock_is_written_first_and_described_with_the_buffer() {
+        let files = instance_setup(Some("global"), Some(64), true);
+        assert_eq!(files[0], ("trace_clock", "global".to_owned()));
+        assert_eq!(files.len(), 3);
+        let d = buffer_description(Some(64), Some("global"));
+        assert_eq!(
+            d,
+            "instance buffer_size_kb = 64 KiB per CPU, trace_clock global"
+        );
+        assert!(!buffer_description(Some(64), None).contains("trace_clock"));
     }
 
     #[test]

@@ -87,6 +87,12 @@ pub struct BufferArgs {
     /// Default: stream.
     #[arg(long, value_enum)]
     pub record: Option<RecordArg>,
+    /// ftrace's trace clock, written to each private instance's `trace_clock` (never the
+    /// global one): one the kernel lists in tracefs' `trace_clock`, e.g. local (per CPU),
+    /// global (one clock, a spin lock shared by every CPU), counter (an atomic counter),
+    /// x86-tsc. Recorded in the result. Default: the instance's (local).
+    #[arg(long, value_name = "CLOCK")]
+    pub ftrace_clock: Option<String>,
 }
 
 /// The options every experiment shares (`usdt`, `cyclictest-sweep`, `rate`, `npt`, `events`).
@@ -194,6 +200,7 @@ impl BufferArgs {
         Ok(TracerOptions {
             buffer_size_kb,
             record,
+            ftrace_clock: self.ftrace_clock.clone(),
             ..modes.lower()
         })
     }

@@ -5,6 +5,7 @@ use crate::events::{parse_features, Options};
 use crate::options::{check_nonzero, unique, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use clap::{Args, ValueEnum};
 use rtrace_measure::events::Workload;
+use rtrace_tracer::TracerKind;
 
 pub const SPEC: Spec = Spec {
     experiment: "events",
@@ -57,8 +58,14 @@ impl EventsArgs {
         if tracers.is_empty() {
             return Err(OptionsError::Other("--tracer none measures nothing here: name a tracer, e.g. --tracer bpftrace,ebpf (the untraced runs are always made)".into()));
         }
+        let common = self.common.lower(&SPEC, Default::default())?;
+        let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
+        let fix = "add ftrace to --tracer";
+        common
+            .tracer
+            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         Ok(Options {
-            common: self.common.lower(&SPEC, Default::default())?,
+            common,
             tracers,
             features: parse_features(&self.experiments)
                 .map_err(|e| OptionsError::Other(e.to_string()))?,

@@ -206,11 +206,14 @@ impl Command {
 impl CountArgs {
     fn lower(self) -> Result<crate::count::Options, OptionsError> {
         let tracer = common::tracer_kind(self.tracer).ok_or(OptionsError::CountAll)?;
+        let tracer_opts = common::count_tracer(self.buffer, self.tracer_args)?;
+        let uses_ftrace = tracer == rtrace_tracer::TracerKind::Ftrace;
+        tracer_opts.check_ftrace_clock("count", uses_ftrace, "pass --tracer ftrace")?;
         Ok(crate::count::Options {
             tracer,
             probe: crate::count::parse_probe(&self.probe)?,
             binary: self.binary,
-            tracer_opts: common::count_tracer(self.buffer, self.tracer_args)?,
+            tracer_opts,
             expect: self.expect,
             json: self.json,
             out: self.out,
@@ -261,6 +264,64 @@ pub mod tests {
             _ => unreachable!(),
         };
         assert!(e.contains("--buffer-size-kb 256"), "{e}");
+    }
+
+    /// Each experiment's (and `count`'s) lowering error for `args`, `None` when it lowered.
+    fn lowering_error(args: &[&str]) -> Option<String> {
+        let e = match parse(args).unwrap() {
+            Command::Usdt(a) => a.lower().err().map(|e| e.to_string()),
+            Command::CyclictestSweep(a) => a.lower(&[0, 1]).err().map(|e| e.to_string()),
+            Command::Rate(a) => a.lower().err().map(|e| e.to_string()),
+            Command::Npt(a) => a.lower().err().map(|e| e.to_string()),
+            Command::Events(a) => a.lower().err().map(|e| e.to_string()),
+            Command::Count(a) => a.lower().err().map(|e| e.to_string()),
+            c => unreachable!("{c:?}"),
+        };
+        e
+    }
+
+    #[test]
+    fn every_command_refuses_a_clock_no_ftrace_run_would_use() {
+        let clock = ["--ftrace-clock", "global"];
+        for (args, fix) in [
+            (
+                &["usdt", "--tracer", "ebpf,lttng"][..],
+                "add ftrace to --tracer",
+            ),
+            (&["cyclictest-sweep", "--configs", "usdt-ebpf"], "--configs"),
+            (&["rate", "--tracer", "ebpf"], "add ftrace to --tracer"),
+            (&["npt", "--tracer", "bpftrace"], "add ftrace to --tracer"),
+            (&["events", "--tracer", "ebpf"], "add ftrace to --tracer"),
+            (
+                &["count", "-t", "ebpf", "-p", "a:b"],
+                "pass --tracer ftrace",
+            ),
+        ] {
+            let mut all = args.to_vec();
+            all.extend(clock);
+            if args[0] == "count" {
+                all.extend(["--", "true"]);
+            }
+            let e = lowering_error(&all).unwrap_or_else(|| panic!("{all:?} lowered"));
+            assert!(e.contains("traces with no ftrace here"), "{all:?}: {e}");
+            assert!(
+                e.contains(fix) && e.ends_with("or drop --ftrace-clock"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_clock_reaches_the_tracer_options() {
+        let buffer = common::BufferArgs {
+            ftrace_clock: Some("counter".into()),
+            ..common::BufferArgs::default()
+        };
+        let o = common::count_tracer(buffer, common::TracerArgs::default()).unwrap();
+        assert_eq!(o.ftrace_clock.as_deref(), Some("counter"));
+        assert_eq!(o.json()["ftrace_clock"], "counter");
+        let b = crate::tracers::buffers(&[rtrace_tracer::TracerKind::Ftrace], &o).unwrap();
+        assert!(b["ftrace"].ends_with(", trace_clock counter"), "{b:?}");
     }
 
     #[test]

@@ -44,8 +44,14 @@ impl NptArgs {
         // The run without a tracer is the baseline of every other: always first.
         let mut tracers = vec![TracerKind::None];
         tracers.extend(super::common::tracers(&self.tracer));
+        let common = self.common.lower(&SPEC, self.tracer_args)?;
+        let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
+        let fix = "add ftrace to --tracer";
+        common
+            .tracer
+            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         Ok(Options {
-            common: self.common.lower(&SPEC, self.tracer_args)?,
+            common,
             tracers,
             duration_ms: self.duration_ms,
             event_rate_hz: self.event_rate,

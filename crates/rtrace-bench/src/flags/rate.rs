@@ -5,7 +5,7 @@ use crate::options::{check_nonzero, check_threads, OptionsError, Spec, Take, DEF
 use crate::rate::Options;
 use clap::Args;
 use rtrace_measure::rate::SearchPlan;
-use rtrace_tracer::RecordMode;
+use rtrace_tracer::{RecordMode, TracerKind};
 
 pub const SPEC: Spec = Spec {
     experiment: "rate",
@@ -77,6 +77,11 @@ impl RateArgs {
             ));
         }
         check_threads(&common.cpus, self.threads)?;
+        let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
+        let fix = "add ftrace to --tracer";
+        common
+            .tracer
+            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         Ok(Options {
             buffer_sizes_kb: match (one_size, self.buffer_sizes_kb.is_empty()) {
                 (Some(kb), _) => vec![kb],

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use rtrace_measure::sweep::{Configuration, Space};
 use rtrace_measure::usdt::HookKind;
 use rtrace_protocol::ProbeAt;
-use rtrace_tracer::RecordMode;
+use rtrace_tracer::{RecordMode, TracerKind};
 use std::path::PathBuf;
 
 pub const SPEC: Spec = Spec {
@@ -139,6 +139,11 @@ impl SweepArgs {
         check_rounds(common.rounds, "loops", self.loops)?;
         let main_cpu = main_cpu(self.main_cpu, &common.cpus, usable)?;
         let mut configs = configurations(&self.configs);
+        let uses_ftrace = configs.iter().any(|c| c.tracer() == TracerKind::Ftrace);
+        let fix = "add an ftrace configuration to --configs (e.g. usdt-ftrace)";
+        common
+            .tracer
+            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         let shuffle_seed = self.shuffle.then(|| {
             self.seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()

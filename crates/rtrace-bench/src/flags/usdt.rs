@@ -2,12 +2,13 @@
 
 use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
 use crate::options::{
-    check_nonzero, check_rounds, check_threads, OptionsError, Spec, Take, DEFAULT_BUFFER_KB,
+    check_nonzero, check_rounds, check_threads, OptionsError, Spec, Take, TracerChoice,
+    DEFAULT_BUFFER_KB,
 };
 use crate::usdt::Options;
 use clap::{Args, ValueEnum};
 use rtrace_measure::usdt::{Case, HookKind};
-use rtrace_tracer::RecordMode;
+use rtrace_tracer::{RecordMode, TracerKind};
 
 /// Rounds of `usdt` without `--rounds`: enough for a t interval over rounds whose width means
 /// something (t(9) = 2.26 against 1.96 for infinitely many); at most the iterations.
@@ -126,6 +127,14 @@ impl UsdtArgs {
         if self.decompose {
             crate::decompose::apply(&mut o);
         }
+        let uses_ftrace = match &o.tracers {
+            TracerChoice::AllAvailable => true,
+            TracerChoice::These(kinds) => kinds.contains(&TracerKind::Ftrace),
+        };
+        let fix = "add ftrace to --tracer";
+        o.common
+            .tracer
+            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         Ok(o)
     }
 }
