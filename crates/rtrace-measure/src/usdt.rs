@@ -402,9 +402,10 @@ pub struct ThreadRun {
 }
 
 impl ThreadRun {
-    /// Mean of each round (ns): the sample of its interval.
+    /// Mean of each round without its disturbed samples (ns), as every per-hit cost is made:
+    /// the sample of its interval.
     pub fn round_means(&self) -> Vec<f64> {
-        self.rounds.iter().map(|r| r.summary.mean_ns).collect()
+        self.rounds.iter().map(|r| r.steady_mean_ns()).collect()
     }
 }
 

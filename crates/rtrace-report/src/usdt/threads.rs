@@ -1,6 +1,7 @@
 //! `usdt --threads N`: each loop thread's per-hit cost (Gebai & Dagenais' scaling question: does
 //! the cost per event stay flat when several threads on several CPUs trace at once?). Each
-//! thread's extra ns per hit is its round means minus case 0's same thread, round by round.
+//! thread's extra ns per hit is its round means minus case 0's same thread, round by round, each
+//! mean without its round's disturbed samples (as every per-hit cost of the report).
 
 use crate::decompose::cell;
 use crate::doc::{columns, Cell, Column, Table};
@@ -60,16 +61,18 @@ pub fn table(r: &UsdtResult) -> Option<Table> {
                     interval::mean_of(&diffs, 0.0)
                 })
                 .map_or_else(Cell::missing, |e| Cell::estimate(&e, 1.0, cell(&e)));
+            let means = t.round_means();
+            let mean = means.iter().sum::<f64>() / means.len().max(1) as f64;
             rows.push(vec![
                 Cell::text(rtrace_measure::probe_cost::label(c)),
                 Cell::text(format!("{} (CPU {})", i + 1, t.cpu)),
-                Cell::num(t.summary.mean_ns, ns(t.summary.mean_ns)),
+                Cell::num(mean, ns(mean)),
                 extra,
             ]);
         }
     }
     let mut cols = columns(&["run", "thread"]);
-    cols.push(Column::new("mean").shown_unit("ns"));
+    cols.push(Column::new("mean w/o dist.").shown_unit("ns"));
     cols.push(Column::new("extra ns per hit over case 0").unit("ns"));
     (!rows.is_empty()).then(|| Table::new("threads", 2, cols).rows(rows))
 }
@@ -95,6 +98,8 @@ mod tests {
                 .iter()
                 .map(|&m| RoundSummary {
                     summary: Summary { mean_ns: m, ..s },
+                    // No disturbed samples: the steady mean is the mean.
+                    disturbed: None,
                     ..RoundSummary::of(&h).unwrap()
                 })
                 .collect(),
