@@ -21,6 +21,7 @@
 
 mod features;
 mod instance;
+pub mod pages;
 mod stale;
 mod stats;
 mod stream;
