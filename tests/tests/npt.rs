@@ -65,3 +65,79 @@ fn baseline_and_each_tracer_account_every_event_and_leave_nothing() {
     assert!(report.contains("rtla osnoise"), "{report}");
     assert!(dir.path().join("figures/npt-gaps.svg").is_file());
 }
+
+/// As Beamonte ran npt: the probe in every iteration at the loop's full speed; the largest gaps
+/// of the firing iterations come back with their times, placed against LTTng's sub-buffer
+/// switches and ftrace's page switches, and the report names what happened at the largest.
+#[test]
+fn probe_in_every_iteration_places_the_largest_gaps_against_switches() {
+    let before = tracefs_snapshot();
+    let dir = tempfile::tempdir().unwrap();
+    let out = bench(&[
+        "npt",
+        "--tracer",
+        "ftrace,lttng",
+        "--duration-ms",
+        "300",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
+    let v = read_json(&dir.path().join("npt.json"));
+    assert!(v["config"]["event_rate_hz"].is_null(), "{}", v["config"]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    for r in runs {
+        let done = &r["done"];
+        let hits = done["hits"].as_u64().unwrap();
+        let iterations = done["iterations"].as_u64().unwrap();
+        // Every iteration fires but the first, whose gap comes before any firing.
+        assert_eq!(hits, iterations - 1, "{r}");
+        assert_eq!(r["fired"]["count"].as_u64().unwrap(), hits, "{r}");
+        assert_eq!(r["quiet"]["count"].as_u64().unwrap(), 1, "{r}");
+        let largest = r["largest"].as_array().unwrap();
+        assert_eq!(largest.len(), 256, "{r}");
+        let ns: Vec<u64> = largest.iter().map(|g| g["ns"].as_u64().unwrap()).collect();
+        assert!(ns.windows(2).all(|w| w[0] >= w[1]), "largest first: {ns:?}");
+        // The histogram's max is its bucket's highest equivalent value.
+        let max = r["fired"]["max_ns"].as_f64().unwrap();
+        assert!(
+            ns[0] as f64 <= max && ns[0] as f64 >= 0.99 * max,
+            "{} vs {max}",
+            ns[0]
+        );
+        let (start, end) = (
+            done["start_mono_ns"].as_u64().unwrap(),
+            done["end_mono_ns"].as_u64().unwrap(),
+        );
+        for g in largest {
+            let t = g["end_mono_ns"].as_u64().unwrap();
+            assert!((start..=end).contains(&t), "{g} outside {start}..{end}");
+            assert!(g["hit"].as_u64().unwrap() < hits, "{g}");
+        }
+        match r["tracer"].as_str().unwrap() {
+            "none" => assert!(r["switches"].is_null(), "{r}"),
+            "ftrace" | "lttng" => {
+                assert!(
+                    r["switches"]["count"].as_u64().unwrap() > 0,
+                    "{}",
+                    r["switches"]
+                );
+                let lost = r["events"]["lost"].as_u64().unwrap();
+                if r["tracer"] == "lttng" || lost == 0 {
+                    // Every gap placed: LTTng by time, ftrace by its recorded event.
+                    assert!(largest.iter().all(|g| g["switched"].is_boolean()), "{r}");
+                }
+            }
+            t => panic!("unexpected tracer {t}"),
+        }
+    }
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(report.contains("the probe in every iteration"), "{report}");
+    assert!(
+        report.contains("lttng (tracepoint): largest gap"),
+        "{report}"
+    );
+    assert!(report.contains("ftrace: largest gap"), "{report}");
+}

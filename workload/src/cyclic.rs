@@ -173,7 +173,7 @@ fn measure_with(
 
 /// `clock_gettime(CLOCK_MONOTONIC)` in ns.
 #[inline(always)]
-fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -1,23 +1,31 @@
 //! The Non-Preempt Test loop (`rtrace-bench npt`, Beamonte & Dagenais' npt): read the TSC in a
-//! tight loop and record the gap since the previous read. The probe fires at its scheduled ticks
-//! (a capped rate, as npt's "tracepoint maximum frequency"); a firing iteration's gap goes to its
-//! own histogram, so the quiet gaps show interference alone.
+//! tight loop and record the gap since the previous read. As Beamonte ran it the probe fires in
+//! every iteration, at the loop's full speed; with a capped rate (npt's later "tracepoint maximum
+//! frequency") it fires at its scheduled ticks. A firing iteration's gap goes to its own
+//! histogram, the quiet gaps show interference alone. The largest firing gaps are kept with the
+//! TSC read that ended them, converted to `CLOCK_MONOTONIC` after the loop, so that the harness
+//! can tell what the tracer did then (LTTng's sub-buffer switches carry that clock).
 
-use crate::{sites, sized_histogram, tsc, Instrument};
+use crate::{cyclic::monotonic_ns, sites, sized_histogram, tsc, Instrument};
 use anyhow::Result;
-use rtrace_protocol::{encode_histogram, Body, NptConfig, NptDone};
+use rtrace_protocol::{encode_histogram, Body, NptConfig, NptDone, NptGap, NPT_LARGEST};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::Duration;
 
 const CALIBRATION: Duration = Duration::from_millis(100);
+
 pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
     let tsc_hz = tsc::calibrate(CALIBRATION);
     let ns_per_tick = 1e9 / tsc_hz;
-    let period = if c.event_rate_hz > 0.0 {
-        (tsc_hz / c.event_rate_hz).max(1.0) as u64
-    } else {
-        u64::MAX
+    let every = c.event_rate_hz.is_none();
+    let period = match c.event_rate_hz {
+        Some(hz) if hz > 0.0 => (tsc_hz / hz).max(1.0) as u64,
+        _ => u64::MAX,
     };
     let (mut quiet, mut fired) = (sized_histogram(), sized_histogram());
+    let mut largest = Largest::default();
+    let before = clock_pair();
     let start = tsc::start();
     let end = start + (c.duration_ns as f64 / ns_per_tick) as u64;
     let mut next = start.saturating_add(period);
@@ -26,9 +34,11 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
     let mut fired_last = false;
     loop {
         let now = tsc::start();
-        let gap = tsc::to_ns(now.wrapping_sub(prev), ns_per_tick);
+        let ticks = now.wrapping_sub(prev);
+        let gap = tsc::to_ns(ticks, ns_per_tick);
         if fired_last {
             fired.saturating_record(gap);
+            largest.offer(ticks, now, hits - 1);
         } else {
             quiet.saturating_record(gap);
         }
@@ -37,7 +47,7 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
         if now >= end {
             break;
         }
-        fired_last = now >= next;
+        fired_last = every || now >= next;
         if fired_last {
             match c.body {
                 Body::EventNop5 => sites::event_nop5(hits),
@@ -45,12 +55,19 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
                 _ => I::event(hits),
             }
             hits += 1;
-            // After a long gap the missed firings are skipped, not fired in a burst.
-            next = next
-                .saturating_add(period)
-                .max(now.saturating_add(period / 2));
+            if !every {
+                // After a long gap the missed firings are skipped, not fired in a burst.
+                next = next
+                    .saturating_add(period)
+                    .max(now.saturating_add(period / 2));
+            }
         }
     }
+    let after = clock_pair();
+    let to_mono = |t: u64| -> u64 {
+        let slope = (after.1 - before.1) as f64 / after.0.wrapping_sub(before.0).max(1) as f64;
+        (before.1 as f64 + (t as f64 - before.0 as f64) * slope).round() as u64
+    };
     Ok(NptDone {
         hits,
         iterations,
@@ -58,5 +75,94 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
         tsc_hz,
         quiet: encode_histogram(&quiet)?,
         fired: encode_histogram(&fired)?,
+        start_mono_ns: to_mono(start),
+        end_mono_ns: to_mono(prev),
+        largest: largest.sorted(ns_per_tick, to_mono),
     })
+}
+
+/// A TSC read and a `CLOCK_MONOTONIC` read taken together: of a few tries, the one whose two
+/// TSC reads around the clock read are closest, the TSC taken halfway.
+fn clock_pair() -> (u64, u64) {
+    (0..16)
+        .map(|_| {
+            let a = tsc::start();
+            let m = monotonic_ns();
+            let b = tsc::stop();
+            (b - a, a + (b - a) / 2, m)
+        })
+        .min()
+        .map(|(_, t, m)| (t, m))
+        .expect("16 tries")
+}
+
+/// The [`NPT_LARGEST`] largest gaps so far: (ticks, TSC at the gap's end, hit), in a min-heap
+/// allocated once. A gap at or below the smallest kept costs one comparison.
+struct Largest {
+    heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
+    floor: u64,
+}
+
+impl Default for Largest {
+    fn default() -> Largest {
+        Largest {
+            heap: BinaryHeap::with_capacity(NPT_LARGEST + 1),
+            floor: 0,
+        }
+    }
+}
+
+impl Largest {
+    #[inline(always)]
+    fn offer(&mut self, ticks: u64, end: u64, hit: u64) {
+        if ticks > self.floor {
+            self.replace(ticks, end, hit);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn replace(&mut self, ticks: u64, end: u64, hit: u64) {
+        self.heap.push(Reverse((ticks, end, hit)));
+        if self.heap.len() > NPT_LARGEST {
+            self.heap.pop();
+        }
+        if self.heap.len() == NPT_LARGEST {
+            self.floor = self.heap.peek().map_or(0, |g| g.0 .0);
+        }
+    }
+
+    /// The gaps kept, largest first, in ns and `CLOCK_MONOTONIC` ns.
+    fn sorted(&self, ns_per_tick: f64, to_mono: impl Fn(u64) -> u64) -> Vec<NptGap> {
+        let mut v: Vec<_> = self.heap.iter().map(|g| g.0).collect();
+        v.sort_by_key(|g| std::cmp::Reverse(g.0));
+        v.into_iter()
+            .map(|(ticks, end, hit)| NptGap {
+                ns: tsc::to_ns(ticks, ns_per_tick),
+                end_mono_ns: to_mono(end),
+                hit,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_largest_gaps_largest_first() {
+        let mut l = Largest::default();
+        let n = NPT_LARGEST as u64 * 3;
+        for i in 0..n {
+            l.offer((i * 37) % (n + 1) + 1, 1000 + i, i);
+        }
+        let v = l.sorted(1.0, |t| t);
+        assert_eq!(v.len(), NPT_LARGEST);
+        let mut all: Vec<u64> = (0..n).map(|i| (i * 37) % (n + 1) + 1).collect();
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        let ns: Vec<u64> = v.iter().map(|g| g.ns).collect();
+        assert_eq!(ns, all[..NPT_LARGEST].to_vec());
+        assert!(v.iter().all(|g| g.end_mono_ns == 1000 + g.hit));
+    }
 }

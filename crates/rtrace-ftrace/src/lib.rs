@@ -22,6 +22,7 @@
 pub mod clock;
 mod features;
 mod instance;
+pub mod pages;
 mod stale;
 mod stats;
 mod stream;

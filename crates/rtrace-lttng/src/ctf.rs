@@ -111,6 +111,57 @@ pub fn overwritten_packets(dir: &Path) -> Result<u64> {
     Ok(total)
 }
 
+/// Sub-buffer switches on CPU `cpu` in every trace below `dir`: the `timestamp_begin` of each
+/// packet but a stream's first, in the trace's clock (LTTng-UST's `monotonic`: raw
+/// `CLOCK_MONOTONIC` ns). The writer that filled a sub-buffer opens the next at the time of the
+/// event that did not fit, and wakes the consumer then. Reads the packet headers only.
+pub fn switches(dir: &Path, cpu: u32) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for trace in traces(dir)? {
+        check_layout(&trace)?;
+        for e in std::fs::read_dir(&trace)? {
+            let path = e?.path();
+            if path.is_file() && path.file_name().is_some_and(|n| n != "metadata") {
+                let packets = packet_begins(&path)
+                    .with_context(|| format!("{} is not a CTF stream", path.display()))?;
+                out.extend(packets.iter().filter(|p| p.1 == cpu).skip(1).map(|p| p.0));
+            }
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// `(timestamp_begin, cpu_id)` of every packet of one stream file, seeking from header to
+/// header (layout: [`HEADER_TSDL`] then [`CONTEXT_TSDL`], little-endian).
+fn packet_begins(path: &Path) -> Result<Vec<(u64, u32)>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut out = Vec::new();
+    let mut off = 0u64;
+    let mut head = [0u8; 88];
+    while off < len {
+        f.seek(SeekFrom::Start(off))?;
+        f.read_exact(&mut head)
+            .with_context(|| format!("truncated packet at offset {off}"))?;
+        let u64_at = |o: usize| u64::from_le_bytes(head[o..o + 8].try_into().unwrap());
+        if u32::from_le_bytes(head[..4].try_into().unwrap()) != CTF_MAGIC {
+            bail!("no packet magic at offset {off}");
+        }
+        let size = u64_at(56) / 8;
+        if size < 88 {
+            bail!("packet at offset {off} claims {size} bytes");
+        }
+        out.push((
+            u64_at(32),
+            u32::from_le_bytes(head[80..84].try_into().unwrap()),
+        ));
+        off += size;
+    }
+    Ok(out)
+}
+
 fn check_layout(trace: &Path) -> Result<()> {
     let text = cli::run(
         Command::new("babeltrace2")

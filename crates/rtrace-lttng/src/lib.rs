@@ -54,6 +54,7 @@
 
 mod cli;
 mod ctf;
+pub use ctf::switches;
 mod daemon;
 mod events;
 mod mi;

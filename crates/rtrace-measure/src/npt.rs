@@ -4,7 +4,7 @@
 
 use crate::{Environment, Events, Summary};
 use hdrhistogram::Histogram;
-use rtrace_protocol::{decode_histogram, HistogramError, NptDone};
+use rtrace_protocol::{decode_histogram, HistogramError, NptDone, NptGap, NPT_LARGEST};
 use serde::{Deserialize, Serialize};
 
 /// Gaps at or above this many ns count as interruptions in the report (a gap of the loop is
@@ -28,6 +28,66 @@ pub struct NptRun {
     pub fired: Option<Summary>,
     /// Quiet gaps of at least [`INTERRUPTION_NS`].
     pub interruptions: u64,
+    /// The tracer's buffer switches on the measured CPU, as its trace data shows them; `None`:
+    /// no tracer, or one whose buffer has no sub-buffers (eBPF's ring buffer). Absent in files
+    /// of older versions.
+    #[serde(default)]
+    pub switches: Option<Switches>,
+    /// The largest gaps of firing iterations, largest first, each with the tracer's switch
+    /// nearest to it where the trace data tells. Absent in files of older versions.
+    #[serde(default)]
+    pub largest: Vec<LargestGap>,
+}
+
+/// What a tracer calls a switch of its buffer and how many the run's trace data shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Switches {
+    /// `LTTng sub-buffer switch`, `ftrace ring-buffer page switch`.
+    pub what: String,
+    /// Switches on the measured CPU during the run (rounds added).
+    pub count: u64,
+    /// Where their times come from.
+    pub how: String,
+}
+
+/// One of the largest gaps of the firing iterations, and where it fell against the tracer's
+/// buffer switches.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LargestGap {
+    #[serde(flatten)]
+    pub gap: NptGap,
+    /// Whether a switch happened within the gap (the probe that fired in it began a new
+    /// sub-buffer or page); `None`: the trace data does not tell (no switches, the event was
+    /// lost).
+    pub switched: Option<bool>,
+    /// ns from the last switch to the gap's end (LTTng: the packet's `timestamp_begin` against
+    /// the gap's end in `CLOCK_MONOTONIC`; ftrace: the page's first event to the probe's own
+    /// event, in the trace clock); negative when the switch reads after the gap's end (the
+    /// clock conversion's error). `None`: no switch before it.
+    pub since_switch_ns: Option<i64>,
+}
+
+/// How far a switch may read outside a gap and still count as within it (ns): the error of
+/// converting the loop's TSC to `CLOCK_MONOTONIC` through two pairs sampled around the loop.
+pub const SWITCH_SLACK_NS: u64 = 1_000;
+
+/// `gaps` against switch times `switches` (`CLOCK_MONOTONIC` ns, any order).
+pub fn near_switches(gaps: &[NptGap], switches: &[u64]) -> Vec<LargestGap> {
+    let mut s = switches.to_vec();
+    s.sort_unstable();
+    gaps.iter()
+        .map(|&gap| {
+            // The last switch at or before the gap's end (with slack).
+            let i = s.partition_point(|&t| t <= gap.end_mono_ns + SWITCH_SLACK_NS);
+            let last = i.checked_sub(1).map(|i| s[i]);
+            let start = gap.end_mono_ns.saturating_sub(gap.ns + SWITCH_SLACK_NS);
+            LargestGap {
+                gap,
+                switched: (!s.is_empty()).then(|| last.is_some_and(|t| t >= start)),
+                since_switch_ns: last.map(|t| gap.end_mono_ns as i64 - t as i64),
+            }
+        })
+        .collect()
 }
 
 impl NptRun {
@@ -47,9 +107,26 @@ impl NptRun {
             quiet: Summary::of(&quiet),
             fired: Summary::of(&fired),
             interruptions: above(&quiet, INTERRUPTION_NS),
+            switches: None,
+            largest: done
+                .largest
+                .iter()
+                .map(|&gap| LargestGap {
+                    gap,
+                    switched: None,
+                    since_switch_ns: None,
+                })
+                .collect(),
             done,
             events,
         })
+    }
+
+    /// The run with the tracer's switches and its largest gaps placed against them.
+    pub fn with_switches(mut self, switches: Switches, largest: Vec<LargestGap>) -> NptRun {
+        self.switches = Some(switches);
+        self.largest = largest;
+        self
     }
 
     /// `ebpf (record)`, `none`.
@@ -87,6 +164,12 @@ impl crate::Pool for NptRun {
         self.quiet = Summary::of(&quiet);
         self.fired = Summary::of(&fired);
         self.interruptions = above(&quiet, INTERRUPTION_NS);
+        self.largest.extend(round.largest);
+        self.largest.sort_by_key(|g| std::cmp::Reverse(g.gap.ns));
+        self.largest.truncate(NPT_LARGEST);
+        if let (Some(a), Some(b)) = (&mut self.switches, round.switches) {
+            a.count += b.count;
+        }
         Ok(())
     }
 }
@@ -127,7 +210,9 @@ pub struct NptResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NptSettings {
     pub duration_ms: u64,
-    pub event_rate_hz: f64,
+    /// Probe firings per second, capped (`--event-rate`); `None`: in every iteration, at the
+    /// loop's full speed (Beamonte's npt).
+    pub event_rate_hz: Option<f64>,
     /// CPUs, priority, rounds, buffers, record mode, trace data, backend options.
     #[serde(flatten)]
     pub run: crate::settings::RunSettings,
@@ -153,6 +238,9 @@ mod tests {
             tsc_hz: 2e9,
             quiet: encode_histogram(&quiet).unwrap(),
             fired: encode_histogram(&fired).unwrap(),
+            start_mono_ns: 0,
+            end_mono_ns: 100_000,
+            largest: Vec::new(),
         };
         let run = NptRun::new(
             rtrace_tracer::TracerKind::None,
@@ -171,5 +259,30 @@ mod tests {
         assert_eq!(pooled.interruptions, 6);
         assert_eq!(pooled.quiet.unwrap().count, 14);
         assert_eq!(pooled.done.iterations, 16);
+    }
+
+    #[test]
+    fn places_gaps_against_the_switch_before_them() {
+        let gap = |ns, end_mono_ns| NptGap {
+            ns,
+            end_mono_ns,
+            hit: 0,
+        };
+        let gaps = [
+            gap(50_000, 1_000_000),
+            gap(10_000, 2_000_000),
+            gap(5_000, 500),
+        ];
+        let placed = near_switches(&gaps, &[1_985_000, 990_000, 1_000_300]);
+        // Switch 300 ns after the end: within the slack, in the gap, negative distance.
+        assert_eq!(placed[0].switched, Some(true));
+        assert_eq!(placed[0].since_switch_ns, Some(-300));
+        // 15 µs before the end of a 10 µs gap: outside (beyond the slack).
+        assert_eq!(placed[1].switched, Some(false));
+        assert_eq!(placed[1].since_switch_ns, Some(15_000));
+        // No switch before it.
+        assert_eq!(placed[2].switched, Some(false));
+        assert_eq!(placed[2].since_switch_ns, None);
+        assert_eq!(near_switches(&gaps, &[])[0].switched, None);
     }
 }

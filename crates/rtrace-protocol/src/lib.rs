@@ -14,7 +14,7 @@ mod reads;
 
 pub use cyclic::{CyclicConfig, CyclicDone, Fire, ProbeAt};
 pub use histogram::{decode_histogram, encode_histogram, new_histogram, HistogramError};
-pub use npt::{NptConfig, NptDone};
+pub use npt::{NptConfig, NptDone, NptGap, NPT_LARGEST};
 pub use rate::{RateConfig, RateDone};
 pub use reads::{ReadsConfig, ReadsDone};
 
@@ -237,7 +237,7 @@ mod tests {
             }),
             Npt(NptConfig {
                 duration_ns: 1_000_000_000,
-                event_rate_hz: 1e4,
+                event_rate_hz: Some(1e4),
                 cpu: 1,
                 priority: Some(99),
                 body: Event,

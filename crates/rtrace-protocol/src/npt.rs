@@ -1,22 +1,41 @@
 //! The Non-Preempt Test loop of `rtrace-bench npt` (Beamonte & Dagenais, seeds 001/002): a tight
 //! loop on the measured CPU reads the TSC and records the gap between consecutive iterations;
-//! whatever takes the CPU away (an interrupt, the tick, a tracer's consumer or its wake-ups)
-//! shows up as a long gap. The loop fires its probe at a capped rate (npt's "tracepoint maximum
-//! frequency") so that a tracer has an event stream to consume.
+//! whatever takes the CPU away (an interrupt, the tick, a tracer's sub-buffer switch or its
+//! consumer's wake-ups) shows up as a long gap. As Beamonte ran it, the probe fires in every
+//! iteration at the loop's full speed ("doing almost nothing but generating events in a tight
+//! infinite loop"); `event_rate_hz` caps it instead (npt's later "tracepoint maximum
+//! frequency").
 
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NptConfig {
     pub duration_ns: u64,
-    /// Probe firings per second (0: the probe never fires).
-    pub event_rate_hz: f64,
+    /// Probe firings per second, capped (0: the probe never fires); `None`: the probe fires in
+    /// every iteration.
+    pub event_rate_hz: Option<f64>,
     /// CPU to pin the loop to.
     pub cpu: usize,
     /// SCHED_FIFO priority, if any.
     pub priority: Option<i32>,
     /// What fires: `event` (USDT or LTTng-UST tracepoint) or `event-nop5`.
     pub body: crate::Body,
+}
+
+/// How many of the largest gaps of firing iterations the loop keeps with their time.
+pub const NPT_LARGEST: usize = 256;
+
+/// One of the largest gaps of the iterations that fired the probe, with when it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NptGap {
+    /// The gap (ns).
+    pub ns: u64,
+    /// When it ended, in `CLOCK_MONOTONIC` ns (the TSC read converted by a line through the
+    /// (TSC, `CLOCK_MONOTONIC`) pairs sampled before and after the loop).
+    pub end_mono_ns: u64,
+    /// The probe's argument in this iteration: the number of the hit (0, 1, …) that fired in
+    /// the gap, as the tracer records it.
+    pub hit: u64,
 }
 
 /// Printed once at the end of an npt run.
@@ -30,9 +49,18 @@ pub struct NptDone {
     pub elapsed_ns: u64,
     pub tsc_hz: f64,
     /// Gaps (ns) of iterations that did not fire the probe (encoded histogram): interference
-    /// alone.
+    /// alone. Empty when the probe fires in every iteration.
     pub quiet: String,
     /// Gaps (ns) of iterations that fired the probe (encoded histogram): the probe's own cost
     /// plus interference.
     pub fired: String,
+    /// The loop's start and end in `CLOCK_MONOTONIC` ns. Absent in files of older versions.
+    #[serde(default)]
+    pub start_mono_ns: u64,
+    #[serde(default)]
+    pub end_mono_ns: u64,
+    /// The [`NPT_LARGEST`] largest gaps of firing iterations, largest first. Absent in files
+    /// of older versions.
+    #[serde(default)]
+    pub largest: Vec<NptGap>,
 }

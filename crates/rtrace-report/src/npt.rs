@@ -1,11 +1,13 @@
 //! The npt experiment's section (`rtrace-bench npt`, Beamonte & Dagenais' Non-Preempt Test):
 //! per run (no tracer, then each tracer consuming the loop's events), the gaps between
-//! iterations of a tight TSC loop, the interruptions among them, and the event accounting.
+//! iterations of a tight TSC loop, what the tracer did at the largest gap (its buffer
+//! switches), the interruptions among the quiet gaps when the probe is capped, and the event
+//! accounting.
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::format::{int, us};
 use crate::result::Entry;
-use rtrace_measure::npt::{NptResult, NptRun, Osnoise, INTERRUPTION_NS};
+use rtrace_measure::npt::{LargestGap, NptResult, NptRun, Osnoise, INTERRUPTION_NS};
 
 /// The section of npt result `r` (entry `e`).
 pub fn section(e: &Entry, r: &NptResult) -> Section {
@@ -13,9 +15,10 @@ pub fn section(e: &Entry, r: &NptResult) -> Section {
         e,
         "the Non-Preempt Test (npt, gaps of a tight loop)",
         format!(
-            "{} ms per run on CPU {}; {}; {}.",
+            "{} ms per run on CPU {}, the probe {}; {}; {}.",
             r.config.duration_ms,
             r.config.run.cpu,
+            firing(r),
             e.kernel(),
             r.environment.cpu_model
         ),
@@ -28,12 +31,23 @@ pub fn section(e: &Entry, r: &NptResult) -> Section {
     s
 }
 
+/// `in every iteration`, `10000 times a second`.
+fn firing(r: &NptResult) -> String {
+    match r.config.event_rate_hz {
+        None => "in every iteration".into(),
+        Some(hz) => format!("{hz} times a second"),
+    }
+}
+
 /// What the table shows.
 pub fn note(r: &NptResult) -> String {
-    format!(
-        "A tight loop on CPU {} reads the TSC and records the gap since its previous read for {} ms per run (Beamonte's npt); it fires its probe {} times a second (npt's capped tracepoint frequency), so each tracer has an event stream to consume with its consumer on the other CPUs. Gaps in ns, of the iterations that did not fire the probe: what the tracer does to the CPU besides the probe itself (an interrupt, the tick, a wake-up). The iterations that fired the probe are apart (their mean gap is the loop plus one probe hit). Every tracer's events are accounted exactly",
-        r.config.run.cpu, r.config.duration_ms, r.config.event_rate_hz
-    )
+    let cpu = r.config.run.cpu;
+    let ms = r.config.duration_ms;
+    let head = match r.config.event_rate_hz {
+        None => format!("A tight loop on CPU {cpu} reads the TSC and records the gap since its previous read for {ms} ms per run, firing its probe in every iteration at the loop's full speed, as Beamonte ran npt (\"doing almost nothing but generating events in a tight infinite loop\"); each tracer consumes that stream with its consumer on the other CPUs. Gaps in ns of the iterations that fired the probe: the probe's own cost plus whatever took the CPU then"),
+        Some(hz) => format!("A tight loop on CPU {cpu} reads the TSC and records the gap since its previous read for {ms} ms per run; it fires its probe {hz} times a second (npt's capped tracepoint frequency, `--event-rate`), so each tracer has an event stream to consume with its consumer on the other CPUs. Gaps in ns of the iterations that fired the probe (the loop plus one probe hit, plus interference), and of the quiet iterations: what the tracer does to the CPU besides the probe itself (an interrupt, the tick, a wake-up)"),
+    };
+    format!("{head}. At the largest gap: where it fell against the tracer's buffer switches, LTTng's sub-buffer switches from its packets' `timestamp_begin` (`CLOCK_MONOTONIC`; the gap's end converted from the TSC through clock pairs sampled around the loop; within the gap means within it ± {} µs), ftrace's ring-buffer page switches from the page that holds the gap's event (found by the probe's argument; the time in the trace clock from the page's first event); eBPF's ring buffer has no sub-buffers, and its consumer polls without being woken; in parentheses, how many of the run's largest gaps held a switch. Every tracer's events are accounted exactly", rtrace_measure::npt::SWITCH_SLACK_NS / 1000)
 }
 
 fn events_cell(run: &NptRun) -> String {
@@ -48,17 +62,76 @@ pub fn per_second(run: &NptRun) -> f64 {
     run.interruptions as f64 * 1e9 / run.done.elapsed_ns.max(1) as f64
 }
 
+/// Where gap `g` of `run` fell against its tracer's switches.
+fn placed(run: &NptRun, g: &LargestGap) -> String {
+    let Some(sw) = &run.switches else {
+        return match run.tracer {
+            rtrace_tracer::TracerKind::None => "no tracer".into(),
+            rtrace_tracer::TracerKind::Ebpf => "no sub-buffers (eBPF ring buffer)".into(),
+            _ => "switches not read for this tracer".into(),
+        };
+    };
+    let ftrace = sw.what.starts_with("ftrace");
+    match (g.switched, g.since_switch_ns) {
+        (Some(true), _) if ftrace => {
+            "its event began a ring-buffer page: a page switch in this probe hit".into()
+        }
+        (Some(true), Some(since)) => format!(
+            "{} µs after an LTTng sub-buffer switch (within the gap)",
+            us(since as f64)
+        ),
+        (Some(false), Some(since)) if ftrace => format!(
+            "its event {} µs after its page's first event: no page switch in it",
+            us(since as f64)
+        ),
+        (Some(false), Some(since)) => format!(
+            "no {} within it; the last {} µs before its end",
+            sw.what,
+            us(since as f64)
+        ),
+        (Some(false), None) => format!("no {} before it", sw.what),
+        _ if ftrace => "its event was not recorded".into(),
+        _ => format!("no {} in the trace", sw.what),
+    }
+}
+
+/// The largest gap of `run` and what happened then, with how many of the largest held a
+/// switch: `48.00 µs, 0.30 µs after an LTTng sub-buffer switch (within the gap); switch in 12
+/// of the 16 largest`.
+pub fn at_largest(run: &NptRun) -> String {
+    let Some(g) = run.largest.first() else {
+        return "-".into();
+    };
+    let mut out = format!("{} µs: {}", us(g.gap.ns as f64), placed(run, g));
+    if run.switches.is_some() {
+        let with = run
+            .largest
+            .iter()
+            .filter(|g| g.switched == Some(true))
+            .count();
+        let smallest = run.largest.last().map_or(0, |g| g.gap.ns);
+        out.push_str(&format!(
+            " (a switch in {with} of the {} largest gaps, ≥ {} µs)",
+            run.largest.len(),
+            us(smallest as f64)
+        ));
+    }
+    out
+}
+
 /// The table: a row per run.
 pub fn table(r: &NptResult) -> Table {
+    let capped = r.config.event_rate_hz.is_some();
     let rows = r
         .runs
         .iter()
         .map(|run| {
-            let q = |f: fn(&rtrace_measure::Summary) -> f64| {
-                Cell::or_missing(run.quiet.as_ref(), |s| Cell::num(f(s), int(f(s))))
+            let stat = |s: Option<&rtrace_measure::Summary>,
+                        f: fn(&rtrace_measure::Summary) -> f64| {
+                Cell::or_missing(s, |s| Cell::num(f(s), int(f(s))))
             };
-            let per_second = per_second(run);
-            vec![
+            let fired = run.fired.as_ref();
+            let mut row = vec![
                 Cell::text(run.label()),
                 if run.buffer.is_empty() {
                     Cell::missing()
@@ -66,21 +139,47 @@ pub fn table(r: &NptResult) -> Table {
                     Cell::text(run.buffer.clone())
                 },
                 Cell::count(run.done.iterations),
-                q(|s| s.min_ns),
-                q(|s| s.p50_ns),
-                q(|s| s.p9999_ns),
-                q(|s| s.max_ns),
-                Cell::count(run.interruptions),
-                Cell::num(per_second, format!("{per_second:.0}")),
-                Cell::or_missing(run.fired.as_ref(), |s| Cell::num(s.mean_ns, int(s.mean_ns))),
+                stat(fired, |s| s.min_ns),
+                stat(fired, |s| s.p50_ns),
+                Cell::or_missing(fired, |s| Cell::num(s.mean_ns, int(s.mean_ns))),
+                stat(fired, |s| s.p9999_ns),
+                stat(fired, |s| s.max_ns),
+            ];
+            if capped {
+                let per_second = per_second(run);
+                row.extend([
+                    stat(run.quiet.as_ref(), |s| s.max_ns),
+                    Cell::count(run.interruptions),
+                    Cell::num(per_second, format!("{per_second:.0}")),
+                ]);
+            }
+            row.extend([
+                run.switches
+                    .as_ref()
+                    .map_or_else(Cell::missing, |s| Cell::count(s.count)),
+                Cell::text(at_largest(run)),
                 Cell::text(events_cell(run)),
-            ]
+            ]);
+            row
         })
         .collect();
     let mut cols = columns(&["tracer", "buffer", "iterations"]);
-    cols.extend(["gap min", "gap p50", "gap p99.99", "gap max"].map(|n| Column::new(n).unit("ns")));
-    cols.extend(columns(&["gaps ≥ 1 µs", "per second"]));
-    cols.push(Column::new("gap with probe (mean)").unit("ns"));
+    cols.extend(
+        [
+            "fired min",
+            "fired p50",
+            "fired mean",
+            "fired p99.99",
+            "fired max",
+        ]
+        .map(|n| Column::new(n).unit("ns")),
+    );
+    if capped {
+        cols.push(Column::new("quiet max").unit("ns"));
+        cols.extend(columns(&["quiet gaps ≥ 1 µs", "per second"]));
+    }
+    cols.push(Column::new("buffer switches"));
+    cols.push(Column::new("largest gap: what happened then"));
     cols.push(Column::new("events (recorded/lost/hits)"));
     Table::new("gaps", 2, cols).rows(rows)
 }
@@ -98,28 +197,47 @@ pub fn summary(r: &NptResult) -> Vec<String> {
     let Some(base) = r.runs.iter().find(|run| run.events.is_none()) else {
         return Vec::new();
     };
-    let rate = |run: &NptRun| {
-        format!(
-            "{:.0}/s (max {} µs)",
-            per_second(run),
-            run.quiet.as_ref().map_or("-".into(), |s| us(s.max_ns))
-        )
-    };
-    let traced: Vec<String> = r
-        .runs
-        .iter()
-        .filter(|run| run.events.is_some())
-        .map(|run| format!("{} {}", run.label(), rate(run)))
-        .collect();
-    vec![format!(
-        "npt: interruptions of the loop (gaps ≥ {} µs) with no tracer {}; with a tracer consuming {} events/s: {}.",
-        INTERRUPTION_NS / 1000,
-        rate(base),
-        r.config.event_rate_hz,
+    let max = |run: &NptRun| run.fired.as_ref().map_or("-".into(), |s| us(s.max_ns));
+    let traced: Vec<&NptRun> = r.runs.iter().filter(|run| run.events.is_some()).collect();
+    let mut out = vec![format!(
+        "npt, the probe {}: the largest gap of the firing iterations with no tracer {} µs; {}.",
+        firing(r),
+        max(base),
         if traced.is_empty() {
             "no tracer ran".into()
         } else {
-            traced.join(", ")
+            traced
+                .iter()
+                .map(|run| format!("{} {} µs", run.label(), max(run)))
+                .collect::<Vec<_>>()
+                .join(", ")
         }
-    )]
+    )];
+    for run in traced.iter().filter(|run| !run.largest.is_empty()) {
+        out.push(format!("{}: largest gap {}.", run.label(), at_largest(run)));
+    }
+    if r.config.event_rate_hz.is_some() {
+        let rate = |run: &NptRun| {
+            format!(
+                "{:.0}/s (max {} µs)",
+                per_second(run),
+                run.quiet.as_ref().map_or("-".into(), |s| us(s.max_ns))
+            )
+        };
+        out.push(format!(
+            "Interruptions of the quiet iterations (gaps ≥ {} µs) with no tracer {}; with a tracer: {}.",
+            INTERRUPTION_NS / 1000,
+            rate(base),
+            if traced.is_empty() {
+                "none ran".into()
+            } else {
+                traced
+                    .iter()
+                    .map(|run| format!("{} {}", run.label(), rate(run)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ));
+    }
+    out
 }

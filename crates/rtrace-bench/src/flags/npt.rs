@@ -23,9 +23,10 @@ pub struct NptArgs {
     /// How long each run's loop spins (ms).
     #[arg(long, default_value_t = 5000)]
     pub duration_ms: u64,
-    /// Probe firings per second in the loop: the event stream each tracer consumes (0: none).
-    #[arg(long, default_value_t = 10_000.0)]
-    pub event_rate: f64,
+    /// Cap the probe at this many firings per second (0: never fires); by default it fires in
+    /// every iteration at the loop's full speed, as Beamonte ran npt.
+    #[arg(long, value_name = "HZ")]
+    pub event_rate: Option<f64>,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]
@@ -35,9 +36,12 @@ pub struct NptArgs {
 impl NptArgs {
     pub fn lower(self) -> Result<Options, OptionsError> {
         check_nonzero(self.duration_ms, "duration-ms")?;
-        if !(self.event_rate.is_finite() && self.event_rate >= 0.0) {
+        if self
+            .event_rate
+            .is_some_and(|hz| !(hz.is_finite() && hz >= 0.0))
+        {
             return Err(OptionsError::Other(
-                "--event-rate must be 0 (no events) or a positive rate, e.g. --event-rate 10000"
+                "--event-rate must be 0 (no events) or a positive rate, e.g. --event-rate 10000 (leave it out: every iteration)"
                     .into(),
             ));
         }

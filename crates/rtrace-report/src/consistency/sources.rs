@@ -210,8 +210,9 @@ fn npt(r: &NptResult) -> Vec<Cost> {
                 site: Some(site.into()),
                 class: site::of_npt(r, x),
                 ns: mean_of(&[x.fired?.mean_ns - none.mean_ns], 0.0)?,
-                spacing: Spacing::Paced {
-                    hz: r.config.event_rate_hz,
+                spacing: match r.config.event_rate_hz {
+                    Some(hz) => Spacing::Paced { hz },
+                    None => Spacing::Hot,
                 },
                 buffer: None,
                 kept: None,

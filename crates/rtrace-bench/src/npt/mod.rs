@@ -1,8 +1,11 @@
 //! `rtrace-bench npt`: Beamonte & Dagenais' Non-Preempt Test. A tight TSC loop on the measured
-//! CPU records the gaps between its iterations while it fires its probe at a capped rate; each
-//! tracer in turn consumes that event stream (its consumer on the harness CPUs), and the run with
-//! no tracer is the baseline. Every tracer run is accounted exactly. Nothing changes on the
-//! machine before every tracer was checked.
+//! CPU records the gaps between its iterations while it fires its probe in every iteration (as
+//! Beamonte ran it) or at a capped rate (`--event-rate`); each tracer in turn consumes that event
+//! stream (its consumer on the harness CPUs), and the run with no tracer is the baseline. Every
+//! tracer run is accounted exactly, and its largest gaps are placed against the tracer's buffer
+//! switches (`switches`). Nothing changes on the machine before every tracer was checked.
+
+mod switches;
 
 use crate::options::CommonOptions;
 use crate::runner::{self, Plan, Round};
@@ -21,7 +24,8 @@ pub struct Options {
     /// `none` first (the baseline of every other), then each tracer.
     pub tracers: Vec<TracerKind>,
     pub duration_ms: u64,
-    pub event_rate_hz: f64,
+    /// Capped firings per second; `None`: in every iteration.
+    pub event_rate_hz: Option<f64>,
 }
 
 /// Every tracer's subjects, `none` first; those that cannot run here with why.
@@ -128,7 +132,14 @@ impl runner::Experiment for Npt {
 
     fn describe(&self, e: &Entry) -> String {
         match e {
-            Entry::Loop(_) => format!("the npt loop for {} ms", self.o.duration_ms),
+            Entry::Loop(_) => format!(
+                "the npt loop for {} ms, the probe {}",
+                self.o.duration_ms,
+                match self.o.event_rate_hz {
+                    None => "in every iteration".into(),
+                    Some(hz) => format!("{hz} times a second"),
+                }
+            ),
             Entry::Osnoise => "where this kernel has it".into(),
         }
     }
@@ -193,25 +204,24 @@ fn one(o: &Options, s: &Subject, seq: u64) -> Result<NptRun> {
     let Message::NptDone(done) = last else {
         return Err(workload::outdated(&s.workload, "an npt"));
     };
-    let events = match attachment {
+    let (events, placed) = match attachment {
         Some(a) => {
             let events = Events::new(done.hits, a.finish()?);
             events.check_exact()?;
+            let placed = switches::place(s.kind, &out_dir, o.common.cpus.measured, &done);
             workload::settle(&o.common, &out_dir, true, events.lost > 0)?;
-            Some(events)
+            (Some(events), placed?)
         }
         None => {
             let _ = std::fs::remove_dir(&out_dir);
-            None
+            (None, None)
         }
     };
-    Ok(NptRun::new(
-        s.kind,
-        s.variant.clone(),
-        s.buffer.clone(),
-        done,
-        events,
-    )?)
+    let run = NptRun::new(s.kind, s.variant.clone(), s.buffer.clone(), done, events)?;
+    Ok(match placed {
+        Some((switches, largest)) => run.with_switches(switches, largest),
+        None => run,
+    })
 }
 
 /// `rtla osnoise top` on the measured CPU for the run's duration where the kernel has the

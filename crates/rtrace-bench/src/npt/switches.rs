@@ -1,0 +1,82 @@
+//! Where an npt run's largest gaps fell against the tracer's buffer switches, from the run's
+//! trace data before it is settled: LTTng's packet headers (each packet's `timestamp_begin` in
+//! `CLOCK_MONOTONIC`, against the gaps' ends converted by the workload) and ftrace's
+//! `trace_pipe_raw` pages (the page each hit's event is on, found by the probe's argument).
+//! eBPF's ring buffer has no sub-buffers; bpftrace's perf buffer is not read here.
+
+use anyhow::Result;
+use rtrace_measure::npt::{near_switches, LargestGap, Switches};
+use rtrace_protocol::NptDone;
+use rtrace_tracer::TracerKind;
+use std::path::{Path, PathBuf};
+
+/// The switches of `kind`'s trace data below `dir` on CPU `cpu`, and `done`'s largest gaps
+/// placed against them; `None` where the tracer has no switches to show (or wrote no data).
+pub fn place(
+    kind: TracerKind,
+    dir: &Path,
+    cpu: usize,
+    done: &NptDone,
+) -> Result<Option<(Switches, Vec<LargestGap>)>> {
+    Ok(match kind {
+        TracerKind::Lttng => {
+            let times = rtrace_lttng::switches(dir, cpu as u32)?;
+            let inside = times
+                .iter()
+                .filter(|&&t| (done.start_mono_ns..=done.end_mono_ns).contains(&t))
+                .count() as u64;
+            Some((
+                Switches {
+                    what: "LTTng sub-buffer switch".into(),
+                    count: inside,
+                    how: "each CTF packet's timestamp_begin (CLOCK_MONOTONIC) but a stream's first, against the gap's end converted from the TSC".into(),
+                },
+                near_switches(&done.largest, &times),
+            ))
+        }
+        TracerKind::Ftrace => {
+            let Some(file) = find(dir, &format!("ftrace-cpu{cpu}.raw")) else {
+                return Ok(None);
+            };
+            let hits: Vec<u64> = done.largest.iter().map(|g| g.hit).collect();
+            let (pages, found) = rtrace_ftrace::pages::locate(&file, &hits)?;
+            let largest = done
+                .largest
+                .iter()
+                .map(|&gap| {
+                    let on = found.get(&gap.hit);
+                    LargestGap {
+                        gap,
+                        switched: on.map(|p| p.first),
+                        since_switch_ns: on.map(|p| p.since_page_ns as i64),
+                    }
+                })
+                .collect();
+            Some((
+                Switches {
+                    what: "ftrace ring-buffer page switch".into(),
+                    count: pages,
+                    how: "the trace_pipe_raw page holding the gap's event (found by the probe's argument): its first event or not, and the trace clock from the page's first event to it".into(),
+                },
+                largest,
+            ))
+        }
+        _ => None,
+    })
+}
+
+/// The first file named `name` below `dir`.
+fn find(dir: &Path, name: &str) -> Option<PathBuf> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == name) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
