@@ -425,3 +425,46 @@ fn a_daemon_we_started_outlives_its_starter_while_another_run_uses_it() {
         "the last user did not stop the daemon a run started"
     );
 }
+
+/// `usdt --steady-state`: the warm-up alone (no `--warmup`, 30 timed iterations) fills the
+/// buffer before timing, so the run has overwritten events, all accounted.
+#[test]
+fn steady_state_warm_up_wraps_the_buffer_before_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = rtrace_tests::bench(&[
+        "usdt",
+        "-t",
+        "lttng",
+        "-c",
+        "1",
+        "--rounds",
+        "1",
+        "-n",
+        "30",
+        "--warmup",
+        "0",
+        "--record",
+        "overwrite",
+        "--steady-state",
+        "--buffer-size-kb",
+        "64",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    rtrace_tests::assert_ok(&out);
+    let v = rtrace_tests::read_json(&json);
+    let steady = &v["config"]["steady_state"]["lttng (tracepoint)"];
+    // 5 sub-buffers of 16 KiB (4 and the reader's) over 12 bytes.
+    assert_eq!(steady["capacity_events"], 6826, "{steady}");
+    assert_eq!(steady["warmup"], 6826, "{steady}");
+    let ev = &v["runs"][0]["events"];
+    let n = |k: &str| ev[k].as_u64().unwrap_or_else(|| panic!("{k} in {ev}"));
+    assert_eq!(n("hits"), 6826 + 30, "{ev}");
+    assert!(n("overwritten") > 0, "the warm-up did not wrap: {ev}");
+    assert_eq!(n("recorded") + n("overwritten"), n("hits"), "{ev}");
+    let refused = rtrace_tests::bench(&["usdt", "-t", "lttng", "--steady-state"]);
+    rtrace_tests::assert_rejected(&refused, "pass --record overwrite");
+}

@@ -212,7 +212,7 @@ fn integer_fields(fields: &str) -> Option<u64> {
         let attrs: Vec<&str> = attrs.split(';').map(str::trim).collect();
         let get = |k: &str| attrs.iter().find_map(|a| a.strip_prefix(k));
         let size: u64 = get("size = ")?.parse().ok()?;
-        if get("align = ")? != "8" || size % 8 != 0 || size == 0 {
+        if get("align = ")? != "8" || !size.is_multiple_of(8) || size == 0 {
             return None;
         }
         bytes += size / 8;
