@@ -178,13 +178,67 @@ fn snapshot_mode_is_exact_or_refuses() {
             outside_tree: 0,
         }
     );
+    // A wrapped buffer: the overwritten events are the missing packets' (exact, checked
+    // against the workload's own count).
     let tiny = tracer(Some(4096), Some(2), EventKind::Tracepoint);
-    let (_, stats) = traced(&tiny, "event", "event", 50_000, RecordMode::Overwrite);
+    let (hits, stats) = traced(&tiny, "event", "event", 50_000, RecordMode::Overwrite);
+    let stats = stats.unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(stats.overwritten > 0, "{stats:?}");
+    assert_eq!(stats.lost, stats.overwritten, "{stats:?}");
+    assert_eq!(stats.recorded + stats.lost, hits, "{stats:?}");
+    // tracef's events differ in size: what an overwritten packet held is unknown.
+    let tracef = tracer(Some(4096), Some(2), EventKind::Tracef);
+    let (_, stats) = traced(&tracef, "event", "event", 20_000, RecordMode::Overwrite);
     let err = format!(
         "{:#}",
-        stats.expect_err("a wrapped snapshot cannot be counted")
+        stats.expect_err("a wrapped tracef snapshot cannot be counted")
     );
-    assert!(err.contains("overwritten"), "{err}");
+    assert!(err.contains("variable size"), "{err}");
+    assert!(our_sessions().is_empty(), "{:?}", our_sessions());
+}
+
+/// `usdt --record overwrite` on a buffer that wraps many times, through the binary: every run
+/// of every round accounts exactly, recorded + overwritten = the workload's hits.
+#[test]
+fn usdt_overwrite_mode_counts_the_overwritten_events_exactly() {
+    for kb in ["16", "64"] {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let out = rtrace_tests::bench(&[
+            "usdt",
+            "-t",
+            "lttng",
+            "-c",
+            "1",
+            "--rounds",
+            "3",
+            "-n",
+            "300000",
+            "--record",
+            "overwrite",
+            "--buffer-size-kb",
+            kb,
+            "--json",
+            json.to_str().unwrap(),
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
+        rtrace_tests::assert_ok(&out);
+        let v = rtrace_tests::read_json(&json);
+        let runs = v["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "one row");
+        let ev = &runs[0]["events"];
+        let n = |k: &str| ev[k].as_u64().unwrap_or_else(|| panic!("{k} in {ev}"));
+        // 3 rounds of 100,000 timed iterations and 10,000 warm-up ones.
+        assert_eq!(n("hits"), 330_000, "{ev}");
+        assert!(
+            n("overwritten") > 300_000,
+            "{kb} KiB holds most events? {ev}"
+        );
+        assert_eq!(n("lost"), n("overwritten"), "{ev}");
+        assert_eq!(n("recorded") + n("overwritten"), n("hits"), "{ev}");
+        eprintln!("{kb} KiB: {ev}");
+    }
     assert!(our_sessions().is_empty(), "{:?}", our_sessions());
 }
 
@@ -370,4 +424,47 @@ fn a_daemon_we_started_outlives_its_starter_while_another_run_uses_it() {
             && rtrace_tests::MachineState::now().lttng_daemons.is_empty()),
         "the last user did not stop the daemon a run started"
     );
+}
+
+/// `usdt --steady-state`: the warm-up alone (no `--warmup`, 30 timed iterations) fills the
+/// buffer before timing, so the run has overwritten events, all accounted.
+#[test]
+fn steady_state_warm_up_wraps_the_buffer_before_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = rtrace_tests::bench(&[
+        "usdt",
+        "-t",
+        "lttng",
+        "-c",
+        "1",
+        "--rounds",
+        "1",
+        "-n",
+        "30",
+        "--warmup",
+        "0",
+        "--record",
+        "overwrite",
+        "--steady-state",
+        "--buffer-size-kb",
+        "64",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    rtrace_tests::assert_ok(&out);
+    let v = rtrace_tests::read_json(&json);
+    let steady = &v["config"]["steady_state"]["lttng (tracepoint)"];
+    // 5 sub-buffers of 16 KiB (4 and the reader's) over 12 bytes.
+    assert_eq!(steady["capacity_events"], 6826, "{steady}");
+    assert_eq!(steady["warmup"], 6826, "{steady}");
+    let ev = &v["runs"][0]["events"];
+    let n = |k: &str| ev[k].as_u64().unwrap_or_else(|| panic!("{k} in {ev}"));
+    assert_eq!(n("hits"), 6826 + 30, "{ev}");
+    assert!(n("overwritten") > 0, "the warm-up did not wrap: {ev}");
+    assert_eq!(n("recorded") + n("overwritten"), n("hits"), "{ev}");
+    let refused = rtrace_tests::bench(&["usdt", "-t", "lttng", "--steady-state"]);
+    rtrace_tests::assert_rejected(&refused, "pass --record overwrite");
 }

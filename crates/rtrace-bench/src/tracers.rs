@@ -137,6 +137,33 @@ pub fn buffers(
     Ok(out)
 }
 
+/// An upper bound of the events one buffer of `kind` holds with `opts` (`usdt --steady-state`
+/// fires this many before timing): the bytes the backend allocates over the smallest event any
+/// tracer writes for the loop's probe (ftrace's are 28 bytes, the eBPF ring's 32, LTTng's 14 with
+/// the large header measured here, 12 with the compact one, so 16 bytes for every tracer but
+/// LTTng, 12 for LTTng). ftrace's buffer counts whole pages and a reader page, eBPF's one ring
+/// serves every CPU, bpftrace's perf buffer is whole pages, and LTTng's overwrite channel has
+/// one sub-buffer more than it names (the reader's). `None` for no tracer.
+pub fn capacity_events(kind: TracerKind, opts: &TracerOptions) -> Result<Option<u64>> {
+    let Some(kb) = opts.buffer_size_kb else {
+        anyhow::bail!("--steady-state needs the buffer's size: pass --buffer-size-kb");
+    };
+    let (bytes, event) = match kind {
+        TracerKind::None => return Ok(None),
+        TracerKind::Ftrace => ((kb * 1024).div_ceil(4096) * 4096 + 4096, 16),
+        TracerKind::Ebpf => (rtrace_ebpf::ring_bytes(Some(kb))?, 16),
+        TracerKind::Bpftrace => (rtrace_bpftrace::perf_rb_pages(Some(kb))? * 4096, 16),
+        TracerKind::Lttng => {
+            let o = lttng_options(opts, rtrace_lttng::EventKind::Tracepoint);
+            match o.geometry(Some(kb)) {
+                (Some(size), Some(n)) => (size * (u64::from(n) + 1), 12),
+                _ => anyhow::bail!("--steady-state needs the LTTng channel's size: pass --buffer-size-kb or --lttng-subbuf-size and --lttng-num-subbuf"),
+            }
+        }
+    };
+    Ok(Some(bytes / event))
+}
+
 /// What could not be made equal between tracers in this run, by tracer name (the report says
 /// it beside the buffers): bpftrace's wake-up policy, and an LTTng session daemon found running
 /// whose threads may share `measured` (a run pins only the daemons it starts).

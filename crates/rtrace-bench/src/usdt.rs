@@ -6,7 +6,9 @@ use crate::options::{CommonOptions, TracerChoice};
 use crate::runner::{self, Plan, Round};
 use crate::{tracers, workload};
 use anyhow::{Context, Result};
-use rtrace_measure::usdt::{Case, CaseResult, HookKind, RoundSummary, UsdtConfig, UsdtResult};
+use rtrace_measure::usdt::{
+    Case, CaseResult, HookKind, RoundSummary, SteadyState, UsdtConfig, UsdtResult,
+};
 use rtrace_measure::{run_workload, Environment, Events, Summary};
 use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Tracer, TracerKind};
@@ -31,6 +33,9 @@ pub struct Options {
     /// `--threads`: loop threads, each on its own CPU (the measured CPU first, then harness
     /// CPUs from the last); at least 1.
     pub threads: usize,
+    /// `--steady-state`: case-1 runs warm up until the tracer's buffer is full (see
+    /// [`steady_warmup`]).
+    pub steady_state: bool,
 }
 
 impl Options {
@@ -59,6 +64,30 @@ struct Column {
     event: Hook,
     /// Never fired (case 2).
     idle: Hook,
+    /// `--steady-state`: the warm-up of its case-1 runs.
+    steady: Option<SteadyState>,
+}
+
+/// `--steady-state` (Gebai measures every tracer in steady state: the buffer filled before
+/// timing): each loop thread of a case-1 run of `kind` fires at least `warmup` untimed
+/// iterations, and enough that the buffer's capacity (an upper bound, see
+/// [`tracers::capacity_events`]) was written before the timed loop: one buffer per CPU, so
+/// per thread, except eBPF's one ring, which the threads share.
+fn steady_warmup(o: &Options, kind: TracerKind) -> Result<Option<SteadyState>> {
+    if !o.steady_state {
+        return Ok(None);
+    }
+    let Some(capacity) = tracers::capacity_events(kind, &o.common.tracer)? else {
+        return Ok(None);
+    };
+    let writers = match kind {
+        TracerKind::Ebpf => o.threads.max(1) as u64,
+        _ => 1,
+    };
+    Ok(Some(SteadyState {
+        capacity_events: capacity,
+        warmup: o.warmup.max(capacity.div_ceil(writers)),
+    }))
 }
 
 /// Builds and checks every requested tracer before anything on the machine changes.
@@ -82,6 +111,7 @@ fn columns(o: &Options) -> Result<(Vec<Column>, Vec<String>)> {
                 kind.instrumentation()
             };
             let made = (|| -> Result<Vec<Column>> {
+                let steady = steady_warmup(o, kind)?;
                 let workload = workload::bin(&o.common, instrumentation)?;
                 let (event, idle) = workload::hooks(&workload, instrumentation, hook_kind)?;
                 Ok(tracers::checked(kind, &o.common.tracer, &[&event, &idle])?
@@ -94,6 +124,7 @@ fn columns(o: &Options) -> Result<(Vec<Column>, Vec<String>)> {
                         workload: workload.clone(),
                         event: event.clone(),
                         idle: idle.clone(),
+                        steady,
                     })
                     .collect())
             })();
@@ -132,6 +163,7 @@ pub fn run(o: Options) -> Result<i32> {
             pacing: rtrace_measure::pacing::for_this_machine(o.common.priority),
             allow_loss: o.allow_loss,
             thread_cpus: Vec::new(),
+            steady_state: Default::default(),
         },
         runs: Vec::new(),
         warnings: Vec::new(),
@@ -254,6 +286,12 @@ impl runner::Experiment for Usdt {
         if self.o.threads > 1 {
             c.thread_cpus = self.o.thread_cpus();
         }
+        for col in &self.cols {
+            if let Some(steady) = col.steady {
+                let label = col.kind.label(col.variant.as_deref());
+                c.steady_state.insert(label, steady);
+            }
+        }
         self.result.environment = Environment::collect(self.o.common.cpus.measured);
         Ok(())
     }
@@ -373,10 +411,15 @@ fn run_case(
         (Some(c), Case::Dormant) => (c.workload.as_path(), Some(&c.idle)),
         (Some(c), Case::Instrumented) => (c.workload.as_path(), None),
     };
+    // Only a traced run writes the buffer: it alone warms up into the steady state.
+    let warmup = match (col.and_then(|c| c.steady), case) {
+        (Some(steady), Case::Traced) => steady.warmup,
+        _ => o.warmup,
+    };
     let config = WorkloadConfig::Micro(MicroConfig {
         body: hook_kind.body(case),
         iterations,
-        warmup: o.warmup,
+        warmup,
         cpu: o.common.cpus.measured,
         priority: o.common.priority,
         timer_samples: TIMER_SAMPLES,
@@ -414,7 +457,7 @@ fn run_case(
         let attached = col.tracer.attach(&target)?;
         Ok((Some(attached), counters()))
     })?;
-    let counters = counters.map(|c| c.read(iterations + o.warmup));
+    let counters = counters.map(|c| c.read(iterations + warmup));
     // Case 2's hook (`rtrace:idle`, `rtrace_marker_idle`) never runs: its ground truth is 0
     // even when the loop body calls the other marker.
     let hits = if case == Case::Dormant {

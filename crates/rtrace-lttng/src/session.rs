@@ -2,9 +2,10 @@
 //! stop → (snapshot) → statistics → destroy → count.
 
 use crate::daemon::Sessiond;
-use crate::{cli, ctf, mi, LttngOptions};
+use crate::{cli, ctf, mi, overwrite, LttngOptions};
 use anyhow::{bail, Context, Result};
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,6 +62,9 @@ pub struct LttngSession {
     out: PathBuf,
     what: What,
     record: RecordMode,
+    /// Overwrite mode: per stream, the highest sequence number of the packets `lttng start`
+    /// opened before the workload fired (see `overwrite`).
+    opened: BTreeMap<PathBuf, u64>,
     /// False once `lttng destroy` ran.
     live: bool,
     /// Keeps a session daemon we started alive until this session is gone.
@@ -95,11 +99,12 @@ impl LttngSession {
         }
         cli::lttng(&create).context("cannot create the LTTng session")?;
         // From here on, dropping `s` destroys the session.
-        let s = LttngSession {
+        let mut s = LttngSession {
             name,
             out,
             what,
             record: target.record,
+            opened: BTreeMap::new(),
             live: true,
             _sessiond: sessiond,
         };
@@ -151,7 +156,27 @@ impl LttngSession {
         }
         // Returns once the registered applications have their tracepoints enabled.
         cli::lttng(&["start", &s.name]).context("cannot start the LTTng session")?;
+        if snapshot && matches!(s.what, What::Ust { .. }) {
+            s.opened = s.opened_packets()?;
+        }
         Ok(s)
+    }
+
+    /// The packets `lttng start` opened, empty, in every stream: a snapshot recorded before the
+    /// workload fires (it waits for the attach), read, then removed.
+    fn opened_packets(&self) -> Result<BTreeMap<PathBuf, u64>> {
+        let mut dir = self.out.clone().into_os_string();
+        dir.push("-start");
+        let dir = PathBuf::from(dir);
+        let url = format!("file://{}", cli::path_arg(&dir)?);
+        cli::lttng(&["snapshot", "record", "--session", &self.name, &url])
+            .context("cannot record the LTTng snapshot of the session's start")?;
+        let opened = overwrite::streams(&dir, &ctf::traces(&dir)?)
+            .and_then(|streams| overwrite::opened(&streams))
+            .with_context(|| format!("the snapshot of the session's start in {}", dir.display()));
+        std::fs::remove_dir_all(&dir)
+            .with_context(|| format!("cannot remove {}", dir.display()))?;
+        opened
     }
 
     /// `lttng destroy` (idempotent).
@@ -181,14 +206,19 @@ impl LttngSession {
                 self.name
             );
         }
-        if self.record == RecordMode::Overwrite {
-            let overwritten = ctf::overwritten_packets(&self.out)?;
-            if overwritten > 0 {
-                bail!(
-                    "the LTTng snapshot buffer wrapped ({overwritten} packets overwritten) and LTTng does not count overwritten events: use a bigger buffer (--buffer-size) or stream mode"
-                );
+        let wrapped = match (&self.what, self.record) {
+            (What::Ust { .. }, RecordMode::Overwrite) => self.overwritten()?,
+            (What::Syscall { .. }, RecordMode::Overwrite) => {
+                let missing = self.missing_packets()?;
+                if missing > 0 {
+                    bail!(
+                        "the LTTng snapshot buffer wrapped ({missing} packets overwritten) and the kernel's syscall events differ in size, so how many events they held is unknown: use a bigger buffer (--buffer-size-kb) or stream mode"
+                    );
+                }
+                None
             }
-        }
+            (_, RecordMode::Stream) => None,
+        };
         let (recorded, lost) = match &self.what {
             What::Ust { .. } => (ctf::count_events(&self.out)?, discarded),
             What::Syscall { name, exit } => {
@@ -205,12 +235,61 @@ impl LttngSession {
                 }
             }
         };
+        let overwritten = wrapped.map_or(0, |w| w.events());
         Ok(EventStats {
             recorded,
-            lost,
-            overwritten: 0,
+            lost: lost + overwritten,
+            overwritten,
             outside_tree: 0,
         })
+    }
+
+    /// The events the snapshot's buffer overwrote (`overwrite`), summed over its traces.
+    fn overwritten(&self) -> Result<Option<overwrite::Overwritten>> {
+        let mut sum: Option<overwrite::Overwritten> = None;
+        for trace in ctf::traces(&self.out)? {
+            let streams = overwrite::streams(&self.out, std::slice::from_ref(&trace))?;
+            let Some(w) =
+                overwrite::overwritten(&ctf::metadata(&trace)?, &streams, &self.opened)
+                    .with_context(|| format!("LTTng overwrite mode, trace {}", trace.display()))?
+            else {
+                continue;
+            };
+            let counted = ctf::count_events(&trace)?;
+            if counted != w.recorded {
+                bail!(
+                    "{}: babeltrace2 counts {counted} events, its packets {}",
+                    trace.display(),
+                    w.recorded
+                );
+            }
+            let s = sum.get_or_insert(overwrite::Overwritten {
+                per_packet: w.per_packet,
+                ..Default::default()
+            });
+            if s.per_packet != w.per_packet {
+                bail!(
+                    "traces with packets of different sizes ({} and {} events)",
+                    s.per_packet,
+                    w.per_packet
+                );
+            }
+            s.packets += w.packets;
+            s.recorded += w.recorded;
+        }
+        Ok(sum)
+    }
+
+    /// Packets missing from the snapshot's streams.
+    fn missing_packets(&self) -> Result<u64> {
+        let traces = ctf::traces(&self.out)?;
+        Ok(overwrite::streams(&self.out, &traces)?
+            .iter()
+            .map(|s| {
+                let seqs: Vec<u64> = s.packets.iter().map(|p| p.seq).collect();
+                overwrite::missing(&seqs, None)
+            })
+            .sum())
     }
 }
 

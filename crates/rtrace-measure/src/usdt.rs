@@ -317,6 +317,23 @@ pub struct UsdtConfig {
     /// thread (and in files of older versions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thread_cpus: Vec<usize>,
+    /// `--steady-state` (Gebai): per traced column (`TracerKind::label` of its variant), the
+    /// untimed warm-up of its case-1 runs, which fills its buffer before the timed loop. Other
+    /// runs warm up `warmup` iterations. Absent without it (and in files of older versions).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub steady_state: std::collections::BTreeMap<String, SteadyState>,
+}
+
+/// One column's steady-state warm-up (`usdt --steady-state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SteadyState {
+    /// An upper bound of the events its buffer holds: the bytes the backend allocates over the
+    /// smallest event a tracer writes for the probe (`tracers::capacity_events`).
+    pub capacity_events: u64,
+    /// Untimed iterations each loop thread fired before timing: `warmup`, or enough that the
+    /// threads together wrote `capacity_events` into their buffer (one per CPU; eBPF's one
+    /// ring is shared by the threads). The accounting's hits include them.
+    pub warmup: u64,
 }
 
 fn default_hooks() -> Vec<HookKind> {

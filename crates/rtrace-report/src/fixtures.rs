@@ -159,6 +159,7 @@ pub fn usdt() -> UsdtResult {
             pacing: None,
             allow_loss: false,
             thread_cpus: Vec::new(),
+            steady_state: Default::default(),
         },
         runs,
         warnings: Vec::new(),

@@ -2,7 +2,7 @@
 
 use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
 use crate::options::{
-    check_nonzero, check_rounds, check_threads, OptionsError, Spec, Take, TracerChoice,
+    check_nonzero, check_rounds, check_threads, BpfMode, OptionsError, Spec, Take, TracerChoice,
     DEFAULT_BUFFER_KB,
 };
 use crate::usdt::Options;
@@ -95,6 +95,14 @@ pub struct UsdtArgs {
     /// per-CPU ones. A thread on a harness CPU shares it with the harness and the consumers.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub threads: usize,
+    /// Gebai's steady state: every case-1 run fires the probe untimed until its tracer's buffer
+    /// has been written through at least once (its capacity an upper bound: the buffer's
+    /// bytes over the smallest event, 16 bytes, 12 for LTTng) before the timed loop; those
+    /// hits are accounted too. Needs --record overwrite (a flight recorder: the timed events
+    /// overwrite older ones) and modes that write a buffer; eBPF and bpftrace always stream
+    /// to a consumer, so their ring is written through once without overwriting.
+    #[arg(long, conflicts_with = "decompose")]
+    pub steady_state: bool,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]
@@ -123,7 +131,11 @@ impl UsdtArgs {
             allow_loss: self.allow_loss,
             decompose: false,
             threads: self.threads,
+            steady_state: self.steady_state,
         };
+        if o.steady_state {
+            check_steady_state(&o)?;
+        }
         if self.decompose {
             crate::decompose::apply(&mut o);
         }
@@ -137,6 +149,47 @@ impl UsdtArgs {
             .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         Ok(o)
     }
+}
+
+/// `--steady-state` has a buffer to fill: a flight recorder (`--record overwrite`), a tracer,
+/// a mode that writes a buffer, and a traced case.
+fn check_steady_state(o: &Options) -> Result<(), OptionsError> {
+    use rtrace_ftrace::FtraceMode;
+    let t = &o.common.tracer;
+    let refuse = |why: String| Err(OptionsError::Other(format!("--steady-state: {why}")));
+    if t.record != RecordMode::Overwrite {
+        return refuse("it fills a flight recorder's buffer before timing, and with --record stream a consumer empties it as the loop fills it: pass --record overwrite".into());
+    }
+    let (kinds, _) = o.tracers.kinds();
+    if kinds.iter().all(|&k| k == TracerKind::None) {
+        return refuse("--tracer none has no buffer to fill: name a tracer".into());
+    }
+    if !o.cases.contains(&Case::Traced) {
+        return refuse("only case 1 writes the buffer: add --case 1".into());
+    }
+    let bpf = kinds
+        .iter()
+        .any(|k| matches!(k, TracerKind::Ebpf | TracerKind::Bpftrace));
+    if let Some(m) = t
+        .bpf_modes
+        .iter()
+        .find(|m| !matches!(m, BpfMode::Record | BpfMode::RecordWakeup))
+        .filter(|_| bpf)
+    {
+        return refuse(format!(
+            "--bpf-mode {} writes no buffer: use --bpf-mode record",
+            m.name()
+        ));
+    }
+    if kinds.contains(&TracerKind::Ftrace) {
+        if let Some(m) = t.ftrace_modes.iter().find(|m| **m != FtraceMode::Overwrite) {
+            return refuse(format!(
+                "--ftrace-mode {} is not a flight recorder: use --ftrace-mode overwrite",
+                m.name()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn cases(args: &[CaseArg]) -> Vec<Case> {
@@ -262,6 +315,37 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(o.hooks, HookKind::ALL.to_vec());
+    }
+
+    #[test]
+    fn steady_state_needs_a_buffer_to_fill() {
+        let ow = ["--record", "overwrite", "--steady-state"];
+        let o = usdt(&[&ow[..], &["-t", "ftrace,ebpf,lttng"]].concat()).unwrap();
+        assert!(o.steady_state);
+        assert!(!usdt(&[]).unwrap().steady_state);
+        for (args, want) in [
+            (&["--steady-state"][..], "pass --record overwrite"),
+            (&["-t", "none"], "--tracer none has no buffer"),
+            (&["-c", "0,2"], "add --case 1"),
+            (
+                &["-t", "ebpf", "--bpf-mode", "aggregate"],
+                "--bpf-mode aggregate writes no buffer",
+            ),
+            (
+                &["-t", "ftrace", "--ftrace-mode", "off"],
+                "--ftrace-mode off is not a flight recorder",
+            ),
+        ] {
+            let all = if args == ["--steady-state"] {
+                args.to_vec()
+            } else {
+                [&ow[..], args].concat()
+            };
+            let e = usdt(&all).unwrap_err().to_string();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        // bpftrace and eBPF modes do not matter without them.
+        assert!(usdt(&[&ow[..], &["-t", "lttng", "--bpf-mode", "aggregate"]].concat()).is_ok());
     }
 
     #[test]
