@@ -129,6 +129,20 @@ fn probe_in_every_iteration_places_the_largest_gaps_against_switches() {
                     // Every gap placed: LTTng by time, ftrace by its recorded event.
                     assert!(largest.iter().all(|g| g["switched"].is_boolean()), "{r}");
                 }
+                // Each switch's iteration looked up among the slow gaps the loop kept (which the
+                // result does not carry), from a threshold of at least 1 µs.
+                let at = &r["at_switches"];
+                let switches = at["switches"].as_u64().unwrap();
+                let slow = at["slow_gaps_ns"].as_array().unwrap();
+                let threshold = at["slow_ns"].as_u64().unwrap();
+                assert!(switches > 0 && slow.len() as u64 <= switches, "{at}");
+                assert!(switches <= r["switches"]["count"].as_u64().unwrap(), "{r}");
+                assert!(threshold >= 1_000, "{at}");
+                assert!(
+                    slow.iter().all(|g| g.as_u64().unwrap() >= threshold),
+                    "{at}"
+                );
+                assert!(done["slow"].is_null(), "the slow gaps are not kept: {done}");
             }
             t => panic!("unexpected tracer {t}"),
         }
@@ -140,4 +154,8 @@ fn probe_in_every_iteration_places_the_largest_gaps_against_switches() {
         "{report}"
     );
     assert!(report.contains("ftrace: largest gap"), "{report}");
+    assert!(
+        report.contains("lttng (tracepoint): the iterations that switched buffers: "),
+        "{report}"
+    );
 }

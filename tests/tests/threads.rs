@@ -87,6 +87,8 @@ fn rate_with_two_threads_fires_the_rate_asked_and_accounts_every_point() {
         "20000",
         "--max-rate",
         "400000",
+        "--flood-ms",
+        "500",
         "--bisections",
         "1",
         "--out",
@@ -104,9 +106,9 @@ fn rate_with_two_threads_fires_the_rate_asked_and_accounts_every_point() {
             // thread at least its share of 10 buffer-fulls (`min_hits`).
             let min_hits = p["min_hits"].as_u64().unwrap();
             assert!(min_hits > 0 && hits >= 2 * min_hits, "{p}");
-            // The flood point: as fast as both threads fire, for at least a second.
+            // The flood point: as fast as both threads fire, for at least --flood-ms.
             let (rate, window) = match p["phase"].as_str() {
-                Some("flood") => (p["achieved_hz"].as_f64().unwrap(), 1.0),
+                Some("flood") => (p["achieved_hz"].as_f64().unwrap(), 0.5),
                 _ => (p["rate_hz"].as_f64().unwrap(), 0.2),
             };
             let expected = (rate * window).max(2.0 * min_hits as f64);

@@ -8,7 +8,10 @@
 
 use crate::{cyclic::monotonic_ns, sites, sized_histogram, tsc, Instrument};
 use anyhow::Result;
-use rtrace_protocol::{encode_histogram, Body, NptConfig, NptDone, NptGap, NPT_LARGEST};
+use rtrace_protocol::{
+    encode_histogram, Body, NptConfig, NptDone, NptGap, NPT_LARGEST, NPT_SLOW_AFTER, NPT_SLOW_MAX,
+    NPT_SLOW_MIN_NS,
+};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -25,6 +28,10 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
     };
     let (mut quiet, mut fired) = (sized_histogram(), sized_histogram());
     let mut largest = Largest::default();
+    // Slow firing gaps in time order (ticks, TSC at the end, hit), from a threshold set after
+    // the first firings: `u64::MAX` ticks until then.
+    let mut slow: Vec<(u64, u64, u64)> = Vec::with_capacity(if every { NPT_SLOW_MAX } else { 0 });
+    let (mut slow_ticks, mut slow_from, mut slow_dropped) = (u64::MAX, 0u64, 0u64);
     let before = clock_pair();
     let start = tsc::start();
     let end = start + (c.duration_ns as f64 / ns_per_tick) as u64;
@@ -39,6 +46,17 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
         if fired_last {
             fired.saturating_record(gap);
             largest.offer(ticks, now, hits - 1);
+            if ticks >= slow_ticks {
+                if slow.len() < NPT_SLOW_MAX {
+                    slow.push((ticks, now, hits - 1));
+                } else {
+                    slow_dropped += 1;
+                }
+            } else if every && hits == NPT_SLOW_AFTER {
+                let ns = (8 * fired.value_at_quantile(0.5)).max(NPT_SLOW_MIN_NS);
+                slow_ticks = (ns as f64 / ns_per_tick).ceil() as u64;
+                slow_from = now;
+            }
         } else {
             quiet.saturating_record(gap);
         }
@@ -78,6 +96,25 @@ pub fn run<I: Instrument>(c: &NptConfig) -> Result<NptDone> {
         start_mono_ns: to_mono(start),
         end_mono_ns: to_mono(prev),
         largest: largest.sorted(ns_per_tick, to_mono),
+        slow: slow
+            .iter()
+            .map(|&(ticks, end, hit)| NptGap {
+                ns: tsc::to_ns(ticks, ns_per_tick),
+                end_mono_ns: to_mono(end),
+                hit,
+            })
+            .collect(),
+        slow_ns: if slow_ticks == u64::MAX {
+            0
+        } else {
+            tsc::to_ns(slow_ticks, ns_per_tick)
+        },
+        slow_from_mono_ns: if slow_from == 0 {
+            0
+        } else {
+            to_mono(slow_from)
+        },
+        slow_dropped,
     })
 }
 

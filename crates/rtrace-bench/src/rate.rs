@@ -34,29 +34,8 @@ pub struct Options {
     pub threads: usize,
 }
 
-/// Smallest event any tracer writes for the rate probe (bytes; ftrace's are 28, LTTng's
-/// compact ones about 16, the eBPF ring's 40, bpftrace's printf records more): a lower bound,
-/// so that [`capacity_events`] is an upper bound and every point fires at least the turnovers
-/// asked for.
-const MIN_EVENT_BYTES: u64 = 16;
-
 /// The climb starts where a point's turnovers take this long (or at `--start-rate`).
 const START_WINDOW_S: f64 = 1.0;
-
-/// The flood point fires at least this long (ms), past `--duration-ms`.
-pub const FLOOD_MIN_MS: u64 = 1_000;
-
-/// Events one buffer of `kind` holds at most at `kb` KiB per CPU, sized as the backend sizes
-/// it: eBPF's one ring for all CPUs, bpftrace's perf buffer of whole pages, the others `kb`
-/// per CPU.
-fn capacity_events(kind: TracerKind, kb: u64) -> Result<u64> {
-    let bytes = match kind {
-        TracerKind::Ebpf => rtrace_ebpf::ring_bytes(Some(kb))?,
-        TracerKind::Bpftrace => rtrace_bpftrace::perf_rb_pages(Some(kb))? * 4096,
-        _ => kb * 1024,
-    };
-    Ok(bytes / MIN_EVENT_BYTES)
-}
 
 /// A search's subject: a tracer variant at one buffer size, checked, with its steady state:
 /// each thread's firings per point and the search's plan (its start rate).
@@ -70,7 +49,9 @@ struct Searched {
 
 impl Searched {
     fn new(o: &Options, subject: Subject, kb: u64) -> Result<Searched> {
-        let capacity = capacity_events(subject.kind, kb)?;
+        // An upper bound, so that every point fires at least the turnovers asked for.
+        let capacity = crate::tracers::capacity_events(subject.kind, &at_size(o, kb))?
+            .context("a search without a tracer")?;
         let threads = o.threads.max(1) as u64;
         // Every thread writes its own per-CPU buffer, except into eBPF's one ring.
         let per_buffer = match subject.kind {
@@ -296,10 +277,8 @@ impl runner::Experiment for Rate {
 fn point(o: &Options, searched: &Searched, e: &Entry, seq: u64) -> Result<Point> {
     let s = &searched.subject;
     let tracer = s.tracer.as_ref().context("a search without a tracer")?;
-    // Flooded, the window is at least a second: the buffer's last contents, drained after the
-    // loop stopped, weigh little in the drain rate.
     let duration_ms = match e.phase {
-        Phase::Flood => o.duration_ms.max(FLOOD_MIN_MS),
+        Phase::Flood => o.duration_ms.max(searched.plan.flood_ms),
         _ => o.duration_ms,
     };
     let config = WorkloadConfig::Rate(RateConfig {

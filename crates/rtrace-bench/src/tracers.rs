@@ -146,7 +146,7 @@ pub fn buffers(
 /// one sub-buffer more than it names (the reader's). `None` for no tracer.
 pub fn capacity_events(kind: TracerKind, opts: &TracerOptions) -> Result<Option<u64>> {
     let Some(kb) = opts.buffer_size_kb else {
-        anyhow::bail!("--steady-state needs the buffer's size: pass --buffer-size-kb");
+        anyhow::bail!("a buffer's capacity needs its size: pass --buffer-size-kb");
     };
     let (bytes, event) = match kind {
         TracerKind::None => return Ok(None),
@@ -157,7 +157,7 @@ pub fn capacity_events(kind: TracerKind, opts: &TracerOptions) -> Result<Option<
             let o = lttng_options(opts, rtrace_lttng::EventKind::Tracepoint);
             match o.geometry(Some(kb)) {
                 (Some(size), Some(n)) => (size * (u64::from(n) + 1), 12),
-                _ => anyhow::bail!("--steady-state needs the LTTng channel's size: pass --buffer-size-kb or --lttng-subbuf-size and --lttng-num-subbuf"),
+                _ => anyhow::bail!("a buffer's capacity needs the LTTng channel's size: pass --buffer-size-kb or --lttng-subbuf-size and --lttng-num-subbuf"),
             }
         }
     };

@@ -32,25 +32,42 @@ pub struct OnPage {
 /// The pages of `file`: how many, and where each hit of `hits` was written (absent: its event
 /// was not recorded).
 pub fn locate(file: &Path, hits: &[u64]) -> Result<(u64, HashMap<u64, OnPage>)> {
-    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut found = HashMap::new();
+    let pages = each_event(file, |arg, first, since| {
+        if hits.contains(&arg) {
+            found.insert(
+                arg,
+                OnPage {
+                    first,
+                    since_page_ns: since,
+                },
+            );
+        }
+    })?;
+    Ok((pages, found))
+}
+
+/// The hits whose event began a page (the writer switched pages in that probe hit), in file
+/// order.
+pub fn first_hits(file: &Path) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    each_event(file, |arg, first, _| {
+        if first {
+            out.push(arg);
+        }
+    })?;
+    Ok(out)
+}
+
+/// [`walk`] over every page of `file`; the number of pages.
+fn each_event(file: &Path, mut f: impl FnMut(u64, bool, u64)) -> Result<u64> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let mut pages = 0;
     for (i, page) in bytes.chunks(PAGE).enumerate() {
-        walk(page, |arg, first, since| {
-            if hits.contains(&arg) {
-                found.insert(
-                    arg,
-                    OnPage {
-                        first,
-                        since_page_ns: since,
-                    },
-                );
-            }
-        })
-        .with_context(|| format!("{} page {i}", file.display()))?;
+        walk(page, &mut f).with_context(|| format!("{} page {i}", file.display()))?;
         pages += 1;
     }
-    Ok((pages, found))
+    Ok(pages)
 }
 
 /// Calls `f(arg1, first on the page, ns since the page's first event)` for each data event of

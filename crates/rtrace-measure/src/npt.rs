@@ -37,6 +37,110 @@ pub struct NptRun {
     /// nearest to it where the trace data tells. Absent in files of older versions.
     #[serde(default)]
     pub largest: Vec<LargestGap>,
+    /// What the iteration of each buffer switch cost the loop. Absent where the tracer has no
+    /// switches to place, in capped runs and in files of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_switches: Option<AtSwitches>,
+}
+
+/// The firing iterations in which the tracer switched buffers (Beamonte's peaks "at the moment
+/// the consumer wrote"), against the loop's slow gaps: a switch's iteration is looked up among
+/// the gaps of at least `slow_ns`; one not found took less.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AtSwitches {
+    /// Switches while the loop kept its slow gaps (rounds added).
+    pub switches: u64,
+    /// The slow threshold (ns; the largest of the rounds').
+    pub slow_ns: u64,
+    /// Gaps (ns) of the switches' iterations that were slow; the others were under `slow_ns`.
+    pub slow_gaps_ns: Vec<u64>,
+    /// Firing iterations, and of them slow, over the same stretch: the base rate a switch's
+    /// share of slow gaps is compared with.
+    pub firings: u64,
+    pub slow_firings: u64,
+    /// Slow gaps the loop could not keep (more than its limit): switches among them read as
+    /// fast, so the share at switches is a lower bound when this is not 0.
+    pub slow_dropped: u64,
+}
+
+impl AtSwitches {
+    /// The switches' iterations given as `slow` (each the gap, if it was among the slow gaps),
+    /// over the run `done`.
+    pub fn of(done: &NptDone, slow: impl IntoIterator<Item = Option<u64>>) -> AtSwitches {
+        let (mut switches, mut slow_gaps_ns) = (0, Vec::new());
+        for g in slow {
+            switches += 1;
+            slow_gaps_ns.extend(g);
+        }
+        let after = done.hits.saturating_sub(rtrace_protocol::NPT_SLOW_AFTER);
+        AtSwitches {
+            switches,
+            slow_ns: done.slow_ns,
+            slow_gaps_ns,
+            firings: after,
+            slow_firings: done.slow.len() as u64 + done.slow_dropped,
+            slow_dropped: done.slow_dropped,
+        }
+    }
+
+    /// Share of the switches' iterations that were slow, and of all firing iterations.
+    pub fn shares(&self) -> (f64, f64) {
+        (
+            self.slow_gaps_ns.len() as f64 / self.switches.max(1) as f64,
+            self.slow_firings as f64 / self.firings.max(1) as f64,
+        )
+    }
+
+    /// Median and largest slow gap at a switch (ns).
+    pub fn median_max(&self) -> Option<(u64, u64)> {
+        let mut v = self.slow_gaps_ns.clone();
+        v.sort_unstable();
+        Some((*v.get(v.len() / 2)?, *v.last()?))
+    }
+
+    fn absorb(&mut self, b: AtSwitches) {
+        self.switches += b.switches;
+        self.slow_ns = self.slow_ns.max(b.slow_ns);
+        self.slow_gaps_ns.extend(b.slow_gaps_ns);
+        self.firings += b.firings;
+        self.slow_firings += b.slow_firings;
+        self.slow_dropped += b.slow_dropped;
+    }
+}
+
+/// The switches at times `switches` (`CLOCK_MONOTONIC` ns) against `done`'s slow gaps: each
+/// switch while the loop kept them, with the slow gap it fell in (± [`SWITCH_SLACK_NS`]).
+pub fn at_switch_times(done: &NptDone, switches: &[u64]) -> Option<AtSwitches> {
+    if done.slow_ns == 0 {
+        return None;
+    }
+    let gaps = &done.slow;
+    let within = switches
+        .iter()
+        .filter(|&&t| t >= done.slow_from_mono_ns && t <= done.end_mono_ns)
+        .map(|&t| {
+            // The first slow gap ending at or after the switch (less the slack).
+            let i = gaps.partition_point(|g| g.end_mono_ns + SWITCH_SLACK_NS < t);
+            gaps.get(i)
+                .filter(|g| g.end_mono_ns.saturating_sub(g.ns + SWITCH_SLACK_NS) <= t)
+                .map(|g| g.ns)
+        });
+    Some(AtSwitches::of(done, within))
+}
+
+/// The switches made by hits `hits` (the probe whose event began a page) against `done`'s slow
+/// gaps, by hit number: exact, no clock involved.
+pub fn at_switch_hits(done: &NptDone, hits: &[u64]) -> Option<AtSwitches> {
+    if done.slow_ns == 0 {
+        return None;
+    }
+    let by_hit: std::collections::HashMap<u64, u64> =
+        done.slow.iter().map(|g| (g.hit, g.ns)).collect();
+    let within = hits
+        .iter()
+        .filter(|&&h| h >= rtrace_protocol::NPT_SLOW_AFTER && h < done.hits)
+        .map(|h| by_hit.get(h).copied());
+    Some(AtSwitches::of(done, within))
 }
 
 /// What a tracer calls a switch of its buffer and how many the run's trace data shows.
@@ -119,13 +223,20 @@ impl NptRun {
                 .collect(),
             done,
             events,
+            at_switches: None,
         })
     }
 
     /// The run with the tracer's switches and its largest gaps placed against them.
-    pub fn with_switches(mut self, switches: Switches, largest: Vec<LargestGap>) -> NptRun {
+    pub fn with_switches(
+        mut self,
+        switches: Switches,
+        largest: Vec<LargestGap>,
+        at_switches: Option<AtSwitches>,
+    ) -> NptRun {
         self.switches = Some(switches);
         self.largest = largest;
+        self.at_switches = at_switches;
         self
     }
 
@@ -169,6 +280,11 @@ impl crate::Pool for NptRun {
         self.largest.truncate(NPT_LARGEST);
         if let (Some(a), Some(b)) = (&mut self.switches, round.switches) {
             a.count += b.count;
+        }
+        match (&mut self.at_switches, round.at_switches) {
+            (Some(a), Some(b)) => a.absorb(b),
+            (a @ None, b) => *a = b,
+            _ => {}
         }
         Ok(())
     }
@@ -241,6 +357,10 @@ mod tests {
             start_mono_ns: 0,
             end_mono_ns: 100_000,
             largest: Vec::new(),
+            slow: Vec::new(),
+            slow_ns: 0,
+            slow_from_mono_ns: 0,
+            slow_dropped: 0,
         };
         let run = NptRun::new(
             rtrace_tracer::TracerKind::None,
@@ -284,5 +404,62 @@ mod tests {
         assert_eq!(placed[2].switched, Some(false));
         assert_eq!(placed[2].since_switch_ns, None);
         assert_eq!(near_switches(&gaps, &[])[0].switched, None);
+    }
+
+    fn gap(ns: u64, end_mono_ns: u64, hit: u64) -> NptGap {
+        NptGap {
+            ns,
+            end_mono_ns,
+            hit,
+        }
+    }
+
+    /// A run of 1,000,000 firings whose loop kept slow gaps (≥ 1 µs) from hit 65,536 on.
+    fn slow_run(slow: Vec<NptGap>) -> NptDone {
+        NptDone {
+            hits: 1_000_000,
+            iterations: 1_000_000,
+            elapsed_ns: 1_000_000_000,
+            tsc_hz: 2e9,
+            quiet: String::new(),
+            fired: String::new(),
+            start_mono_ns: 0,
+            end_mono_ns: 1_000_000_000,
+            largest: Vec::new(),
+            slow,
+            slow_ns: 1_000,
+            slow_from_mono_ns: 100_000_000,
+            slow_dropped: 0,
+        }
+    }
+
+    #[test]
+    fn a_switch_is_found_in_the_slow_gap_it_fell_in_or_was_fast() {
+        let done = slow_run(vec![
+            gap(5_000, 200_000_000, 70_000),
+            gap(2_000, 300_000_000, 80_000),
+            gap(40_000, 400_000_000, 90_000),
+        ]);
+        // In the first gap; 1 µs after the second's end (slack); between gaps; before the loop
+        // kept slow gaps (not counted); inside the third.
+        let times = [
+            199_997_000,
+            300_000_900,
+            350_000_000,
+            50_000_000,
+            399_970_000,
+        ];
+        let a = at_switch_times(&done, &times).unwrap();
+        assert_eq!(a.switches, 4);
+        assert_eq!(a.slow_gaps_ns, [5_000, 2_000, 40_000]);
+        assert_eq!(a.median_max(), Some((5_000, 40_000)));
+        let (at, all) = a.shares();
+        assert!((at - 0.75).abs() < 1e-9 && all < 1e-5, "{at} {all}");
+        // By hit number (ftrace): exact; hits before the threshold was set are left out.
+        let b = at_switch_hits(&done, &[80_000, 80_001, 10]).unwrap();
+        assert_eq!((b.switches, b.slow_gaps_ns.clone()), (2, vec![2_000]));
+        // A capped run keeps no slow gaps: nothing to say.
+        let capped = NptDone { slow_ns: 0, ..done };
+        assert!(at_switch_times(&capped, &times).is_none());
     }
 }

@@ -91,10 +91,10 @@ pub struct SearchPlan {
     /// Times the start rate is divided by `factor` when it loses events (0 in older files).
     #[serde(default)]
     pub descents: u32,
-    /// A flood point first (`Phase::Flood`): the consumer's drain rate measured directly
-    /// (false in older files).
+    /// A flood point first (`Phase::Flood`) firing at least this long (ms): the consumer's
+    /// drain rate measured directly; 0: none (and in older files).
     #[serde(default)]
-    pub flood: bool,
+    pub flood_ms: u64,
 }
 
 impl Default for SearchPlan {
@@ -107,7 +107,7 @@ impl Default for SearchPlan {
             confirmations: 3,
             over: 1.5,
             descents: 6,
-            flood: true,
+            flood_ms: 5_000,
         }
     }
 }
@@ -145,8 +145,9 @@ pub struct Search {
 /// What bounds the rate a tracer sustains, from a search's flood point and the rate it found.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Bound {
-    /// Flooded, the tracer lost nothing: the loop fires no faster under it (a hit costs more
-    /// than the period); the tracer sustains at least `hz`.
+    /// Flooded, the tracer lost nothing, or less than [`KEPT_UP`] of the events (its consumer
+    /// kept up with the loop but for a stall the buffer did not absorb): the loop fires no
+    /// faster under it (a hit costs more than the period); the tracer sustains at least `hz`.
     Workload { hz: f64 },
     /// Flooded, the consumer recorded `drain_hz`: no rate above it is sustained, and the
     /// search held close to it (within [`BUFFER_BOUND`]).
@@ -160,6 +161,10 @@ pub enum Bound {
 /// A lossless rate below this fraction of the consumer's drain rate is bound by the buffer.
 pub const BUFFER_BOUND: f64 = 0.9;
 
+/// Flooded, a tracer that recorded this share of the events at least kept up with the loop:
+/// what it lost went in its consumer's stalls, not for want of throughput.
+pub const KEPT_UP: f64 = 0.95;
+
 impl Search {
     /// The flood point (searches of older versions have none).
     pub fn flood(&self) -> Option<&Point> {
@@ -170,7 +175,11 @@ impl Search {
     /// was found.
     pub fn bound(&self) -> Option<Bound> {
         let flood = self.flood()?;
+        let kept_up = flood.events.recorded as f64 >= KEPT_UP * flood.events.hits as f64;
         match flood.drain_hz() {
+            Some(drain_hz) if kept_up => Some(Bound::Workload {
+                hz: drain_hz.max(self.max_lossless_hz.unwrap_or(0.0)),
+            }),
             None => Some(Bound::Workload {
                 hz: flood.achieved_hz.max(self.max_lossless_hz.unwrap_or(0.0)),
             }),
@@ -262,7 +271,7 @@ pub fn search(
 ) -> anyhow::Result<Found> {
     let mut points = Vec::new();
     let mut start = plan.start_hz;
-    if plan.flood {
+    if plan.flood_ms > 0 {
         let p = measure(plan.max_hz, Phase::Flood)?;
         // Losing while flooded, the consumer drains this fast: a climb starting above it
         // would only lose.
@@ -587,7 +596,7 @@ mod tests {
     fn losing_at_the_start_rate_finds_nothing_without_descents() {
         // Without the flood point, which would start the climb below the drain rate.
         let descending = SearchPlan {
-            flood: false,
+            flood_ms: 0,
             ..SearchPlan::default()
         };
         let plan = SearchPlan {
@@ -664,6 +673,27 @@ mod tests {
                 lossless_hz: l
             })
         );
+    }
+
+    #[test]
+    fn a_consumer_that_kept_up_but_for_a_stall_leaves_the_loop_the_bound() {
+        // The loop fires 500 k/s; the consumer records 97 % of a flood (it stalled once).
+        let f = search(&SearchPlan::default(), |rate, phase| {
+            let achieved = rate.min(500_000.0);
+            let hits = achieved as u64;
+            let lost = if phase == Flood { hits * 3 / 100 } else { 0 };
+            Ok(Point {
+                phase,
+                rate_hz: rate,
+                achieved_hz: achieved,
+                late: 0,
+                min_hits: 0,
+                events: Events::of(hits, hits - lost, lost),
+            })
+        })
+        .unwrap();
+        let s = searched(f);
+        assert_eq!(s.bound(), Some(Bound::Workload { hz: 500_000.0 }));
     }
 
     #[test]

@@ -14,7 +14,9 @@ mod reads;
 
 pub use cyclic::{CyclicConfig, CyclicDone, Fire, ProbeAt};
 pub use histogram::{decode_histogram, encode_histogram, new_histogram, HistogramError};
-pub use npt::{NptConfig, NptDone, NptGap, NPT_LARGEST};
+pub use npt::{
+    NptConfig, NptDone, NptGap, NPT_LARGEST, NPT_SLOW_AFTER, NPT_SLOW_MAX, NPT_SLOW_MIN_NS,
+};
 pub use rate::{RateConfig, RateDone};
 pub use reads::{ReadsConfig, ReadsDone};
 

@@ -25,6 +25,14 @@ pub struct NptConfig {
 /// How many of the largest gaps of firing iterations the loop keeps with their time.
 pub const NPT_LARGEST: usize = 256;
 
+/// How many slow gaps (firing gaps at or above [`NptDone::slow_ns`]) the loop keeps, at most.
+pub const NPT_SLOW_MAX: usize = 65_536;
+
+/// Firing iterations the loop times before it sets its slow threshold: 8 times their median
+/// gap, at least [`NPT_SLOW_MIN_NS`].
+pub const NPT_SLOW_AFTER: u64 = 65_536;
+pub const NPT_SLOW_MIN_NS: u64 = 1_000;
+
 /// One of the largest gaps of the iterations that fired the probe, with when it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct NptGap {
@@ -63,4 +71,18 @@ pub struct NptDone {
     /// of older versions.
     #[serde(default)]
     pub largest: Vec<NptGap>,
+    /// Every firing gap of at least `slow_ns` after the loop set that threshold (at
+    /// `slow_from_mono_ns`), in time order, up to [`NPT_SLOW_MAX`] (`slow_dropped` more): what
+    /// the iteration of each buffer switch cost is looked up here. Absent in files of older
+    /// versions and in capped runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow: Vec<NptGap>,
+    /// The threshold (ns): 8 times the median firing gap of the first [`NPT_SLOW_AFTER`]
+    /// firings, at least [`NPT_SLOW_MIN_NS`]; 0: never set (a capped or short run).
+    #[serde(default)]
+    pub slow_ns: u64,
+    #[serde(default)]
+    pub slow_from_mono_ns: u64,
+    #[serde(default)]
+    pub slow_dropped: u64,
 }

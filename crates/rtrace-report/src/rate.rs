@@ -86,7 +86,13 @@ fn sustained(s: &Search) -> Cell {
 fn bound(s: &Search) -> String {
     match s.bound() {
         None => "-".into(),
-        Some(Bound::Workload { .. }) => "the loop (flooded, nothing lost)".into(),
+        Some(Bound::Workload { .. }) => match s.flood().map(|f| f.lost_fraction()) {
+            Some(l) if l > 0.0 => format!(
+                "the loop (flooded, its consumer kept up but for {:.2}% lost in its stalls)",
+                100.0 * l
+            ),
+            _ => "the loop (flooded, nothing lost)".into(),
+        },
         Some(Bound::Consumer { .. }) => "the consumer (lossless near its drain rate)".into(),
         Some(Bound::Buffer { lossless_hz, .. }) => format!(
             "the buffer (≤ {} of events at the lossless rate)",
@@ -96,10 +102,10 @@ fn bound(s: &Search) -> String {
 }
 
 /// What the flood point and the bound column show (results with a flood point).
-pub const FLOOD_NOTE: &str = "A search first floods: the probe fired as fast as the loop can for at least a second and its buffer's turnovers; when that loses events, the events recorded per second of it are the consumer's drain rate (the consumer never waited: the buffer was full), the highest rate the tracer sustains (it counts the buffer's last contents, drained after the loop stopped: at most one capacity over the window); when it loses nothing, the loop is the bound. Below the drain rate, the lossless rate is bound by the buffer when it is more than 10% lower: the consumer keeps up on average, but one stretch where it falls behind (a delay, a slower spell) outlasts what the buffer holds at higher rates (its capacity over the rate, an upper bound shown in the bound column), so the lossless rate depends on the buffer and on the window (a longer run meets a longer delay), the drain rate does not";
+pub const FLOOD_NOTE: &str = "A search first floods: the probe fired as fast as the loop can for at least 5 s and its buffer's turnovers; when that loses events, the events recorded per second of it are the consumer's drain rate (the consumer never waited: the buffer was full), the highest rate the tracer sustains (it counts the buffer's last contents, drained after the loop stopped: at most one capacity over the window); when it loses nothing (or under 5%: the consumer kept up but for a stall), the loop is the bound. Below the drain rate, the lossless rate is bound by the buffer when it is more than 10% lower: the consumer keeps up on average, but one stretch where it falls behind (a delay, a slower spell) outlasts what the buffer holds at higher rates (its capacity over the rate, an upper bound shown in the bound column), so the lossless rate depends on the buffer and on the window (a longer run meets a longer delay), the drain rate does not";
 
 /// What the table shows.
-pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) under each tracer and per-CPU buffer size, for the run's duration and on until the tracer's buffer turned over the times asked for (its capacity an upper bound: its bytes over the smallest event, 16 bytes), so that a rate is one the tracer sustains, not a burst its buffer absorbed (Beamonte's rates are a steady state); the climb starts where that takes about a second (halving while the start loses events), the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster under this tracer (a hit costs more than the period asked for), so the workload, not the tracer's buffer or consumer, bound the search.";
+pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) under each tracer and per-CPU buffer size, for the run's duration and on until the tracer's buffer turned over the times asked for (its capacity an upper bound: its bytes, with a reader's page or sub-buffer, over the smallest event, 16 bytes, LTTng's 12), so that a rate is one the tracer sustains, not a burst its buffer absorbed (Beamonte's rates are a steady state); the climb starts where that takes about a second (halving while the start loses events), the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster under this tracer (a hit costs more than the period asked for), so the workload, not the tracer's buffer or consumer, bound the search.";
 
 fn over_cell(s: &Search) -> String {
     let over = s.points.iter().rev().find(|p| p.phase == Phase::Over);

@@ -45,6 +45,11 @@ pub struct RateArgs {
     /// Bisection steps between the last lossless and the first lossy rate.
     #[arg(long, default_value_t = 5)]
     pub bisections: u32,
+    /// How long the first point of every search floods (the probe fired as fast as the loop
+    /// can) at least (ms): what its consumer records per second of it is its drain rate, the
+    /// highest rate it sustains; 0: no flood point.
+    #[arg(long, default_value_t = 5_000, value_name = "MS")]
+    pub flood_ms: u64,
     /// Threads firing the probe, each on its own CPU (the measured CPU, then harness CPUs from
     /// the last), the rate split evenly between them: past one thread's ceiling, and onto the
     /// consumers' CPU.
@@ -97,6 +102,7 @@ impl RateArgs {
                 start_hz: start_rate,
                 max_hz: self.max_rate,
                 bisections: self.bisections,
+                flood_ms: self.flood_ms,
                 ..SearchPlan::default()
             },
             threads: self.threads,

@@ -217,9 +217,12 @@ fn one(o: &Options, s: &Subject, seq: u64) -> Result<NptRun> {
             (None, None)
         }
     };
+    let mut done = done;
+    // The slow gaps served to place the switches; the result keeps what they showed.
+    done.slow = Vec::new();
     let run = NptRun::new(s.kind, s.variant.clone(), s.buffer.clone(), done, events)?;
     Ok(match placed {
-        Some((switches, largest)) => run.with_switches(switches, largest),
+        Some(p) => run.with_switches(p.switches, p.largest, p.at_switches),
         None => run,
     })
 }

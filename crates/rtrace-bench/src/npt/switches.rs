@@ -5,19 +5,26 @@
 //! eBPF's ring buffer has no sub-buffers; bpftrace's perf buffer is not read here.
 
 use anyhow::Result;
-use rtrace_measure::npt::{near_switches, LargestGap, Switches};
+use rtrace_measure::npt::{
+    at_switch_hits, at_switch_times, near_switches, AtSwitches, LargestGap, Switches,
+};
 use rtrace_protocol::NptDone;
 use rtrace_tracer::TracerKind;
 use std::path::{Path, PathBuf};
 
-/// The switches of `kind`'s trace data below `dir` on CPU `cpu`, and `done`'s largest gaps
-/// placed against them; `None` where the tracer has no switches to show (or wrote no data).
-pub fn place(
-    kind: TracerKind,
-    dir: &Path,
-    cpu: usize,
-    done: &NptDone,
-) -> Result<Option<(Switches, Vec<LargestGap>)>> {
+/// What the trace data shows of a run's buffer switches.
+pub struct Placed {
+    pub switches: Switches,
+    /// `done`'s largest gaps placed against them.
+    pub largest: Vec<LargestGap>,
+    /// What each switch's iteration cost (`None`: the loop kept no slow gaps).
+    pub at_switches: Option<AtSwitches>,
+}
+
+/// The switches of `kind`'s trace data below `dir` on CPU `cpu`, `done`'s largest gaps placed
+/// against them and the cost of each switch's iteration; `None` where the tracer has no
+/// switches to show (or wrote no data).
+pub fn place(kind: TracerKind, dir: &Path, cpu: usize, done: &NptDone) -> Result<Option<Placed>> {
     Ok(match kind {
         TracerKind::Lttng => {
             let times = rtrace_lttng::switches(dir, cpu as u32)?;
@@ -25,14 +32,15 @@ pub fn place(
                 .iter()
                 .filter(|&&t| (done.start_mono_ns..=done.end_mono_ns).contains(&t))
                 .count() as u64;
-            Some((
-                Switches {
+            Some(Placed {
+                switches: Switches {
                     what: "LTTng sub-buffer switch".into(),
                     count: inside,
                     how: "each CTF packet's timestamp_begin (CLOCK_MONOTONIC) but a stream's first, against the gap's end converted from the TSC".into(),
                 },
-                near_switches(&done.largest, &times),
-            ))
+                largest: near_switches(&done.largest, &times),
+                at_switches: at_switch_times(done, &times),
+            })
         }
         TracerKind::Ftrace => {
             let Some(file) = find(dir, &format!("ftrace-cpu{cpu}.raw")) else {
@@ -52,14 +60,16 @@ pub fn place(
                     }
                 })
                 .collect();
-            Some((
-                Switches {
+            let firsts = rtrace_ftrace::pages::first_hits(&file)?;
+            Some(Placed {
+                switches: Switches {
                     what: "ftrace ring-buffer page switch".into(),
                     count: pages,
                     how: "the trace_pipe_raw page holding the gap's event (found by the probe's argument): its first event or not, and the trace clock from the page's first event to it".into(),
                 },
                 largest,
-            ))
+                at_switches: at_switch_hits(done, &firsts),
+            })
         }
         _ => None,
     })

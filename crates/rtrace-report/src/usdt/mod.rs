@@ -26,9 +26,10 @@ pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
         e,
         title,
         format!(
-            "{} iterations per case (after {} warm-up) on CPU {}; {}; {}. Durations in ns.",
+            "{} iterations per case (after {} warm-up{}) on CPU {}; {}; {}. Durations in ns.",
             r.config.iterations,
             r.config.warmup,
+            steady_state(r),
             r.config.run.cpu,
             e.kernel(),
             r.environment.cpu_model
@@ -121,6 +122,30 @@ pub fn percentiles(r: &UsdtResult) -> Table {
         })
         .collect();
     Table::new("percentiles", 2, cols).rows(rows)
+}
+
+/// `--steady-state`: each column's warm-up that filled its buffer before timing: `; steady
+/// state (Gebai): case 1 warmed up until its buffer wrapped, ftrace 300,000 (capacity ≤ 65,792),
+/// …`; empty without it.
+fn steady_state(r: &UsdtResult) -> String {
+    if r.config.steady_state.is_empty() {
+        return String::new();
+    }
+    let cols: Vec<String> = r
+        .config
+        .steady_state
+        .iter()
+        .map(|(col, s)| {
+            format!(
+                "{col} {} (its buffer holds ≤ {} events)",
+                s.warmup, s.capacity_events
+            )
+        })
+        .collect();
+    format!(
+        "; steady state (Gebai): case 1 warmed up until its buffer wrapped, {}; the accounting counts those hits too",
+        cols.join(", ")
+    )
 }
 
 #[cfg(test)]
