@@ -380,10 +380,15 @@ fn limit(
         for _ in 0..plan.bisections {
             let mid = (l * u).sqrt();
             let p = measure(mid, Phase::Bisect)?;
-            let lost = p.events.lost > 0;
+            let (lost, short, achieved) = (p.events.lost > 0, p.short(), p.achieved_hz);
             points.push(p);
             if lost {
                 u = mid;
+            } else if short {
+                // Lossless as fast as the loop fires: no rate above it can be asked for.
+                ceiling = true;
+                l = achieved;
+                break;
             } else {
                 l = mid;
             }
@@ -464,14 +469,20 @@ mod tests {
             } else {
                 0
             };
-            Ok(Point {
-                phase,
-                rate_hz: rate,
-                achieved_hz: achieved,
-                late: 0,
-                min_hits: 0,
-                events: Events::of(hits, hits - lost, lost),
-            })
+            Ok(point(phase, rate, achieved, lost))
+        }
+    }
+
+    /// A second's run at `rate` that fired at `achieved` and lost `lost`.
+    fn point(phase: Phase, rate: f64, achieved: f64, lost: u64) -> Point {
+        let hits = achieved as u64;
+        Point {
+            phase,
+            rate_hz: rate,
+            achieved_hz: achieved,
+            late: 0,
+            min_hits: 0,
+            events: Events::of(hits, hits - lost, lost),
         }
     }
 
@@ -680,20 +691,34 @@ mod tests {
         // The loop fires 500 k/s; the consumer records 97 % of a flood (it stalled once).
         let f = search(&SearchPlan::default(), |rate, phase| {
             let achieved = rate.min(500_000.0);
-            let hits = achieved as u64;
-            let lost = if phase == Flood { hits * 3 / 100 } else { 0 };
-            Ok(Point {
-                phase,
-                rate_hz: rate,
-                achieved_hz: achieved,
-                late: 0,
-                min_hits: 0,
-                events: Events::of(hits, hits - lost, lost),
-            })
+            let lost = if phase == Flood {
+                achieved as u64 * 3 / 100
+            } else {
+                0
+            };
+            Ok(point(phase, rate, achieved, lost))
         })
         .unwrap();
         let s = searched(f);
         assert_eq!(s.bound(), Some(Bound::Workload { hz: 500_000.0 }));
+    }
+
+    #[test]
+    fn a_bisection_past_the_loops_limit_reports_what_the_loop_fired() {
+        // The loop fires 600 k/s at most; asked for 1 M/s or more it loses events (a burst of
+        // late firings): the climb's lossy point and the bisection's first are both short.
+        let plan = SearchPlan {
+            flood_ms: 0,
+            ..SearchPlan::default()
+        };
+        let f = search(&plan, |rate, phase| {
+            let achieved = rate.min(600_000.0);
+            let lost = if rate >= 1_000_000.0 { 1 } else { 0 };
+            Ok(point(phase, rate, achieved, lost))
+        })
+        .unwrap();
+        assert!(f.ceiling && f.confirmed, "{f:?}");
+        assert_eq!(f.max_lossless_hz, Some(600_000.0), "what the loop fired, not asked");
     }
 
     #[test]

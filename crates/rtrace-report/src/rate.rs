@@ -22,7 +22,8 @@ pub fn section(e: &Entry, r: &RateResult) -> Section {
         summary(r),
         Some(Block::Note(
             if r.searches.iter().any(|s| s.flood().is_some()) {
-                format!("{FLOOD_NOTE}. {NOTE}.")
+                let flood = crate::format::duration_s(r.config.plan.flood_ms as f64 / 1e3);
+                format!("{}. {NOTE}.", FLOOD_NOTE.replace("{flood}", &flood))
             } else {
                 format!("{NOTE}.")
             },
@@ -84,25 +85,44 @@ fn sustained(s: &Search) -> Cell {
 
 /// What bounds it, in words.
 fn bound(s: &Search) -> String {
+    let held = |l: f64| crate::format::duration_s(s.capacity_events as f64 / l);
     match s.bound() {
         None => "-".into(),
         Some(Bound::Workload { .. }) => match s.flood().map(|f| f.lost_fraction()) {
-            Some(l) if l > 0.0 => format!(
-                "the loop (flooded, its consumer kept up but for {:.2}% lost in its stalls)",
-                100.0 * l
-            ),
+            Some(l) if l > 0.0 => {
+                let mut out = format!(
+                    "the loop (flooded, its consumer kept up but for {:.2}% lost in its stalls)",
+                    100.0 * l
+                );
+                if let (Some(_), Some(lossless)) = (buffer_share(s), s.max_lossless_hz) {
+                    out.push_str(&format!(
+                        "; lossless: the buffer (≤ {} of events at that rate)",
+                        held(lossless)
+                    ));
+                }
+                out
+            }
             _ => "the loop (flooded, nothing lost)".into(),
         },
         Some(Bound::Consumer { .. }) => "the consumer (lossless near its drain rate)".into(),
         Some(Bound::Buffer { lossless_hz, .. }) => format!(
             "the buffer (≤ {} of events at the lossless rate)",
-            crate::format::duration_s(s.capacity_events as f64 / lossless_hz)
+            held(lossless_hz)
         ),
     }
 }
 
+/// The lossless rate's share of the sustained one when the buffer bounds it: more than 10%
+/// lower, after a flood that lost events (the consumer fell behind at times).
+fn buffer_share(s: &Search) -> Option<f64> {
+    let sustained = s.bound()?.sustained_hz();
+    let lossless = s.max_lossless_hz?;
+    (s.flood()?.events.lost > 0 && lossless < rtrace_measure::rate::BUFFER_BOUND * sustained)
+        .then(|| lossless / sustained)
+}
+
 /// What the flood point and the bound column show (results with a flood point).
-pub const FLOOD_NOTE: &str = "A search first floods: the probe fired as fast as the loop can for at least 5 s and its buffer's turnovers; when that loses events, the events recorded per second of it are the consumer's drain rate (the consumer never waited: the buffer was full), the highest rate the tracer sustains (it counts the buffer's last contents, drained after the loop stopped: at most one capacity over the window); when it loses nothing (or under 5%: the consumer kept up but for a stall), the loop is the bound. Below the drain rate, the lossless rate is bound by the buffer when it is more than 10% lower: the consumer keeps up on average, but one stretch where it falls behind (a delay, a slower spell) outlasts what the buffer holds at higher rates (its capacity over the rate, an upper bound shown in the bound column), so the lossless rate depends on the buffer and on the window (a longer run meets a longer delay), the drain rate does not";
+const FLOOD_NOTE: &str = "A search first floods: the probe fired as fast as the loop can for at least {flood} and its buffer's turnovers; when that loses events, the events recorded per second of it are the consumer's drain rate (the consumer never waited: the buffer was full), the highest rate the tracer sustains (it counts the buffer's last contents, drained after the loop stopped: at most one capacity over the window); when it loses nothing (or under 5%: the consumer kept up but for a stall), the loop is the bound. Below the sustained rate, after a flood that lost events, the lossless rate is bound by the buffer when it is more than 10% lower: the consumer keeps up on average, but one stretch where it falls behind (a delay, a slower spell) outlasts what the buffer holds at higher rates (its capacity over the rate, an upper bound shown in the bound column), so the lossless rate depends on the buffer and on the window (a longer run meets a longer delay), the drain rate does not";
 
 /// What the table shows.
 pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) under each tracer and per-CPU buffer size, for the run's duration and on until the tracer's buffer turned over the times asked for (its capacity an upper bound: its bytes, with a reader's page or sub-buffer, over the smallest event, 16 bytes, LTTng's 12), so that a rate is one the tracer sustains, not a burst its buffer absorbed (Beamonte's rates are a steady state); the climb starts where that takes about a second (halving while the start loses events), the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster under this tracer (a hit costs more than the period asked for), so the workload, not the tracer's buffer or consumer, bound the search.";
@@ -254,13 +274,12 @@ pub fn summary(r: &RateResult) -> Vec<String> {
         .iter()
         .filter_map(|s| {
             let hz = s.max_lossless_hz?;
-            let by_buffer = match s.bound() {
-                Some(Bound::Buffer { drain_hz, .. }) => format!(
-                    " (bound by the buffer: {:.0}% of the drain rate)",
-                    100.0 * hz / drain_hz
-                ),
-                _ => String::new(),
-            };
+            let by_buffer = buffer_share(s).map_or(String::new(), |share| {
+                format!(
+                    " (bound by the buffer: {:.0}% of the sustained rate)",
+                    100.0 * share
+                )
+            });
             Some(format!(
                 "{} at {} KiB {}{by_buffer}",
                 label(s),
