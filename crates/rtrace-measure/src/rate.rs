@@ -152,7 +152,8 @@ pub enum Bound {
     /// Flooded, the consumer recorded `drain_hz`: no rate above it is sustained, and the
     /// search held close to it (within [`BUFFER_BOUND`]).
     Consumer { drain_hz: f64 },
-    /// The consumer drains `drain_hz`, but the search held only up to `lossless_hz`: a delay of
+    /// The consumer drains `drain_hz`, but the search held only up to `lossless_hz` (not the
+    /// paced loop's own ceiling): a delay of
     /// the consumer outlasts what the buffer absorbs at higher rates (its capacity over the
     /// rate), so the buffer, not the consumer's throughput, bounds the lossless rate.
     Buffer { drain_hz: f64, lossless_hz: f64 },
@@ -184,7 +185,7 @@ impl Search {
                 hz: flood.achieved_hz.max(self.max_lossless_hz.unwrap_or(0.0)),
             }),
             Some(drain_hz) => match self.max_lossless_hz {
-                Some(l) if l < BUFFER_BOUND * drain_hz => Some(Bound::Buffer {
+                Some(l) if !self.ceiling && l < BUFFER_BOUND * drain_hz => Some(Bound::Buffer {
                     drain_hz,
                     lossless_hz: l,
                 }),
@@ -718,7 +719,11 @@ mod tests {
         })
         .unwrap();
         assert!(f.ceiling && f.confirmed, "{f:?}");
-        assert_eq!(f.max_lossless_hz, Some(600_000.0), "what the loop fired, not asked");
+        assert_eq!(
+            f.max_lossless_hz,
+            Some(600_000.0),
+            "what the loop fired, not asked"
+        );
     }
 
     #[test]

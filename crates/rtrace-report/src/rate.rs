@@ -113,11 +113,14 @@ fn bound(s: &Search) -> String {
 }
 
 /// The lossless rate's share of the sustained one when the buffer bounds it: more than 10%
-/// lower, after a flood that lost events (the consumer fell behind at times).
+/// lower, after a flood that lost events (the consumer fell behind at times), and not where
+/// the paced loop itself could fire no faster (a ceiling).
 fn buffer_share(s: &Search) -> Option<f64> {
     let sustained = s.bound()?.sustained_hz();
     let lossless = s.max_lossless_hz?;
-    (s.flood()?.events.lost > 0 && lossless < rtrace_measure::rate::BUFFER_BOUND * sustained)
+    (!s.ceiling
+        && s.flood()?.events.lost > 0
+        && lossless < rtrace_measure::rate::BUFFER_BOUND * sustained)
         .then(|| lossless / sustained)
 }
 
