@@ -83,7 +83,10 @@ fn short_searches_account_every_point_and_leave_nothing() {
         }
     }
     let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    assert!(report.contains("highest lossless event rate"), "{report}");
+    assert!(
+        report.contains("sustained and lossless event rate"),
+        "{report}"
+    );
     assert!(report.contains("sustained rate"), "{report}");
     assert!(dir.path().join("figures/rate-loss-curve.svg").is_file());
     let leftovers = std::fs::read_dir(dir.path())

@@ -11,7 +11,7 @@ use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
 pub fn section(e: &Entry, r: &RateResult) -> Section {
     let mut s = Section::new(
         e,
-        "highest lossless event rate",
+        "sustained and lossless event rate",
         format!(
             "{} per run on {}; {}; {}.",
             window(r),
@@ -91,20 +91,17 @@ fn bound(s: &Search) -> String {
         Some(Bound::Workload { .. }) => match s.flood().map(|f| f.lost_fraction()) {
             Some(l) if l > 0.0 => {
                 let mut out = format!(
-                    "the loop (flooded, its consumer kept up but for {:.2}% lost in its stalls)",
+                    "the loop (its consumer kept up, {:.2}% lost in stalls)",
                     100.0 * l
                 );
                 if let (Some(_), Some(lossless)) = (buffer_share(s), s.max_lossless_hz) {
-                    out.push_str(&format!(
-                        "; lossless: the buffer (≤ {} of events at that rate)",
-                        held(lossless)
-                    ));
+                    out.push_str(&format!("; lossless: the buffer (≤ {})", held(lossless)));
                 }
                 out
             }
-            _ => "the loop (flooded, nothing lost)".into(),
+            _ => "the loop (nothing lost)".into(),
         },
-        Some(Bound::Consumer { .. }) => "the consumer (lossless near its drain rate)".into(),
+        Some(Bound::Consumer { .. }) => "the consumer (lossless near its drain)".into(),
         Some(Bound::Buffer { lossless_hz, .. }) => format!(
             "the buffer (≤ {} of events at the lossless rate)",
             held(lossless_hz)
