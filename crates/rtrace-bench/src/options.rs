@@ -102,6 +102,9 @@ pub struct TracerOptions {
     /// `--ftrace-clock`: the `trace_clock` of every ftrace instance; `None`: the instance's
     /// default. Checked against the kernel's clocks by [`TracerOptions::check_ftrace_clock`].
     pub ftrace_clock: Option<String>,
+    /// `npt --lttng-kernel`: kernel events LTTng records beside the UST event, in a kernel
+    /// channel of the same session; empty: none.
+    pub lttng_kernel: Vec<String>,
 }
 
 impl Default for TracerOptions {
@@ -115,6 +118,7 @@ impl Default for TracerOptions {
             bpf_modes: vec![BpfMode::Record],
             ftrace_modes: Vec::new(),
             ftrace_clock: None,
+            lttng_kernel: Vec::new(),
         }
     }
 }
@@ -153,6 +157,7 @@ impl TracerOptions {
             "bpf_modes": self.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "ftrace_modes": self.ftrace_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "ftrace_clock": self.ftrace_clock,
+            "lttng_kernel": self.lttng_kernel,
         })
     }
 

@@ -38,8 +38,10 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
             .map(|&kind| {
                 Ok(Variant {
                     name: Some(kind.name()),
-                    tracer: Box::new(rtrace_lttng::LttngTracer::new(lttng_options(opts, kind))?)
-                        as Box<dyn Tracer>,
+                    tracer: Box::new(
+                        rtrace_lttng::LttngTracer::new(lttng_options(opts, kind))?
+                            .with_kernel_events(opts.lttng_kernel.clone())?,
+                    ) as Box<dyn Tracer>,
                 })
             })
             .collect::<Result<_>>()?,

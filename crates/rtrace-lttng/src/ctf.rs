@@ -99,9 +99,11 @@ pub fn count_by_name(dir: &Path, names: &[&str]) -> Result<Vec<u64>> {
 /// Sub-buffer switches on CPU `cpu` in every trace below `dir`: the `timestamp_begin` of each
 /// packet but a stream's first, in the trace's clock (LTTng-UST's `monotonic`: raw
 /// `CLOCK_MONOTONIC` ns). The writer that filled a sub-buffer opens the next at the time of the
-/// event that did not fit, and wakes the consumer then.
+/// event that did not fit, and wakes the consumer then. A kernel trace beside the UST trace
+/// (a session's `kernel/` directory, `npt --lttng-kernel`) is not read: its sub-buffers are
+/// not the traced event's.
 pub fn switches(dir: &Path, cpu: u32) -> Result<Vec<u64>> {
-    let traces = traces(dir)?;
+    let traces: Vec<PathBuf> = traces(dir)?.into_iter().filter(|t| !is_kernel(t)).collect();
     for trace in &traces {
         crate::overwrite::check_layout(&metadata(trace)?)
             .with_context(|| format!("{}", trace.display()))?;
@@ -120,9 +122,22 @@ pub fn switches(dir: &Path, cpu: u32) -> Result<Vec<u64>> {
     Ok(out)
 }
 
+/// Whether `trace` is a session's kernel trace (LTTng writes it to `<session>/kernel`).
+pub fn is_kernel(trace: &Path) -> bool {
+    trace.file_name().is_some_and(|n| n == "kernel")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tells_kernel_traces_from_ust_ones() {
+        assert!(is_kernel(Path::new("/r/run-1/lttng/rtrace_1_0/kernel")));
+        assert!(!is_kernel(Path::new(
+            "/r/run-1/lttng/rtrace_1_0/ust/uid/0/64-bit"
+        )));
+    }
 
     #[test]
     fn parses_the_counter_report() {

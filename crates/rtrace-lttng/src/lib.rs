@@ -62,12 +62,14 @@ mod ctf;
 pub use ctf::switches;
 mod daemon;
 mod events;
+pub mod kernel;
 mod mi;
 mod overwrite;
 mod session;
 
 pub use cli::{ToolsMissing, TOOLS};
 pub use daemon::daemons_allowed_on;
+pub use session::kernel_modules_available;
 
 use anyhow::{bail, Result};
 use daemon::Sessiond;
@@ -169,6 +171,9 @@ impl LttngOptions {
 #[derive(Debug)]
 pub struct LttngTracer {
     options: LttngOptions,
+    /// Kernel events recorded beside a UST hook in a kernel channel of the same session
+    /// (module `kernel`); empty: none.
+    kernel_events: Vec<String>,
     /// The session daemon in use, once `attach` (or [`LttngTracer::ensure_sessiond`]) found or
     /// started it; shared with the attachments so a daemon we started outlives them.
     sessiond: Mutex<Option<Arc<Sessiond>>>,
@@ -180,8 +185,19 @@ impl LttngTracer {
         options.validate()?;
         Ok(LttngTracer {
             options,
+            kernel_events: Vec::new(),
             sessiond: Mutex::new(None),
         })
+    }
+
+    /// The tracer recording kernel events `events` beside every UST hook, in a kernel channel
+    /// of the same session (stream mode; needs root and the lttng-modules kernel modules).
+    pub fn with_kernel_events(mut self, events: Vec<String>) -> Result<LttngTracer> {
+        if !events.is_empty() {
+            kernel::validate_events(&events)?;
+        }
+        self.kernel_events = events;
+        Ok(self)
     }
 
     pub fn options(&self) -> &LttngOptions {
@@ -234,6 +250,10 @@ impl Tracer for LttngTracer {
             Hook::LttngUst { provider, event } => {
                 rtrace_tracer::validate_name("LTTng-UST provider", provider)?;
                 rtrace_tracer::validate_name("LTTng-UST event", event)?;
+                if !self.kernel_events.is_empty() {
+                    rtrace_tracer::require_root("LTTng kernel tracing")?;
+                    session::kernel_modules_available()?;
+                }
                 Ok(())
             }
             Hook::KernelTracepoint { category, name } => {
@@ -268,6 +288,7 @@ impl Tracer for LttngTracer {
         let sessiond = self.sessiond(&target.consumer_cpus)?;
         Ok(Box::new(session::LttngSession::start(
             &self.options,
+            &self.kernel_events,
             target,
             sessiond,
         )?))

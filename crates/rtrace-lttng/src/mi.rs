@@ -35,6 +35,19 @@ pub fn channel_sum(xml: &str, tag: &str) -> Result<u64, std::num::ParseIntError>
         .sum()
 }
 
+/// [`channel_sum`] over the channels of one domain (`UST`, `KERNEL`) only.
+pub fn domain_channel_sum(
+    xml: &str,
+    domain: &str,
+    tag: &str,
+) -> Result<u64, std::num::ParseIntError> {
+    elements(xml, "domain")
+        .into_iter()
+        .filter(|d| elements(d, "type").first().map(|t| t.trim()) == Some(domain))
+        .map(|d| channel_sum(d, tag))
+        .sum()
+}
+
 /// The UST events an application offers, from `lttng --mi xml list -u`: `None` when the
 /// process `pid` is not registered with the session daemon.
 pub fn app_events(xml: &str, pid: u32) -> Option<Vec<String>> {
@@ -71,6 +84,25 @@ mod tests {
         assert_eq!(channel_sum(SESSION, "discarded_events").unwrap(), 68763);
         assert_eq!(channel_sum(SESSION, "lost_packets").unwrap(), 0);
         assert_eq!(channel_sum(LIST, "discarded_events").unwrap(), 0);
+    }
+
+    #[test]
+    fn sums_one_domain_apart_from_the_other() {
+        let kernel = r#"<domain><type>KERNEL</type><channels><channel><name>rtrace_kernel</name><statistics><discarded_events>12</discarded_events></statistics></channel></channels></domain>"#;
+        let both = SESSION.replace("</domains>", &format!("{kernel}</domains>"));
+        assert_eq!(channel_sum(&both, "discarded_events").unwrap(), 68775);
+        assert_eq!(
+            domain_channel_sum(&both, "UST", "discarded_events").unwrap(),
+            68763
+        );
+        assert_eq!(
+            domain_channel_sum(&both, "KERNEL", "discarded_events").unwrap(),
+            12
+        );
+        assert_eq!(
+            domain_channel_sum(SESSION, "KERNEL", "discarded_events").unwrap(),
+            0
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! stop → (snapshot) → statistics → destroy → count.
 
 use crate::daemon::Sessiond;
-use crate::{cli, ctf, mi, overwrite, LttngOptions};
+use crate::{cli, ctf, kernel, mi, overwrite, LttngOptions};
 use anyhow::{bail, Context, Result};
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target};
 use std::collections::BTreeMap;
@@ -62,6 +62,9 @@ pub struct LttngSession {
     out: PathBuf,
     what: What,
     record: RecordMode,
+    /// Kernel events recorded in a second channel beside a UST event (`kernel::CHANNEL`):
+    /// counted apart, never in the UST event's accounting.
+    kernel_events: Vec<String>,
     /// Overwrite mode: per stream, the highest sequence number of the packets `lttng start`
     /// opened before the workload fired (see `overwrite`).
     opened: BTreeMap<PathBuf, u64>,
@@ -72,7 +75,12 @@ pub struct LttngSession {
 }
 
 impl LttngSession {
-    pub fn start(options: &LttngOptions, target: &Target, sessiond: Arc<Sessiond>) -> Result<Self> {
+    pub fn start(
+        options: &LttngOptions,
+        kernel_events: &[String],
+        target: &Target,
+        sessiond: Arc<Sessiond>,
+    ) -> Result<Self> {
         let what = match &target.hook {
             Hook::LttngUst { provider, event } => What::Ust {
                 event: options.event_kind.ust_event(provider, event),
@@ -87,6 +95,14 @@ impl LttngSession {
                 bail!("the events suite's programs are kernel hooks of their own (a bug: please report it)")
             }
         };
+        if !kernel_events.is_empty() {
+            if !matches!(what, What::Ust { .. }) {
+                bail!("LTTng kernel events beside the traced event need a UST event (a bug: please report it)");
+            }
+            if target.record == RecordMode::Overwrite {
+                bail!("LTTng kernel events beside the UST event are recorded in stream mode only: use --record stream");
+            }
+        }
         let name = rtrace_tracer::run_tag()?;
         let out = target.out_dir.join("lttng").join(&name);
         std::fs::create_dir_all(target.out_dir.join("lttng"))
@@ -104,6 +120,7 @@ impl LttngSession {
             out,
             what,
             record: target.record,
+            kernel_events: kernel_events.to_vec(),
             opened: BTreeMap::new(),
             live: true,
             _sessiond: sessiond,
@@ -154,6 +171,29 @@ impl LttngSession {
             cli::lttng(&["track", domain, &session, &pid_opt])
                 .context("cannot restrict the LTTng session to the workload")?;
         }
+        if !s.kernel_events.is_empty() {
+            // Every process's kernel events on every CPU (what took the CPU from the
+            // workload), in LTTng's default kernel geometry.
+            let kchan = format!("--channel={}", kernel::CHANNEL);
+            cli::lttng(&[
+                "enable-channel",
+                "--kernel",
+                &session,
+                "--discard",
+                kernel::CHANNEL,
+            ])
+            .context("cannot create the LTTng kernel channel")?;
+            let events = s.kernel_events.join(",");
+            cli::lttng(&[
+                "enable-event",
+                "--kernel",
+                &session,
+                &kchan,
+                "--tracepoint",
+                &events,
+            ])
+            .context("cannot enable the LTTng kernel events")?;
+        }
         // Returns once the registered applications have their tracepoints enabled.
         cli::lttng(&["start", &s.name]).context("cannot start the LTTng session")?;
         if snapshot && matches!(s.what, What::Ust { .. }) {
@@ -195,10 +235,22 @@ impl LttngSession {
                 .context("cannot record the LTTng snapshot")?;
         }
         let xml = cli::lttng_mi(&["list", &self.name])?;
-        let discarded = mi::channel_sum(&xml, "discarded_events")
+        // The traced event's domain only: a kernel channel beside it is counted apart.
+        let domain = match self.what {
+            What::Ust { .. } => "UST",
+            What::Syscall { .. } => "KERNEL",
+        };
+        let discarded = mi::domain_channel_sum(&xml, domain, "discarded_events")
             .context("unreadable discarded-event count in `lttng list`")?;
-        let lost_packets = mi::channel_sum(&xml, "lost_packets")
+        let lost_packets = mi::domain_channel_sum(&xml, domain, "lost_packets")
             .context("unreadable lost-packet count in `lttng list`")?;
+        if !self.kernel_events.is_empty() {
+            let k_discarded = mi::domain_channel_sum(&xml, "KERNEL", "discarded_events")
+                .context("unreadable kernel discarded-event count in `lttng list`")?;
+            let k_lost = mi::domain_channel_sum(&xml, "KERNEL", "lost_packets")
+                .context("unreadable kernel lost-packet count in `lttng list`")?;
+            kernel::write_stats(&self.out, k_discarded, k_lost)?;
+        }
         self.destroy().context("cannot destroy the LTTng session")?;
         if lost_packets > 0 {
             bail!(
@@ -220,6 +272,10 @@ impl LttngSession {
             (_, RecordMode::Stream) => None,
         };
         let (recorded, lost) = match &self.what {
+            // The UST trace alone (`ust/`) when a kernel trace is beside it.
+            What::Ust { .. } if !self.kernel_events.is_empty() => {
+                (ctf::count_events(&self.out.join("ust"))?, discarded)
+            }
             What::Ust { .. } => (ctf::count_events(&self.out)?, discarded),
             What::Syscall { name, exit } => {
                 let entry_name = format!("syscall_entry_{name}");

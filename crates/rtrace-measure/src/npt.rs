@@ -41,6 +41,61 @@ pub struct NptRun {
     /// switches to place, in capped runs and in files of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_switches: Option<AtSwitches>,
+    /// What LTTng's kernel channel beside the UST event recorded (`--lttng-kernel`): apart from
+    /// `events`, whose accounting is the UST event's alone. Absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelTrace>,
+}
+
+/// The kernel events LTTng recorded beside the loop's UST event, in a channel of their own
+/// (every process, every CPU), and what they show at the largest gaps.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelTrace {
+    /// Events in the kernel trace, by name (rounds added).
+    pub events: std::collections::BTreeMap<String, u64>,
+    /// Events the kernel channel discarded (its own count in `lttng list`, not the UST
+    /// channel's).
+    pub discarded: u64,
+    /// Packets the kernel channel lost.
+    pub lost_packets: u64,
+    /// The largest gaps (at most [`KERNEL_GAPS`], largest first), each with the kernel events
+    /// on the measured CPU during it.
+    pub at_largest: Vec<KernelAtGap>,
+}
+
+/// How many of the largest gaps are looked up in the kernel trace (one pass of babeltrace2
+/// over the trace serves them all).
+pub const KERNEL_GAPS: usize = 5;
+
+/// One of the largest gaps and what the kernel trace shows on the measured CPU within it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelAtGap {
+    /// The gap (ns) and its end (`CLOCK_MONOTONIC` ns, converted from the loop's TSC).
+    pub ns: u64,
+    pub end_mono_ns: u64,
+    /// Kernel events on the measured CPU from the gap's start to its end, ± [`SWITCH_SLACK_NS`].
+    pub events: u64,
+    /// What they were, each cause once in order (`sched_switch to kworker/1:2 (tid 55), irq
+    /// 11 virtio0`); `nothing` when no kernel event fell within the gap.
+    pub what: String,
+}
+
+impl KernelTrace {
+    /// Every kernel event recorded, all names.
+    pub fn recorded(&self) -> u64 {
+        self.events.values().sum()
+    }
+
+    fn absorb(&mut self, b: KernelTrace) {
+        for (name, n) in b.events {
+            *self.events.entry(name).or_insert(0) += n;
+        }
+        self.discarded += b.discarded;
+        self.lost_packets += b.lost_packets;
+        self.at_largest.extend(b.at_largest);
+        self.at_largest.sort_by_key(|g| std::cmp::Reverse(g.ns));
+        self.at_largest.truncate(KERNEL_GAPS);
+    }
 }
 
 /// The firing iterations in which the tracer switched buffers (Beamonte's peaks "at the moment
@@ -224,6 +279,7 @@ impl NptRun {
             done,
             events,
             at_switches: None,
+            kernel: None,
         })
     }
 
@@ -286,6 +342,11 @@ impl crate::Pool for NptRun {
             (a @ None, b) => *a = b,
             _ => {}
         }
+        match (&mut self.kernel, round.kernel) {
+            (Some(a), Some(b)) => a.absorb(b),
+            (a @ None, b) => *a = b,
+            _ => {}
+        }
         Ok(())
     }
 }
@@ -329,6 +390,10 @@ pub struct NptSettings {
     /// Probe firings per second, capped (`--event-rate`); `None`: in every iteration, at the
     /// loop's full speed (Beamonte's npt).
     pub event_rate_hz: Option<f64>,
+    /// Kernel events LTTng recorded beside the loop's UST event (`--lttng-kernel`); empty:
+    /// none. Absent in files of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lttng_kernel: Vec<String>,
     /// CPUs, priority, rounds, buffers, record mode, trace data, backend options.
     #[serde(flatten)]
     pub run: crate::settings::RunSettings,
@@ -379,6 +444,37 @@ mod tests {
         assert_eq!(pooled.interruptions, 6);
         assert_eq!(pooled.quiet.unwrap().count, 14);
         assert_eq!(pooled.done.iterations, 16);
+    }
+
+    #[test]
+    fn kernel_traces_pool_apart_from_the_events() {
+        let at = |ns| KernelAtGap {
+            ns,
+            end_mono_ns: ns,
+            events: 1,
+            what: "irq 11".into(),
+        };
+        let mut a = KernelTrace {
+            events: [("sched_switch".to_owned(), 3)].into(),
+            discarded: 1,
+            lost_packets: 0,
+            at_largest: (1..=KERNEL_GAPS as u64).map(at).collect(),
+        };
+        let b = KernelTrace {
+            events: [
+                ("sched_switch".to_owned(), 2),
+                ("irq_handler_entry".to_owned(), 4),
+            ]
+            .into(),
+            discarded: 2,
+            lost_packets: 0,
+            at_largest: vec![at(100)],
+        };
+        a.absorb(b);
+        assert_eq!((a.recorded(), a.discarded), (9, 3));
+        assert_eq!(a.at_largest.len(), KERNEL_GAPS);
+        assert_eq!(a.at_largest[0].ns, 100);
+        assert_eq!(a.at_largest.last().unwrap().ns, 2);
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub fn section(e: &Entry, r: &NptResult) -> Section {
         Some(Block::Note(format!("{}.", note(r)))),
     );
     s.push(Block::Table(table(r)));
+    for line in kernel_lines(r) {
+        s.push(Block::Note(line));
+    }
     s.push(Block::Pre(osnoise_line(r).trim_end().to_owned()));
     s.close(e, &r.failed, &r.config);
     s
@@ -221,6 +224,44 @@ pub fn table(r: &NptResult) -> Table {
     cols.push(Column::new("largest gap: what happened then"));
     cols.push(Column::new("events (recorded/lost/hits)"));
     Table::new("gaps", 2, cols).rows(rows)
+}
+
+/// Per run with LTTng's kernel channel (`--lttng-kernel`): what it recorded, apart from the
+/// UST event's accounting, and what it shows on the measured CPU at the largest gaps.
+pub fn kernel_lines(r: &NptResult) -> Vec<String> {
+    r.runs
+        .iter()
+        .filter_map(|run| Some((run, run.kernel.as_ref()?)))
+        .map(|(run, k)| {
+            let by_name = k
+                .events
+                .iter()
+                .map(|(n, c)| format!("{n} {}", int(*c as f64)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let gaps = k
+                .at_largest
+                .iter()
+                .map(|g| format!("{} µs: {}", us(g.ns as f64), g.what))
+                .collect::<Vec<_>>()
+                .join("; ");
+            format!(
+                "{}: LTTng's kernel channel ({}) recorded {} events ({by_name}), {} discarded{}, counted apart from the UST event's accounting. On CPU {} at the {} largest gaps: {}.",
+                run.label(),
+                r.config.lttng_kernel.join(","),
+                int(k.recorded() as f64),
+                int(k.discarded as f64),
+                if k.lost_packets > 0 {
+                    format!(", {} packets lost", k.lost_packets)
+                } else {
+                    String::new()
+                },
+                r.config.run.cpu,
+                k.at_largest.len(),
+                if gaps.is_empty() { "none".into() } else { gaps }
+            )
+        })
+        .collect()
 }
 
 /// The osnoise line: rtla's figure, or why it is absent.

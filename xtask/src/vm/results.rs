@@ -85,7 +85,62 @@ fn check_one(v: &Value, kernel: Kernel) -> (String, Vec<String>) {
         line.push_str(&format!(", {measured} cells measured"));
         problems.extend(events_problems);
     }
+    if v["experiment"] == "npt" {
+        let (kernel_events, npt_problems) = check_npt(v);
+        line.push_str(&format!(", {kernel_events} LTTng kernel events"));
+        problems.extend(npt_problems);
+    }
     (line, problems)
+}
+
+/// npt: nothing failed, every traced run's events accounted exactly (recorded + lost = hits,
+/// something recorded); with `--lttng-kernel`, LTTng's run recorded kernel events in its own
+/// channel (apart from the UST accounting) and named what happened at its largest gaps.
+/// Returns the kernel events recorded.
+fn check_npt(v: &Value) -> (u64, Vec<String>) {
+    let mut problems = Vec::new();
+    let empty = Vec::new();
+    for f in v["failed"].as_array().unwrap_or(&empty) {
+        problems.push(format!("failed: {}", f.as_str().unwrap_or("?")));
+    }
+    let runs = v["runs"].as_array().unwrap_or(&empty);
+    for r in runs.iter().filter(|r| !r["events"].is_null()) {
+        let e = &r["events"];
+        let n = |k: &str| e[k].as_u64().unwrap_or(0);
+        if n("recorded") + n("lost") != n("hits") || n("recorded") == 0 {
+            problems.push(format!(
+                "{}: accounting not exact: {e}",
+                r["tracer"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    let wants_kernel = v["config"]["lttng_kernel"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty());
+    let mut kernel_events = 0;
+    if wants_kernel {
+        let lttng: Vec<&Value> = runs.iter().filter(|r| r["tracer"] == "lttng").collect();
+        if lttng.is_empty() {
+            problems.push("--lttng-kernel given but no LTTng run".into());
+        }
+        for r in lttng {
+            let k = &r["kernel"];
+            let recorded: u64 = k["events"]
+                .as_object()
+                .map_or(0, |m| m.values().filter_map(Value::as_u64).sum());
+            kernel_events += recorded;
+            if recorded == 0 {
+                problems.push(format!("LTTng run recorded no kernel events: {k}"));
+            }
+            let named = k["at_largest"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty() && a.iter().all(|g| g["what"].as_str().is_some()));
+            if !named {
+                problems.push(format!("LTTng run named nothing at its largest gaps: {k}"));
+            }
+        }
+    }
+    (kernel_events, problems)
 }
 
 /// Every requested configuration ran, nothing failed, every traced run accounted.
@@ -222,6 +277,35 @@ mod tests {
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].contains("ftrace map: unavailable (no hist)"));
         assert!(problems[1].contains("accounting not exact"));
+    }
+
+    #[test]
+    fn npt_needs_exact_ust_accounting_and_kernel_events() {
+        let v = json!({
+            "experiment": "npt",
+            "config": {"lttng_kernel": ["sched_switch"]},
+            "failed": [],
+            "runs": [
+                {"tracer": "none", "events": null},
+                {"tracer": "lttng", "events": {"hits": 10, "recorded": 8, "lost": 2},
+                 "kernel": {"events": {"sched_switch": 5, "irq_handler_entry": 2}, "discarded": 0,
+                            "at_largest": [{"ns": 9, "end_mono_ns": 9, "events": 1, "what": "irq 11"}]}}
+            ]
+        });
+        assert_eq!(check_npt(&v), (7, Vec::<String>::new()));
+        let mut bad = v.clone();
+        bad["runs"][1]["events"]["recorded"] = json!(15);
+        bad["runs"][1]["kernel"]["events"] = json!({});
+        let (_, problems) = check_npt(&bad);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("accounting not exact"));
+        assert!(problems[1].contains("no kernel events"));
+        let mut none = v.clone();
+        none["runs"][1]["kernel"] = Value::Null;
+        assert_eq!(check_npt(&none).1.len(), 2);
+        // Without --lttng-kernel the kernel is not asked for.
+        none["config"]["lttng_kernel"] = json!([]);
+        assert!(check_npt(&none).1.is_empty());
     }
 
     #[test]

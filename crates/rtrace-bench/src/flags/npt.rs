@@ -27,6 +27,13 @@ pub struct NptArgs {
     /// every iteration at the loop's full speed, as Beamonte ran npt.
     #[arg(long, value_name = "HZ")]
     pub event_rate: Option<f64>,
+    /// LTTng also records these kernel events (comma separated, e.g.
+    /// `sched_switch,irq_handler_entry,irq_handler_exit,softirq_entry,softirq_exit,hrtimer_expire_entry`)
+    /// in a kernel channel of the same session, as Beamonte traced user space and the kernel
+    /// together: what the kernel did on the measured CPU at the largest gaps. Needs lttng in
+    /// --tracer, stream mode, root and the lttng-modules kernel modules.
+    #[arg(long, value_name = "EVENTS", value_delimiter = ',')]
+    pub lttng_kernel: Vec<String>,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]
@@ -48,7 +55,12 @@ impl NptArgs {
         // The run without a tracer is the baseline of every other: always first.
         let mut tracers = vec![TracerKind::None];
         tracers.extend(super::common::tracers(&self.tracer));
-        let common = self.common.lower(&SPEC, self.tracer_args)?;
+        let mut common = self.common.lower(&SPEC, self.tracer_args)?;
+        check_lttng_kernel(&self.lttng_kernel, &tracers, common.tracer.record, || {
+            rtrace_tracer::require_root("LTTng kernel tracing")?;
+            rtrace_lttng::kernel_modules_available()
+        })?;
+        common.tracer.lttng_kernel = self.lttng_kernel;
         let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
         let fix = "add ftrace to --tracer";
         common
@@ -60,5 +72,103 @@ impl NptArgs {
             duration_ms: self.duration_ms,
             event_rate_hz: self.event_rate,
         })
+    }
+}
+
+/// `--lttng-kernel EVENTS`, refused before anything runs where it cannot work: no LTTng run to
+/// add the kernel channel to, overwrite mode (the kernel channel is streamed), odd event names,
+/// or no LTTng kernel tracing here (`modules`: root and the lttng-modules kernel modules).
+fn check_lttng_kernel(
+    events: &[String],
+    tracers: &[TracerKind],
+    record: RecordMode,
+    modules: impl FnOnce() -> anyhow::Result<()>,
+) -> Result<(), OptionsError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let refuse = |why: String| Err(OptionsError::Other(format!("--lttng-kernel: {why}")));
+    if !tracers.contains(&TracerKind::Lttng) {
+        return refuse("it adds a kernel channel to LTTng's session, and LTTng is not among the tracers: add lttng to --tracer".into());
+    }
+    if record == RecordMode::Overwrite {
+        return refuse(
+            "the kernel channel is recorded in stream mode only: drop --record overwrite".into(),
+        );
+    }
+    if let Err(e) = rtrace_lttng::kernel::validate_events(events) {
+        return refuse(format!("{e:#}"));
+    }
+    match modules() {
+        Ok(()) => Ok(()),
+        Err(e) => refuse(format!("{e:#}; or run npt without --lttng-kernel")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lttng_kernel_is_refused_up_front_where_it_cannot_work() {
+        let ev = |s: &str| s.split(',').map(str::to_owned).collect::<Vec<_>>();
+        let lttng = [TracerKind::None, TracerKind::Lttng];
+        let fine = || Ok(());
+        let (stream, overwrite) = (RecordMode::Stream, RecordMode::Overwrite);
+        assert!(check_lttng_kernel(&[], &[TracerKind::None], stream, || unreachable!()).is_ok());
+        assert!(
+            check_lttng_kernel(&ev("sched_switch,irq_handler_entry"), &lttng, stream, fine).is_ok()
+        );
+        let msg = |r: Result<(), OptionsError>| r.unwrap_err().to_string();
+        let no_lttng = msg(check_lttng_kernel(
+            &ev("sched_switch"),
+            &[TracerKind::None, TracerKind::Ftrace],
+            stream,
+            fine,
+        ));
+        assert!(no_lttng.contains("add lttng to --tracer"), "{no_lttng}");
+        let ow = msg(check_lttng_kernel(
+            &ev("sched_switch"),
+            &lttng,
+            overwrite,
+            fine,
+        ));
+        assert!(ow.contains("stream mode"), "{ow}");
+        let odd = msg(check_lttng_kernel(
+            &ev("sched_switch;x"),
+            &lttng,
+            stream,
+            fine,
+        ));
+        assert!(odd.contains("sched_switch;x"), "{odd}");
+        let no_modules = msg(check_lttng_kernel(
+            &ev("sched_switch"),
+            &lttng,
+            stream,
+            || {
+                anyhow::bail!("LTTng kernel tracing unavailable: the lttng-modules kernel modules are not loaded")
+            },
+        ));
+        assert!(
+            no_modules.starts_with("--lttng-kernel: LTTng kernel tracing unavailable"),
+            "{no_modules}"
+        );
+        assert!(!no_modules.contains('\n'), "one line: {no_modules}");
+    }
+
+    #[test]
+    fn lttng_kernel_without_lttng_is_refused_when_lowered() {
+        let args = [
+            "npt",
+            "--tracer",
+            "ftrace",
+            "--lttng-kernel",
+            "sched_switch",
+        ];
+        let Ok(crate::flags::Command::Npt(a)) = crate::flags::tests::parse(&args) else {
+            panic!("npt's flags do not parse");
+        };
+        let err = a.lower().unwrap_err().to_string();
+        assert!(err.contains("add lttng to --tracer"), "{err}");
     }
 }

@@ -5,6 +5,7 @@
 //! tracer run is accounted exactly, and its largest gaps are placed against the tracer's buffer
 //! switches (`switches`). Nothing changes on the machine before every tracer was checked.
 
+mod kernel;
 mod switches;
 
 use crate::options::CommonOptions;
@@ -54,6 +55,7 @@ pub fn run(o: Options) -> Result<i32> {
         config: NptSettings {
             duration_ms: o.duration_ms,
             event_rate_hz: o.event_rate_hz,
+            lttng_kernel: o.common.tracer.lttng_kernel.clone(),
             run: Default::default(),
         },
         runs: Vec::new(),
@@ -204,23 +206,30 @@ fn one(o: &Options, s: &Subject, seq: u64) -> Result<NptRun> {
     let Message::NptDone(done) = last else {
         return Err(workload::outdated(&s.workload, "an npt"));
     };
-    let (events, placed) = match attachment {
+    let (events, placed, kernel) = match attachment {
         Some(a) => {
             let events = Events::new(done.hits, a.finish()?);
             events.check_exact()?;
             let placed = switches::place(s.kind, &out_dir, o.common.cpus.measured, &done);
+            let kernel = match s.kind {
+                TracerKind::Lttng if !o.common.tracer.lttng_kernel.is_empty() => {
+                    kernel::read(&out_dir, o.common.cpus.measured, &done).map(Some)
+                }
+                _ => Ok(None),
+            };
             workload::settle(&o.common, &out_dir, true, events.lost > 0)?;
-            (Some(events), placed?)
+            (Some(events), placed?, kernel?)
         }
         None => {
             let _ = std::fs::remove_dir(&out_dir);
-            (None, None)
+            (None, None, None)
         }
     };
     let mut done = done;
     // The slow gaps served to place the switches; the result keeps what they showed.
     done.slow = Vec::new();
-    let run = NptRun::new(s.kind, s.variant.clone(), s.buffer.clone(), done, events)?;
+    let mut run = NptRun::new(s.kind, s.variant.clone(), s.buffer.clone(), done, events)?;
+    run.kernel = kernel;
     Ok(match placed {
         Some(p) => run.with_switches(p.switches, p.largest, p.at_switches),
         None => run,
