@@ -196,10 +196,37 @@ pub fn field<'a>(fields: &'a str, name: &str) -> Option<&'a str> {
     Some(&v[..end])
 }
 
+/// Kernel symbols by address from `/proc/kallsyms` (`hrtimer tick_sched_timer`, not its
+/// address); empty where they are hidden (all addresses 0) or unreadable.
+pub fn kallsyms() -> Symbols {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    parse_kallsyms(&text)
+}
+
+/// Kernel functions by start address.
+pub type Symbols = std::collections::HashMap<u64, String>;
+
+/// `ffffffff8112c0e0 t tick_sched_timer` lines; text symbols only, address 0 left out.
+pub fn parse_kallsyms(text: &str) -> Symbols {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let addr = u64::from_str_radix(w.next()?, 16)
+                .ok()
+                .filter(|&a| a != 0)?;
+            let kind = w.next()?;
+            matches!(kind, "t" | "T").then_some(())?;
+            Some((addr, w.next()?.to_owned()))
+        })
+        .collect()
+}
+
 /// One event in a few words: what took the CPU (`sched_switch to kworker/1:2 (tid 55)`,
-/// `irq 11 virtio0`, `softirq 7`, `hrtimer tick_sched_timer`); `None` for the exits, which add
-/// nothing to their entries.
-pub fn describe(e: &Event) -> Option<String> {
+/// `irq 11 virtio0`, `softirq 7`, `hrtimer tick_sched_timer`: its function by `syms`, else its
+/// address); `None` for the exits, which add nothing to their entries. LTTng's kernel events
+/// are named as the kernel's tracepoints (`sched_switch`, `irq_handler_entry`) or with their
+/// system in front (`irq_softirq_entry`, `timer_hrtimer_expire_entry`).
+pub fn describe(e: &Event, syms: &Symbols) -> Option<String> {
     let f = |n| field(&e.fields, n);
     Some(match e.name.as_str() {
         "sched_switch" => format!(
@@ -211,8 +238,15 @@ pub fn describe(e: &Event) -> Option<String> {
             Some(n) => format!("irq {} {n}", f("irq").unwrap_or("?")),
             None => format!("irq {}", f("irq").unwrap_or("?")),
         },
-        "softirq_entry" => format!("softirq {}", f("vec").unwrap_or("?")),
-        "hrtimer_expire_entry" => format!("hrtimer {}", f("function").unwrap_or("?")),
+        "softirq_entry" | "irq_softirq_entry" => format!("softirq {}", f("vec").unwrap_or("?")),
+        "hrtimer_expire_entry" | "timer_hrtimer_expire_entry" => {
+            let function = f("function").unwrap_or("?");
+            let addr = function.strip_prefix("0x").or(function.strip_prefix("0X"));
+            let name = addr
+                .and_then(|a| u64::from_str_radix(a, 16).ok())
+                .and_then(|a| syms.get(&a));
+            format!("hrtimer {}", name.map_or(function, String::as_str))
+        }
         n if n.ends_with("_exit") || n.ends_with("_exit_entry") => return None,
         n => n.to_owned(),
     })
@@ -220,9 +254,9 @@ pub fn describe(e: &Event) -> Option<String> {
 
 /// The events of one window in a line: each description once, in order, with how many times
 /// it occurred (`sched_switch to kworker/1:2 (tid 55) ×2, irq 11 virtio0`), at most `max`.
-pub fn summarize(events: &[Event], max: usize) -> String {
+pub fn summarize(events: &[Event], max: usize, syms: &Symbols) -> String {
     let mut seen: Vec<(String, u64)> = Vec::new();
-    for d in events.iter().filter_map(describe) {
+    for d in events.iter().filter_map(|e| describe(e, syms)) {
         match seen.iter_mut().find(|(s, _)| *s == d) {
             Some((_, n)) => *n += 1,
             None => seen.push((d, 1)),
@@ -251,6 +285,7 @@ mod tests {
 
     #[test]
     fn parses_babeltrace2_clock_cycles_lines() {
+        let no = Symbols::new();
         let e = parse_line(SWITCH).unwrap();
         assert_eq!(e.cycles, 21_775_420_770_092);
         assert_eq!(e.name, "sched_switch");
@@ -260,25 +295,33 @@ mod tests {
         // `tid` must not match inside `prev_tid`.
         assert_eq!(field(&e.fields, "tid"), None);
         assert_eq!(
-            describe(&e).as_deref(),
+            describe(&e, &no).as_deref(),
             Some("sched_switch to kworker/1:2 (tid 55)")
         );
         let irq = "[00000000000000001000] (+000000000312) vm irq_handler_entry: { cpu_id = 0 }, { irq = 11, name = \"virtio0\" }";
         let irq = parse_line(irq).unwrap();
         assert_eq!((irq.cycles, irq.cpu), (1000, Some(0)));
-        assert_eq!(describe(&irq).as_deref(), Some("irq 11 virtio0"));
+        assert_eq!(describe(&irq, &no).as_deref(), Some("irq 11 virtio0"));
         let soft = parse_line(
             "[00000000000000002000] (+000000001000) vm softirq_entry: { cpu_id = 1 }, { vec = 7 }",
         )
         .unwrap();
-        assert_eq!(describe(&soft).as_deref(), Some("softirq 7"));
+        assert_eq!(describe(&soft, &no).as_deref(), Some("softirq 7"));
         let exit = parse_line("[00000000000000003000] (+000000001000) vm irq_handler_exit: { cpu_id = 1 }, { irq = 11, ret = 1 }").unwrap();
-        assert_eq!(describe(&exit), None);
-        let timer = parse_line("[00000000000000004000] (+000000001000) vm hrtimer_expire_entry: { cpu_id = 1 }, { hrtimer = 0xFFFF9A, now = 4000, function = 0xFFFFFFFF8112C0E0 }").unwrap();
+        assert_eq!(describe(&exit, &no), None);
+        let timer = parse_line("[00000000000000004000] (+000000001000) vm timer_hrtimer_expire_entry: { cpu_id = 1 }, { hrtimer = 0xFFFF9A, now = 4000, function = 0xFFFFFFFF8112C0E0 }").unwrap();
         assert_eq!(
-            describe(&timer).as_deref(),
+            describe(&timer, &no).as_deref(),
             Some("hrtimer 0xFFFFFFFF8112C0E0")
         );
+        let syms = parse_kallsyms("ffffffff8112c0e0 t tick_sched_timer\nffffffff81000000 D some_data\n0000000000000000 T hidden\n");
+        assert_eq!(syms.len(), 1);
+        assert_eq!(
+            describe(&timer, &syms).as_deref(),
+            Some("hrtimer tick_sched_timer")
+        );
+        let lttng_soft = parse_line("[00000000000000002000] (+000000001000) vm irq_softirq_entry: { cpu_id = 1 }, { vec = 1 }").unwrap();
+        assert_eq!(describe(&lttng_soft, &no).as_deref(), Some("softirq 1"));
         // No hostname in the trace's environment.
         let bare = parse_line(
             "[00000000000000000005] (+?) sched_wakeup: { cpu_id = 1 }, { comm = \"a\" }",
@@ -299,14 +342,14 @@ mod tests {
             .map(|l| parse_line(l).unwrap())
             .collect();
         assert_eq!(
-            summarize(&events, 4),
+            summarize(&events, 4, &Symbols::new()),
             "sched_switch to kworker/1:2 (tid 55) ×2, irq 11 virtio0"
         );
         assert_eq!(
-            summarize(&events, 1),
+            summarize(&events, 1, &Symbols::new()),
             "sched_switch to kworker/1:2 (tid 55) ×2, 1 more"
         );
-        assert_eq!(summarize(&[], 4), "nothing");
+        assert_eq!(summarize(&[], 4, &Symbols::new()), "nothing");
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub struct NptArgs {
     #[arg(long, value_name = "HZ")]
     pub event_rate: Option<f64>,
     /// LTTng also records these kernel events (comma separated, e.g.
-    /// `sched_switch,irq_handler_entry,irq_handler_exit,softirq_entry,softirq_exit,hrtimer_expire_entry`)
+    /// `sched_switch,irq_handler_entry,irq_handler_exit,irq_softirq_entry,irq_softirq_exit,timer_hrtimer_expire_entry`:
+    /// LTTng's names)
     /// in a kernel channel of the same session, as Beamonte traced user space and the kernel
     /// together: what the kernel did on the measured CPU at the largest gaps. Needs lttng in
     /// --tracer, stream mode, root and the lttng-modules kernel modules.

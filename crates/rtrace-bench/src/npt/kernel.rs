@@ -36,6 +36,7 @@ pub fn read(dir: &Path, cpu: usize, done: &NptDone) -> Result<KernelTrace> {
         })
         .collect();
     let during = kernel::during(&session, cpu as u32, &windows)?;
+    let syms = kernel::kallsyms();
     Ok(KernelTrace {
         events: channel.events,
         discarded: channel.discarded,
@@ -47,7 +48,7 @@ pub fn read(dir: &Path, cpu: usize, done: &NptDone) -> Result<KernelTrace> {
                 ns: g.ns,
                 end_mono_ns: g.end_mono_ns,
                 events: events.len() as u64,
-                what: kernel::summarize(&events, CAUSES),
+                what: kernel::summarize(&events, CAUSES, &syms),
             })
             .collect(),
     })
