@@ -328,3 +328,45 @@ pub fn summary(r: &NptResult) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrace_measure::npt::{KernelAtGap, KernelTrace};
+
+    #[test]
+    fn kernel_lines_keep_the_kernel_channel_apart() {
+        let text = include_str!("../testdata/npt.json");
+        let mut r: NptResult = serde_json::from_str(text).unwrap();
+        assert!(kernel_lines(&r).is_empty(), "no kernel channel, no line");
+        r.config.lttng_kernel = vec!["sched_switch".into(), "irq_handler_entry".into()];
+        let run = r
+            .runs
+            .iter_mut()
+            .find(|run| run.tracer == rtrace_tracer::TracerKind::Lttng)
+            .unwrap();
+        run.kernel = Some(KernelTrace {
+            events: [
+                ("irq_handler_entry".to_owned(), 4),
+                ("sched_switch".to_owned(), 7),
+            ]
+            .into(),
+            discarded: 2,
+            lost_packets: 0,
+            at_largest: vec![KernelAtGap {
+                ns: 81_230,
+                end_mono_ns: 1,
+                events: 2,
+                what: "sched_switch to kworker/1:2 (tid 55)".into(),
+            }],
+        });
+        let lines = kernel_lines(&r);
+        assert_eq!(lines.len(), 1);
+        let l = &lines[0];
+        assert!(l.contains("(sched_switch,irq_handler_entry) recorded 11 events (irq_handler_entry 4, sched_switch 7), 2 discarded, counted apart"), "{l}");
+        assert!(
+            l.contains("81.23 µs: sched_switch to kworker/1:2 (tid 55)."),
+            "{l}"
+        );
+    }
+}
