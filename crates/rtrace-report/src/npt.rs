@@ -128,6 +128,13 @@ pub fn at_switches(run: &NptRun) -> String {
     let Some(a) = &run.at_switches else {
         return "-".into();
     };
+    if a.switches == 0 {
+        // A finding, not a success: nothing was measured.
+        return format!(
+            "no switch after the slow threshold was set ({} firings): the buffer never filled; use a smaller --buffer-size-kb or a longer --duration-ms",
+            rtrace_protocol::NPT_SLOW_AFTER
+        );
+    }
     let (at, all) = a.shares();
     let pct = |f: f64| match 100.0 * f {
         p if p == 0.0 || p >= 10.0 => format!("{p:.0}%"),
@@ -367,6 +374,26 @@ mod tests {
         assert!(
             l.contains("81.23 µs: sched_switch to kworker/1:2 (tid 55)."),
             "{l}"
+        );
+    }
+
+    #[test]
+    fn no_switch_to_look_up_is_said_as_a_finding() {
+        let text = include_str!("../testdata/npt.json");
+        let mut r: NptResult = serde_json::from_str(text).unwrap();
+        let mut run = r.runs.remove(1);
+        run.at_switches = Some(rtrace_measure::npt::AtSwitches {
+            switches: 0,
+            slow_ns: 1_000,
+            slow_gaps_ns: Vec::new(),
+            firings: 1_000_000,
+            slow_firings: 10,
+            slow_dropped: 0,
+        });
+        assert!(
+            at_switches(&run).starts_with("no switch after"),
+            "{}",
+            at_switches(&run)
         );
     }
 }
