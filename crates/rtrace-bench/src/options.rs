@@ -261,6 +261,8 @@ pub struct CommonOptions {
     pub workload_dir: PathBuf,
     pub keep_traces: KeepTraces,
     pub tracer: TracerOptions,
+    /// `--machine`: the machine's name in fleet reports (default: the hostname).
+    pub machine: Option<String>,
 }
 
 impl CommonOptions {
@@ -279,6 +281,15 @@ impl CommonOptions {
     /// A [`Target`] for a run of this experiment: consumers on the harness CPUs.
     pub fn target(&self, hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
         self.tracer.target(hook, pid, out_dir, &self.cpus.harness)
+    }
+
+    /// The machine a run measures on, `--machine` its label, with the tracers' versions.
+    pub fn environment(&self) -> rtrace_measure::Environment {
+        rtrace_measure::Environment {
+            label: self.machine.clone(),
+            tracer_versions: crate::tracers::versions(),
+            ..rtrace_measure::Environment::collect(self.cpus.measured)
+        }
     }
 
     /// What the result's `config` records of these options, for a run using the tracers

@@ -188,7 +188,7 @@ impl runner::Experiment for Rate {
             _ => None,
         };
         c.thread_cpus = self.o.common.cpus.loop_cpus(self.o.threads);
-        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        self.result.environment = self.o.common.environment();
         Ok(())
     }
 

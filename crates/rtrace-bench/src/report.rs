@@ -21,6 +21,60 @@ pub fn load(path: &Path) -> Result<AnyResult> {
     AnyResult::from_json(&text).with_context(|| format!("{}", path.display()))
 }
 
+/// A result with the file it was read from.
+pub type Loaded = (Option<String>, AnyResult);
+
+/// The result files `paths` name: a file is read as given; a directory is searched (its
+/// subdirectories too, in name order) for JSON files that name an experiment, so that a fleet's
+/// folders (one per machine) or a run directory can be given whole. A result found twice (a run
+/// directory's file and its report's copy) is read once. Returns the results and the files of
+/// the directories that name an experiment but could not be read, each with the reason.
+pub fn load_all(paths: &[PathBuf]) -> Result<(Vec<Loaded>, Vec<String>)> {
+    let mut out: Vec<Loaded> = Vec::new();
+    let mut unread = Vec::new();
+    for path in paths {
+        if !std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            out.push((Some(path.display().to_string()), load(path)?));
+            continue;
+        }
+        let files = walkdir::WalkDir::new(path)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_file())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"));
+        let mut found = 0;
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(f.path()) else {
+                continue;
+            };
+            if !names_an_experiment(&text) {
+                continue;
+            }
+            found += 1;
+            match AnyResult::from_json(&text) {
+                Ok(r) if out.iter().any(|(_, o)| o.same_run(&r)) => {}
+                Ok(r) => out.push((Some(f.path().display().to_string()), r)),
+                Err(e) => unread.push(format!("{}: {e:#}", f.path().display())),
+            }
+        }
+        if found == 0 {
+            anyhow::bail!(
+                "{} holds no result file: give a directory a run wrote (results/usdt-…) or result files",
+                path.display()
+            );
+        }
+    }
+    Ok((out, unread))
+}
+
+/// Whether a JSON text has a top-level `experiment` field: cheap before parsing, and what
+/// tells a result from the other JSON files of a run directory (cyclictest's).
+fn names_an_experiment(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text)
+        .is_ok_and(|v| v.get("experiment").is_some_and(|e| e.is_string()))
+}
+
 /// Writes every file of `report` under `dir`; returns the HTML page's path.
 pub fn write_dir(dir: &Path, report: &Report) -> Result<PathBuf> {
     for out in rtrace_report::render(report)? {
@@ -42,10 +96,11 @@ pub fn paint() -> Paint {
 /// Reports `results` into `out` (default: a fresh `results/report-<timestamp>`), its summary
 /// ending with what the job `left_out`.
 pub fn run(results: &[PathBuf], out: Option<&Path>, left_out: Vec<String>) -> Result<i32> {
-    let results = results
-        .iter()
-        .map(|p| Ok((Some(p.display().to_string()), load(p)?)))
-        .collect::<Result<Vec<_>>>()?;
+    let (results, unread) = load_all(results)?;
+    let left_out = left_out
+        .into_iter()
+        .chain(unread.into_iter().map(|u| format!("not read: {u}")))
+        .collect();
     let report = Report::new(results).leaving_out(left_out);
     let dir = match out {
         Some(d) => crate::output::claim_dir("--out", d, true)?,

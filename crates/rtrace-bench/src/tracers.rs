@@ -213,6 +213,48 @@ pub fn remove_stale() -> Result<()> {
     Ok(())
 }
 
+/// The tracers' versions as installed here, for the result's machine identity: LTTng's and
+/// bpftrace's own `--version` line, the libbpf the eBPF backend links, ftrace's kernel. A tool
+/// that is not installed is left out.
+pub fn versions() -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let uname = nix::sys::utsname::uname().ok();
+    if let Some(u) = uname {
+        let release = u.release().to_string_lossy().into_owned();
+        out.insert(
+            TracerKind::Ftrace.name().to_owned(),
+            format!("Linux {release}"),
+        );
+    }
+    out.insert(
+        TracerKind::Ebpf.name().to_owned(),
+        rtrace_ebpf::libbpf_version(),
+    );
+    for (kind, program) in [
+        (TracerKind::Lttng, "lttng"),
+        (TracerKind::Bpftrace, "bpftrace"),
+    ] {
+        if let Some(v) = tool_version(program) {
+            out.insert(kind.name().to_owned(), v);
+        }
+    }
+    out
+}
+
+/// The first line `program --version` prints, without a trailing ` - codename`.
+fn tool_version(program: &str) -> Option<String> {
+    let o = std::process::Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line = line.split(" - ").next().unwrap_or(line);
+    (o.status.success() && !line.is_empty()).then(|| line.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

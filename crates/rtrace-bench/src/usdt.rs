@@ -292,7 +292,7 @@ impl runner::Experiment for Usdt {
                 c.steady_state.insert(label, steady);
             }
         }
-        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        self.result.environment = self.o.common.environment();
         Ok(())
     }
 

@@ -65,6 +65,18 @@ pub fn buffer_description(buffer_size_kb: Option<u64>) -> Result<String> {
         bytes / 1024 / ncpus.max(1) as u64
     ))
 }
+/// The libbpf this backend links: `libbpf 1.7`.
+pub fn libbpf_version() -> String {
+    // SAFETY: both return a constant of the linked library.
+    let (major, minor) = unsafe {
+        (
+            libbpf_rs::libbpf_sys::libbpf_major_version(),
+            libbpf_rs::libbpf_sys::libbpf_minor_version(),
+        )
+    };
+    format!("libbpf {major}.{minor}")
+}
+
 pub use session::{AGGREGATE_FILE, EVENTS_FILE, POLL_INTERVAL};
 pub use sink::EVENTS_HEADER;
 

@@ -6,6 +6,17 @@ use std::path::Path;
 /// Facts about the machine and kernel at measurement time. `None`: not exposed here.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
+    /// The machine's name in fleet reports: `--machine`, else [`Environment::hostname`].
+    /// Absent in files of older versions.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// `/proc/sys/kernel/hostname`; empty in files of older versions.
+    #[serde(default)]
+    pub hostname: String,
+    /// The tracers' versions as installed (`lttng`, `bpftrace`: their `--version`; `ebpf`: the
+    /// libbpf linked in; `ftrace`: the kernel's); empty in files of older versions.
+    #[serde(default)]
+    pub tracer_versions: std::collections::BTreeMap<String, String>,
     /// `uname -r`.
     pub kernel_release: String,
     /// `uname -v` (carries PREEMPT / PREEMPT_RT / PREEMPT_DYNAMIC).
@@ -69,6 +80,9 @@ impl Environment {
             .unwrap_or_default();
         let cpufreq = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq");
         Environment {
+            label: None,
+            hostname: read("/proc/sys/kernel/hostname").unwrap_or_default(),
+            tracer_versions: Default::default(),
             kernel_release: field(|u| u.release()),
             preemption: preemption(&kernel_version),
             kernel_version,
@@ -92,6 +106,24 @@ impl Environment {
             virtualized: flags.contains(&"hypervisor"),
             emulated: flags.contains(&"hypervisor") && hypervisor_vendor() == "TCGTCGTCGTCG",
         }
+    }
+}
+
+impl Environment {
+    /// The machine's name: its label, else its hostname, else (files of older versions)
+    /// `unnamed`.
+    pub fn machine_name(&self) -> &str {
+        match (&self.label, self.hostname.as_str()) {
+            (Some(l), _) => l,
+            (None, "") => "unnamed",
+            (None, h) => h,
+        }
+    }
+
+    /// What tells machines apart in a fleet: the name, the kernel, the CPU model. The same
+    /// host booted on another kernel is another machine of the fleet.
+    pub fn machine_key(&self) -> (&str, &str, &str) {
+        (self.machine_name(), &self.kernel_release, &self.cpu_model)
     }
 }
 

@@ -388,6 +388,7 @@ mod tests {
             tsc_step_ns: None,
             virtualized: false,
             emulated: false,
+            ..Default::default()
         }
     }
 

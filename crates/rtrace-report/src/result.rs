@@ -91,6 +91,42 @@ impl AnyResult {
         }
     }
 
+    /// When the run began (seconds since the epoch).
+    pub fn started_unix(&self) -> u64 {
+        match self {
+            AnyResult::Usdt(r) => r.started_unix,
+            AnyResult::Sweep(r) => r.started_unix,
+            AnyResult::Rate(r) => r.started_unix,
+            AnyResult::Npt(r) => r.started_unix,
+            AnyResult::Events(r) => r.started_unix,
+        }
+    }
+
+    /// The version of rtrace-bench that measured it.
+    pub fn tool_version(&self) -> &str {
+        match self {
+            AnyResult::Usdt(r) => &r.tool_version,
+            AnyResult::Sweep(r) => &r.tool_version,
+            AnyResult::Rate(r) => &r.tool_version,
+            AnyResult::Npt(r) => &r.tool_version,
+            AnyResult::Events(r) => &r.tool_version,
+        }
+    }
+
+    /// Whether `other` is this result again (the same experiment, begun at the same second
+    /// on the same machine): a run directory's file and its report's copy.
+    pub fn same_run(&self, other: &AnyResult) -> bool {
+        self.experiment() == other.experiment()
+            && self.started_unix() == other.started_unix()
+            && self.environment().machine_key() == other.environment().machine_key()
+            && self.is_decomposition() == other.is_decomposition()
+    }
+
+    /// A `usdt --decompose` result.
+    pub fn is_decomposition(&self) -> bool {
+        matches!(self, AnyResult::Usdt(u) if rtrace_measure::decompose::is_decomposition(u))
+    }
+
     /// The warnings of this result, computed from the model (old files have none stored).
     pub fn warnings(&self) -> Vec<Warning> {
         match self {

@@ -275,7 +275,7 @@ impl runner::Experiment for Events {
     fn begin(&mut self) -> Result<()> {
         let kinds: Vec<TracerKind> = self.subjects.iter().map(|s| s.tracer).collect();
         self.result.config.run = self.o.common.settings(&kinds)?;
-        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        self.result.environment = self.o.common.environment();
         Ok(())
     }
 

@@ -128,6 +128,11 @@ pub struct CommonArgs {
     /// Directory holding the workload binaries (default: next to rtrace-bench).
     #[arg(long, value_name = "DIR")]
     pub workload_dir: Option<PathBuf>,
+    /// This machine's name in reports over several machines' results (a fleet): letters,
+    /// digits, `.`, `_`, `-`, at most 64. Recorded in the result's environment. Default: the
+    /// hostname.
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
 }
 
 /// The tracer backends' modes: commands that attach the ordinary backends.
@@ -282,8 +287,20 @@ impl CommonArgs {
             workload_dir: self.workload_dir.unwrap_or_else(default_workload_dir),
             keep_traces: self.keep_traces.into(),
             tracer: self.buffer.lower(spec, modes)?,
+            machine: self.machine.map(check_machine).transpose()?,
         })
     }
+}
+
+/// `--machine NAME`: a name that fits a file name and a table cell.
+fn check_machine(name: String) -> Result<String, OptionsError> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if name.is_empty() || name.len() > 64 || !name.chars().all(ok) {
+        return Err(OptionsError::Other(format!(
+            "--machine {name:?}: give a name of 1 to 64 letters, digits, `.`, `_` or `-` (e.g. --machine lab-rt-1)"
+        )));
+    }
+    Ok(name)
 }
 
 /// The buffer and record mode of a command that measures nothing (`count`): the defaults every

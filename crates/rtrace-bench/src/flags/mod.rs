@@ -119,9 +119,11 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Result files (`usdt.json`, `cyclictest-sweep.json`, ...); two sweeps from different
-    /// kernels also get the PREEMPT vs PREEMPT_RT overlay (thesis Fig 3.5).
-    #[arg(required = true, value_name = "RESULT.json")]
+    /// Result files (`usdt.json`, `cyclictest-sweep.json`, ...) or directories holding them
+    /// (searched with their subdirectories: a run directory, a fleet's folder per machine); two
+    /// sweeps from different kernels also get the PREEMPT vs PREEMPT_RT overlay (thesis Fig
+    /// 3.5); results of several machines get a fleet section (`--machine` names a machine).
+    #[arg(required = true, value_name = "RESULT.json|DIR")]
     pub results: Vec<PathBuf>,
     /// Report directory (default: results/report-<timestamp>).
     #[arg(long, value_name = "DIR")]

@@ -245,7 +245,7 @@ impl runner::Experiment for Sweep {
         let kinds: Vec<_> = self.plans.iter().map(|p| p.config.tracer()).collect();
         self.result.config.run = self.o.common.settings(&kinds)?;
         self.result.config.main_cpu = self.o.main_cpu;
-        self.result.environment = Environment::collect(self.o.common.cpus.measured);
+        self.result.environment = self.o.common.environment();
         Ok(())
     }
 
