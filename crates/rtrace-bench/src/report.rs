@@ -122,6 +122,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn directories_give_each_result_once_and_name_what_they_could_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, bytes: &[u8]| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        };
+        let labelled = |label: &str| {
+            let mut u = rtrace_report::fixtures::usdt();
+            u.environment.label = Some(label.into());
+            AnyResult::Usdt(u).to_json().unwrap()
+        };
+        write("a/usdt/usdt.json", &labelled("a"));
+        write("a/usdt.json", &labelled("a")); // its report's copy
+        write("a/usdt/cyclictest.json", br#"{"histogram":[]}"#);
+        write("b/usdt.json", &labelled("b"));
+        write("b/count.json", br#"{"experiment":"count"}"#);
+        let (results, unread) = load_all(&[dir.path().join("a"), dir.path().join("b")]).unwrap();
+        let labels: Vec<_> = results
+            .iter()
+            .map(|(_, r)| r.environment().label.clone().unwrap())
+            .collect();
+        assert_eq!(labels, ["a", "b"]);
+        assert_eq!(unread.len(), 1, "{unread:?}");
+        assert!(unread[0].contains("count.json") && unread[0].contains("unknown experiment"));
+        std::fs::create_dir(dir.path().join("empty")).unwrap();
+        let e = format!("{:#}", load_all(&[dir.path().join("empty")]).unwrap_err());
+        assert!(e.contains("holds no result file"), "{e}");
+    }
+
+    #[test]
     fn unreadable_files_name_the_fix() {
         let dir = tempfile::tempdir().unwrap();
         let e = format!("{:#}", load(&dir.path().join("missing.json")).unwrap_err());

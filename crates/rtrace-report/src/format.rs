@@ -129,7 +129,24 @@ pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
             s.to_owned()
         }
     };
-    vec![
+    // Files of older versions record neither.
+    let mut machine = Vec::new();
+    if e.label.is_some() || !e.hostname.is_empty() {
+        let name = match &e.label {
+            Some(l) => format!("{l} (`--machine`; hostname {})", e.hostname),
+            None => e.hostname.clone(),
+        };
+        machine.push(("machine", name));
+    }
+    if !e.tracer_versions.is_empty() {
+        let v: Vec<String> = e
+            .tracer_versions
+            .iter()
+            .map(|(t, v)| format!("{t}: {v}"))
+            .collect();
+        machine.push(("tracer versions", v.join("; ")));
+    }
+    machine.extend([
         ("kernel", e.kernel_release.clone()),
         ("preemption", e.preemption.clone()),
         ("kernel version", e.kernel_version.clone()),
@@ -153,7 +170,8 @@ pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
         ("virtualized", yes(e.virtualized)),
         ("emulated (TCG)", yes(e.emulated)),
         ("command line", e.cmdline.clone()),
-    ]
+    ]);
+    machine
 }
 
 /// A run's mean without disturbed samples over case 0's with the same loop body (`× case 0`,

@@ -265,7 +265,7 @@ impl Exporter for Html {
         let total = doc.warnings();
         let mut body = String::new();
         let mut nav = String::new();
-        for s in doc.consistency.iter().chain(&doc.sections) {
+        for s in doc.all_sections() {
             nav.push_str(&format!("<a href=\"#{0}\">{0}</a>", esc(&s.id)));
             body.push_str(&section(s, doc)?);
         }

@@ -15,6 +15,7 @@ pub mod events;
 pub mod export;
 pub mod figures;
 pub mod fixtures;
+pub mod fleet;
 pub mod format;
 pub mod html;
 pub mod json;

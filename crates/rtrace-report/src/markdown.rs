@@ -30,7 +30,7 @@ pub fn render(doc: &Document) -> String {
         "# rtrace-bench report\n\n## Summary\n\n{}",
         blocks_md(&doc.summary)
     );
-    for s in doc.consistency.iter().chain(&doc.sections) {
+    for s in doc.all_sections() {
         out.push_str(&section(s));
     }
     if !doc.shared.is_empty() {

@@ -221,12 +221,11 @@ impl Report {
     }
 
     /// The plain `usdt` results (not decompositions: `rtrace_measure::decompose`) measured on
-    /// the machine `env` describes (same kernel and CPU model), in report order.
+    /// the machine `env` describes (same name, kernel and CPU model), in report order.
     pub fn plain_usdt_of(&self, env: &rtrace_measure::Environment) -> Vec<(&Entry, &UsdtResult)> {
         self.usdt()
             .filter(|(_, u)| {
-                u.environment.kernel_release == env.kernel_release
-                    && u.environment.cpu_model == env.cpu_model
+                u.environment.machine_key() == env.machine_key()
                     && !rtrace_measure::decompose::is_decomposition(u)
             })
             .collect()

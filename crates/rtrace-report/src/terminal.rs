@@ -66,7 +66,7 @@ pub fn render(doc: &Document, paint: Paint) -> String {
         out.push_str(&format!("\n{}\n", paint.bold("Summary")));
         out.push_str(&blocks_text(&doc.summary, paint));
     }
-    for s in doc.consistency.iter().chain(&doc.sections) {
+    for s in doc.all_sections() {
         out.push_str(&section(s, paint));
     }
     if !doc.shared.is_empty() {

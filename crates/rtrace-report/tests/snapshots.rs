@@ -78,6 +78,7 @@ fn every_section_renders_as_its_snapshot() {
         let one = Document {
             report: &report,
             summary: vec![Block::List(items(s.summary.iter().cloned()))],
+            fleet: None,
             consistency: None,
             sections: vec![s.clone()],
             shared: Vec::new(),
@@ -219,6 +220,7 @@ fn the_consistency_table_of_the_thesis_job_holds_the_results_numbers_and_its_sna
     let doc = Document {
         report: &report,
         summary: vec![Block::List(items(section.summary.iter().cloned()))],
+        fleet: None,
         consistency: Some(section),
         sections: Vec::new(),
         shared: Vec::new(),

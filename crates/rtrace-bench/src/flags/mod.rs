@@ -283,6 +283,19 @@ pub mod tests {
     }
 
     #[test]
+    fn every_experiment_takes_a_machine_name_and_refuses_a_bad_one() {
+        for x in ["usdt", "cyclictest-sweep", "rate", "npt", "events"] {
+            assert_eq!(lowering_error(&[x, "--machine", "lab-rt.1_a"]), None, "{x}");
+            for bad in ["", "lab a", "a/b", &"x".repeat(65)] {
+                let e = lowering_error(&[x, "--machine", bad]).unwrap_or_default();
+                assert!(e.contains("--machine lab-rt-1"), "{x} {bad:?}: {e}");
+            }
+        }
+        let o = usdt(&["--machine", "lab-a"]).unwrap();
+        assert_eq!(o.common.machine.as_deref(), Some("lab-a"));
+    }
+
+    #[test]
     fn every_command_refuses_a_clock_no_ftrace_run_would_use() {
         let clock = ["--ftrace-clock", "global"];
         for (args, fix) in [

@@ -74,10 +74,9 @@ pub fn section(report: &Report) -> Option<Section> {
     })
 }
 
-/// On the same machine: kernel and CPU model.
+/// On the same machine: name, kernel and CPU model.
 fn same_machine(a: &Entry, b: &Entry) -> bool {
-    let (a, b) = (a.result.environment(), b.result.environment());
-    (&a.kernel_release, &a.cpu_model) == (&b.kernel_release, &b.cpu_model)
+    a.result.environment().machine_key() == b.result.environment().machine_key()
 }
 
 /// What experiment an entry is: `usdt` and `usdt --decompose` are two.
@@ -105,7 +104,7 @@ fn costs(entries: &[&Entry]) -> Vec<Cost> {
 }
 
 /// `480–486`, `−240 to 1530` (ns); `None` without an interval.
-fn interval(e: &Estimate) -> Option<String> {
+pub fn interval(e: &Estimate) -> Option<String> {
     let (l, h) = (e.low?, e.high?);
     Some(match l < 0.0 {
         true => format!("−{} to {}", int(-l), int(h)),

@@ -20,7 +20,10 @@ pub struct Document<'r> {
     pub report: &'r Report,
     /// The summary: each section's sentences, headed with its id when the report has several.
     pub summary: Vec<Block>,
-    /// After the summary, across results: one hook's cost in each experiment
+    /// After the summary, across machines: per machine each tracer's per-hit cost
+    /// (`crate::fleet`), when the results come from more than one.
+    pub fleet: Option<Section>,
+    /// After the fleet, across results: one hook's cost in each experiment
     /// (`crate::consistency`), when the report holds more than one.
     pub consistency: Option<Section>,
     /// One per result, in report order.
@@ -33,7 +36,7 @@ impl<'r> Document<'r> {
     /// Builds every result's section (with its share of the figures) and the summary.
     pub fn of(report: &'r Report) -> Document<'r> {
         let plan = crate::figures::plan(report);
-        let sections: Vec<Section> = report
+        let mut sections: Vec<Section> = report
             .entries
             .iter()
             .map(|e| {
@@ -52,11 +55,36 @@ impl<'r> Document<'r> {
             })
             .collect();
         let consistency = crate::consistency::section(report);
+        let mut fleet = crate::fleet::section(report);
+        let (fleet_figures, plan): (Vec<Figure>, Vec<Figure>) =
+            plan.into_iter().partition(Figure::is_fleet);
+        if let Some(f) = fleet.as_mut().filter(|_| !fleet_figures.is_empty()) {
+            f.push(Block::Heading("Figures".into()));
+            f.blocks
+                .extend(fleet_figures.into_iter().map(Block::Figure));
+        }
+        // Across machines, each result's section names its machine.
+        let on: Vec<(String, String)> = crate::fleet::of(report)
+            .map(|f| f.machines)
+            .unwrap_or_default()
+            .into_iter()
+            .flat_map(|m| m.results.into_iter().map(move |id| (id, m.name.clone())))
+            .collect();
+        let machine = |id: &str| on.iter().find(|(i, _)| i == id).map(|(_, m)| m.clone());
+        for s in &mut sections {
+            if let Some(m) = machine(&s.id) {
+                s.title = format!("{}, on {m}", s.title);
+            }
+        }
         let mut summary = Vec::new();
-        let all = sections.iter().chain(&consistency);
+        let all = fleet.iter().chain(&sections).chain(&consistency);
         for s in all.filter(|s| !s.summary.is_empty()) {
             if sections.len() > 1 {
-                summary.push(Block::Heading(format!("`{}`", s.id)));
+                let heading = match machine(&s.id) {
+                    Some(m) => format!("`{}` on {m}", s.id),
+                    None => format!("`{}`", s.id),
+                };
+                summary.push(Block::Heading(heading));
             }
             summary.push(Block::List(items(s.summary.iter().cloned())));
         }
@@ -68,6 +96,7 @@ impl<'r> Document<'r> {
         Document {
             report,
             summary,
+            fleet,
             consistency,
             sections,
             shared: shared.map(Block::Figure).collect(),
@@ -79,10 +108,18 @@ impl<'r> Document<'r> {
         self.report.entries.iter().map(|e| e.warnings.len()).sum()
     }
 
+    /// Every section in document order: the fleet, the consistency section, one per result.
+    pub fn all_sections(&self) -> impl Iterator<Item = &Section> {
+        self.fleet
+            .iter()
+            .chain(&self.consistency)
+            .chain(&self.sections)
+    }
+
     /// Every table, with the id of its section, in document order.
     pub fn tables(&self) -> Vec<(&Section, &Table)> {
         let mut out = Vec::new();
-        for s in self.consistency.iter().chain(&self.sections) {
+        for s in self.all_sections() {
             walk(&s.blocks, &mut |b| {
                 if let Block::Table(t) = b {
                     out.push((s, t));
@@ -95,7 +132,8 @@ impl<'r> Document<'r> {
     /// Every figure, in document order.
     pub fn figures(&self) -> Vec<&Figure> {
         let mut out = Vec::new();
-        let blocks = self.sections.iter().map(|s| &s.blocks[..]);
+        let fleet = self.fleet.iter().map(|s| &s.blocks[..]);
+        let blocks = fleet.chain(self.sections.iter().map(|s| &s.blocks[..]));
         for blocks in blocks.chain([&self.shared[..]]) {
             walk(blocks, &mut |b| {
                 if let Block::Figure(f) = b {
@@ -271,7 +309,14 @@ mod tests {
         assert!(overlay, "the PREEMPT vs PREEMPT_RT overlay");
         let planned = crate::figures::plan(&report).len();
         assert_eq!(doc.figures().len(), planned, "every planned figure, once");
-        assert!(matches!(&doc.summary[0], Block::Heading(h) if h == "`cyclictest-sweep`"));
+        // The rate result comes from another machine than the fixtures: a fleet, whose
+        // sentences answer first.
+        assert!(matches!(&doc.summary[0], Block::Heading(h) if h == "`fleet`"));
+        let on = |h: &str| h.starts_with("`cyclictest-sweep` on ");
+        assert!(
+            matches!(&doc.summary[2], Block::Heading(h) if on(h)),
+            "its machine named"
+        );
         let tables = doc.tables();
         let folded = tables
             .iter()

@@ -1,9 +1,11 @@
 //! The figures of a report (thesis Figs 3.1–3.5), drawn with plotters' SVG backend. `plan` says
 //! which figures the results allow; `Figure::render` draws one.
 
+pub mod bars;
 pub mod boxplot;
 pub mod data;
 mod events;
+mod fleet;
 pub mod lines;
 mod npt;
 mod rate;
@@ -48,6 +50,8 @@ enum Kind {
     NptGaps,
     /// The per-event costs of an events result, one workload.
     EventCosts(rtrace_measure::events::Workload),
+    /// Per-hit cost on one hook kind by machine (the fleet).
+    Fleet(HookKind),
 }
 
 /// One figure a report can show.
@@ -64,6 +68,11 @@ pub struct Figure {
 }
 
 impl Figure {
+    /// One of the fleet's figures: it goes to the fleet section.
+    pub fn is_fleet(&self) -> bool {
+        matches!(self.kind, Kind::Fleet(_))
+    }
+
     /// Path in the report directory.
     pub fn path(&self) -> String {
         format!("figures/{}", self.file)
@@ -136,6 +145,10 @@ impl Figure {
                 Some(crate::result::AnyResult::Events(r)) => events::figure(&self.title, r, *w),
                 _ => anyhow::bail!("{} needs an events result", self.file),
             },
+            Kind::Fleet(hook) => {
+                let fleet = crate::fleet::of(report).context("results of one machine")?;
+                fleet::figure(&self.title, &fleet, *hook)
+            }
             Kind::Staircase(hook) => {
                 let stairs: Vec<_> = rtrace_measure::decompose::staircases(usdt()?)
                     .into_iter()
@@ -319,6 +332,22 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                     "How often each gap length occurred (log count axis) while the loop ran with no tracer and with each tracer consuming its events: the loop's own gap is the first bin; everything to its right took the CPU away from it.",
                     Kind::NptGaps));
             }
+        }
+    }
+    if let Some(fleet) = crate::fleet::of(report) {
+        let usdt: Vec<String> = report.usdt().map(|(e, _)| e.id.clone()).collect();
+        let hooks = match fleet.row_names().len() >= 2 {
+            true => fleet.hooks(),
+            false => Vec::new(),
+        };
+        for hook in hooks {
+            out.push(Figure {
+                file: format!("fleet-{hook}.svg"),
+                title: format!("Per-hit cost by machine ({hook} hook)"),
+                caption: "Each tracer and mode's per-hit cost on every machine of the fleet (a machine's repeats beside it), log axis, whiskers the 95% interval over rounds: the numbers of the fleet's tables.".into(),
+                entries: usdt.clone(),
+                kind: Kind::Fleet(hook),
+            });
         }
     }
     if sweeps.len() >= 2 {
