@@ -241,7 +241,8 @@ pub fn versions() -> std::collections::BTreeMap<String, String> {
     out
 }
 
-/// The first line `program --version` prints, without a trailing ` - codename`.
+/// `program`'s version from its `--version`: `lttng 2.13.9` (from `lttng (LTTng Trace Control)
+/// 2.13.9 - Nordicité`), `bpftrace 0.17.0` (from `bpftrace v0.17.0`).
 fn tool_version(program: &str) -> Option<String> {
     let o = std::process::Command::new(program)
         .arg("--version")
@@ -249,14 +250,35 @@ fn tool_version(program: &str) -> Option<String> {
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
-    let text = String::from_utf8_lossy(&o.stdout);
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let line = line.split(" - ").next().unwrap_or(line);
-    (o.status.success() && !line.is_empty()).then(|| line.to_owned())
+    if !o.status.success() {
+        return None;
+    }
+    version_of(program, &String::from_utf8_lossy(&o.stdout))
+}
+
+/// The first word of `text` that is a version number (`v` in front dropped), after `program`.
+fn version_of(program: &str, text: &str) -> Option<String> {
+    let word = text.split_whitespace().find_map(|w| {
+        let w = w.strip_prefix('v').unwrap_or(w);
+        w.starts_with(|c: char| c.is_ascii_digit()).then_some(w)
+    })?;
+    Some(format!("{program} {word}"))
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn versions_are_the_tools_numbers() {
+        let lttng = "lttng (LTTng Trace Control) 2.13.9 - Nordicité\n";
+        assert_eq!(super::version_of("lttng", lttng).unwrap(), "lttng 2.13.9");
+        let bpftrace = "bpftrace v0.17.0\n";
+        assert_eq!(
+            super::version_of("bpftrace", bpftrace).unwrap(),
+            "bpftrace 0.17.0"
+        );
+        assert_eq!(super::version_of("x", "no number"), None);
+    }
+
     use super::*;
     use crate::options::TracerOptions;
     use rtrace_ftrace::FtraceMode::{Off, Overwrite, Stream};
