@@ -68,11 +68,24 @@ pub fn parse_counter(out: &str) -> Option<u64> {
 /// output, streamed; meant for the small event counts of kernel syscall tracing).
 pub fn count_by_name(dir: &Path, names: &[&str]) -> Result<Vec<u64>> {
     let mut counts = vec![0u64; names.len()];
-    if traces(dir)?.is_empty() {
-        return Ok(counts);
-    }
     let needles: Vec<String> = names.iter().map(|n| format!(" {n}: ")).collect();
+    each_line(dir, &[], |line| {
+        if let Some(i) = needles.iter().position(|n| line.contains(n.as_str())) {
+            counts[i] += 1;
+        }
+        Ok(())
+    })?;
+    Ok(counts)
+}
+
+/// Calls `f` on every line babeltrace2 prints of the traces below `dir` (with `args` before
+/// the path), streamed; nothing when `dir` holds no trace. An error of `f` stops babeltrace2.
+pub fn each_line(dir: &Path, args: &[&str], mut f: impl FnMut(&str) -> Result<()>) -> Result<()> {
+    if traces(dir)?.is_empty() {
+        return Ok(());
+    }
     let mut child = rtrace_tracer::die_with_parent(&mut Command::new("babeltrace2"))
+        .args(args)
         .arg(cli::path_arg(dir)?)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -81,8 +94,10 @@ pub fn count_by_name(dir: &Path, names: &[&str]) -> Result<Vec<u64>> {
         .context("cannot run babeltrace2")?;
     for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
         let line = line.context("reading babeltrace2 output")?;
-        if let Some(i) = needles.iter().position(|n| line.contains(n.as_str())) {
-            counts[i] += 1;
+        if let Err(e) = f(&line) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
         }
     }
     let out = child.wait_with_output()?;
@@ -93,7 +108,7 @@ pub fn count_by_name(dir: &Path, names: &[&str]) -> Result<Vec<u64>> {
             cli::first_lines(&String::from_utf8_lossy(&out.stderr), 3)
         );
     }
-    Ok(counts)
+    Ok(())
 }
 
 /// Sub-buffer switches on CPU `cpu` in every trace below `dir`: the `timestamp_begin` of each

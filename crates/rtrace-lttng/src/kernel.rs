@@ -5,12 +5,9 @@
 //! babeltrace2's text with `--clock-cycles` (LTTng's kernel clock is `monotonic`: raw
 //! `CLOCK_MONOTONIC` ns, as the UST clock).
 
-use crate::cli;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Name of the kernel channel beside the UST channel.
 pub const CHANNEL: &str = "rtrace_kernel";
@@ -114,36 +111,13 @@ pub fn during(session_out: &Path, cpu: u32, windows: &[(u64, u64)]) -> Result<Ve
 
 /// Every event of the trace in `trace` (babeltrace2, streamed); nothing if it does not exist.
 fn each_event(trace: &Path, mut f: impl FnMut(Event)) -> Result<()> {
-    if crate::ctf::traces(trace)?.is_empty() {
-        return Ok(());
-    }
-    let mut child = rtrace_tracer::die_with_parent(&mut Command::new("babeltrace2"))
-        .arg("--clock-cycles")
-        .arg(cli::path_arg(trace)?)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot run babeltrace2")?;
-    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
-        let line = line.context("reading babeltrace2 output")?;
-        match parse_line(&line) {
-            Some(e) => f(e),
-            None => {
-                let _ = child.kill();
-                bail!("babeltrace2 printed an unexpected line: {line}");
-            }
+    crate::ctf::each_line(trace, &["--clock-cycles"], |line| match parse_line(line) {
+        Some(e) => {
+            f(e);
+            Ok(())
         }
-    }
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        bail!(
-            "babeltrace2 {} failed: {}",
-            trace.display(),
-            cli::first_lines(&String::from_utf8_lossy(&out.stderr), 3)
-        );
-    }
-    Ok(())
+        None => bail!("babeltrace2 printed an unexpected line: {line}"),
+    })
 }
 
 /// One line of `babeltrace2 --clock-cycles`:
