@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use std::process::Command;
 
 /// Build: clang/libelf/zlib/pkg-config for libbpf-rs; tests: gcc + sys/sdt.h, g++, python3; tracers: bpftool,
-/// bpftrace, LTTng; cyclictest; QEMU guests: qemu, busybox, cpio.
+/// bpftrace, LTTng; cyclictest; QEMU guests: qemu, busybox, cpio; the fleet playbook: Ansible.
 pub const PACKAGES: &[&str] = &[
     "clang",
     "libelf-dev",
@@ -31,6 +31,9 @@ pub const PACKAGES: &[&str] = &[
     "make",
     "kmod",
     "xz-utils",
+    // The fleet playbook (deploy/fleet.yml) and its root test: ansible-playbook with the
+    // ansible.builtin modules only (without recommends: 8 small packages, not the collections).
+    "ansible-core",
 ];
 
 fn installed(pkg: &str) -> bool {
@@ -60,4 +63,35 @@ pub fn ensure() -> Result<()> {
             .args(&missing)
             .env("DEBIAN_FRONTEND", "noninteractive"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PACKAGES;
+
+    /// The runtime packages the fleet playbook installs on every machine (`deploy/vars.yml`,
+    /// `fleet_packages_default`): a subset of what the project's own machine gets.
+    #[test]
+    fn the_playbook_installs_a_subset_of_ours() {
+        let vars =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/vars.yml"))
+                .expect("deploy/vars.yml");
+        let runtime: Vec<&str> = vars
+            .lines()
+            .skip_while(|l| !l.starts_with("fleet_packages_default:"))
+            .skip(1)
+            .map_while(|l| l.strip_prefix("  - "))
+            .map(str::trim)
+            .collect();
+        assert!(
+            !runtime.is_empty(),
+            "no fleet_packages_default list in deploy/vars.yml"
+        );
+        for p in runtime {
+            assert!(
+                PACKAGES.contains(&p),
+                "{p} (deploy/vars.yml) is not in PACKAGES"
+            );
+        }
+    }
 }
