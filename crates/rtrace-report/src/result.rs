@@ -176,8 +176,9 @@ impl Entry {
 pub struct Report {
     /// In the order given.
     pub entries: Vec<Entry>,
-    /// What the job that made these results left out for time, each with the command that
-    /// measures it (`cargo xtask thesis`); the summary ends with them.
+    /// What the job that made these results left out, each with the command that measures it:
+    /// for time (`cargo xtask thesis`), a fleet's machines whose runs failed
+    /// (`deploy/fleet.yml`), result files that could not be read; the summary ends with them.
     pub left_out: Vec<String>,
 }
 

@@ -89,7 +89,7 @@ impl<'r> Document<'r> {
             summary.push(Block::List(items(s.summary.iter().cloned())));
         }
         if !report.left_out.is_empty() {
-            summary.push(Block::Heading("Left out for time".into()));
+            summary.push(Block::Heading("Left out".into()));
             summary.push(Block::List(items(report.left_out.iter().cloned())));
         }
         let shared = plan.into_iter().filter(|f| f.entries.len() > 1);
