@@ -22,7 +22,57 @@ pub struct Options {
     no_install: bool,
 }
 
+/// Runs the test command; when it fails, the guest preparation still building in the
+/// background (make, cc1: orphans once xtask returns) is ended first, so that nothing of a failed
+/// CI run outlives it.
 pub fn run(o: Options) -> Result<()> {
+    // Orphans of our children come back to us, so they can be found and ended.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let result = run_all(o);
+    if result.is_err() {
+        end_descendants();
+    }
+    result
+}
+
+/// SIGKILLs our children until none is left (their children come back to us as orphans).
+fn end_descendants() {
+    let me = std::process::id();
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let children = children_of(me);
+        if children.is_empty() {
+            return;
+        }
+        for pid in &children {
+            // SAFETY: kill with a pid read from /proc and a signal number.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        // Reap them (and whatever else of ours has ended).
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The processes whose parent is `pid` (from `/proc/*/stat`).
+fn children_of(pid: u32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
+}
+
+fn run_all(o: Options) -> Result<()> {
     let started = Instant::now();
     if !o.no_install {
         packages::ensure()?;
@@ -83,5 +133,22 @@ fn lowest_priority() {
             "xtask: could not lower the guest build's priority: {}",
             std::io::Error::last_os_error()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_child_is_found_and_ended() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        assert!(super::children_of(std::process::id()).contains(&pid));
+        // SAFETY: kill with our own child's pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        assert!(!child.wait().unwrap().success());
+        assert!(!super::children_of(std::process::id()).contains(&pid));
     }
 }
