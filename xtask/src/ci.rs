@@ -26,9 +26,6 @@ pub struct Options {
 /// background (make, cc1: orphans once xtask returns) is ended first, so that nothing of a failed
 /// CI run outlives it.
 pub fn run(o: Options) -> Result<()> {
-    // Orphans of our children come back to us, so they can be found and ended.
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let result = run_all(o);
     if result.is_err() {
         end_descendants();
@@ -36,27 +33,46 @@ pub fn run(o: Options) -> Result<()> {
     result
 }
 
-/// SIGKILLs our children until none is left (their children come back to us as orphans).
+/// Ends every process below us: stopped first, tree level by tree level until no new one
+/// appears (a stopped process forks no more), then killed. Not a child subreaper: that would
+/// keep the root tests' killed processes as zombies of ours, alive to their checks.
 fn end_descendants() {
-    let me = std::process::id();
-    let deadline = Instant::now() + std::time::Duration::from_secs(10);
-    while Instant::now() < deadline {
-        let children = children_of(me);
-        if children.is_empty() {
-            return;
+    let me = std::process::id() as i32;
+    let mut all: Vec<i32> = Vec::new();
+    loop {
+        let new: Vec<i32> = descendants(me)
+            .into_iter()
+            .filter(|p| !all.contains(p))
+            .collect();
+        if new.is_empty() {
+            break;
         }
-        for pid in &children {
+        for p in new {
             // SAFETY: kill with a pid read from /proc and a signal number.
-            unsafe { libc::kill(*pid, libc::SIGKILL) };
+            unsafe { libc::kill(p, libc::SIGSTOP) };
+            all.push(p);
         }
-        // Reap them (and whatever else of ours has ended).
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    for p in &all {
+        // SAFETY: as above.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
     }
 }
 
+/// Every process below `pid`, parents before their children.
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut found = children_of(pid);
+    let mut i = 0;
+    while i < found.len() {
+        let below = children_of(found[i]);
+        found.extend(below);
+        i += 1;
+    }
+    found
+}
+
 /// The processes whose parent is `pid` (from `/proc/*/stat`).
-fn children_of(pid: u32) -> Vec<i32> {
+fn children_of(pid: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -65,7 +81,7 @@ fn children_of(pid: u32) -> Vec<i32> {
             std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
                 // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
                 stat.rsplit_once(')')
-                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok())
                     == Some(pid)
             })
         })
@@ -139,16 +155,27 @@ fn lowest_priority() {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_child_is_found_and_ended() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
+    fn a_childs_children_are_found() {
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30 & wait"])
             .spawn()
             .unwrap();
-        let pid = child.id() as i32;
-        assert!(super::children_of(std::process::id()).contains(&pid));
-        // SAFETY: kill with our own child's pid.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        assert!(!child.wait().unwrap().success());
-        assert!(!super::children_of(std::process::id()).contains(&pid));
+        let pid = sh.id() as i32;
+        let mut below = Vec::new();
+        for _ in 0..100 {
+            below = super::descendants(std::process::id() as i32);
+            if below.len() >= 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let sleeps: Vec<i32> = super::children_of(pid);
+        assert_eq!(sleeps.len(), 2, "{below:?}");
+        assert!(below.contains(&pid) && sleeps.iter().all(|s| below.contains(s)));
+        for p in sleeps.iter().chain([&pid]) {
+            // SAFETY: kill with our own descendants' pids.
+            unsafe { libc::kill(*p, libc::SIGKILL) };
+        }
+        assert!(!sh.wait().unwrap().success());
     }
 }
