@@ -18,6 +18,7 @@ mod report;
 mod runner;
 mod signals;
 mod sweep;
+mod systemtap;
 mod tracers;
 mod tree;
 mod usdt;

@@ -239,7 +239,10 @@ impl TracerChoice {
     pub fn kinds(&self) -> (Vec<TracerKind>, bool) {
         match self {
             TracerChoice::These(k) => (k.clone(), false),
-            TracerChoice::AllAvailable => (TracerKind::ALL.to_vec(), true),
+            TracerChoice::AllAvailable => {
+                let all = TracerKind::ALL.into_iter().filter(|k| k.in_all());
+                (all.collect(), true)
+            }
         }
     }
 }

@@ -88,6 +88,7 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
                 })
                 .collect()
         }
+        TracerKind::Strace => single(Box::new(rtrace_strace::StraceTracer::new())),
     })
 }
 
@@ -133,6 +134,7 @@ pub fn buffers(
             }
             TracerKind::Ebpf => rtrace_ebpf::buffer_description(kb)?,
             TracerKind::Bpftrace => rtrace_bpftrace::buffer_description(kb)?,
+            TracerKind::Strace => rtrace_strace::BUFFER.to_owned(),
         };
         out.insert(kind.name().to_owned(), text);
     }
@@ -152,6 +154,7 @@ pub fn capacity_events(kind: TracerKind, opts: &TracerOptions) -> Result<Option<
     };
     let (bytes, event) = match kind {
         TracerKind::None => return Ok(None),
+        TracerKind::Strace => anyhow::bail!("strace has no buffer: {}", rtrace_strace::BUFFER),
         TracerKind::Ftrace => ((kb * 1024).div_ceil(4096) * 4096 + 4096, 16),
         TracerKind::Ebpf => (rtrace_ebpf::ring_bytes(Some(kb))?, 16),
         TracerKind::Bpftrace => (rtrace_bpftrace::perf_rb_pages(Some(kb))? * 4096, 16),
@@ -179,6 +182,9 @@ pub fn unequal(
             TracerKind::Bpftrace => {
                 out.insert(kind.name().to_owned(), "its printf perf buffer wakes the reader on every event (bpftrace has no setting for it; eBPF's `record-wakeup` column has the same policy)".to_owned());
             }
+            TracerKind::Strace => {
+                out.insert(kind.name().to_owned(), rtrace_strace::PLACEMENT.to_owned());
+            }
             TracerKind::Lttng => {
                 let found = rtrace_lttng::daemons_allowed_on(measured);
                 if !found.is_empty() {
@@ -203,7 +209,9 @@ pub fn build(kind: TracerKind, opts: &TracerOptions) -> Result<Option<Box<dyn Tr
 /// judged by lock (`rtrace_tracer::owner`), never by pid. Prints one note per object removed.
 /// Every experiment calls this once, before it changes anything.
 pub fn remove_stale() -> Result<()> {
-    let mut removed = rtrace_bpftrace::remove_stale()?;
+    // strace first: bpftrace's cleanup stops every tagged process of a dead run.
+    let mut removed = rtrace_strace::remove_stale()?;
+    removed.extend(rtrace_bpftrace::remove_stale()?);
     removed.extend(rtrace_ftrace::remove_stale()?);
     removed.extend(rtrace_lttng::remove_stale()?);
     rtrace_tracer::owner::remove_dead_locks();
@@ -233,6 +241,7 @@ pub fn versions() -> std::collections::BTreeMap<String, String> {
     for (kind, program) in [
         (TracerKind::Lttng, "lttng"),
         (TracerKind::Bpftrace, "bpftrace"),
+        (TracerKind::Strace, "strace"),
     ] {
         if let Some(v) = tool_version(program) {
             out.insert(kind.name().to_owned(), v);
@@ -269,6 +278,8 @@ fn version_of(program: &str, text: &str) -> Option<String> {
 mod tests {
     #[test]
     fn versions_are_the_tools_numbers() {
+        let strace = "strace -- version 6.1\nCopyright (c) 1991-2022 The strace developers\n";
+        assert_eq!(super::version_of("strace", strace).unwrap(), "strace 6.1");
         let lttng = "lttng (LTTng Trace Control) 2.13.9 - Nordicité\n";
         assert_eq!(super::version_of("lttng", lttng).unwrap(), "lttng 2.13.9");
         let bpftrace = "bpftrace v0.17.0\n";
@@ -319,9 +330,11 @@ mod tests {
     /// power of two: equal when the CPU count is a power of two.
     fn assert_buffers(o: &TracerOptions, want: &str) {
         let b = buffers(&TracerKind::ALL, o).unwrap();
-        assert_eq!(b.len(), 4, "{b:?}");
+        assert_eq!(b.len(), 5, "{b:?}");
         for (tracer, text) in &b {
-            if tracer != "ebpf" || possible_cpus().is_power_of_two() {
+            if tracer == "strace" {
+                assert!(text.starts_with("none"), "{text}");
+            } else if tracer != "ebpf" || possible_cpus().is_power_of_two() {
                 assert!(text.contains(want), "{tracer}: {text}");
             }
         }

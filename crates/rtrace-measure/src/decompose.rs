@@ -69,7 +69,7 @@ fn paths(tracer: TracerKind, hook: HookKind) -> Vec<(&'static str, Vec<Rung>)> {
                 (tracer, "record", Case::Traced, "+ bpftrace's printf program, its perf-buffer output and the reader's wake-up on every event"),
             ]),
         ],
-        TracerKind::Bpftrace | TracerKind::None => Vec::new(),
+        TracerKind::Bpftrace | TracerKind::None | TracerKind::Strace => Vec::new(),
     }
 }
 

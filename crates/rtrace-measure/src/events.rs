@@ -133,6 +133,18 @@ pub struct EventsResult {
     /// Runs that failed once and were run again (the reason each first failed).
     #[serde(default)]
     pub retried: Vec<String>,
+    /// Tracers rtrace-bench checked but cannot run here (SystemTap), with the reason measured
+    /// on this machine; absent in files of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<UnavailableTracer>,
+}
+
+/// A tracer that could not run on the machine of a result, and why (checked when it ran).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnavailableTracer {
+    /// Its name and, where installed, version (`systemtap 4.8`).
+    pub tracer: String,
+    pub why: String,
 }
 
 /// A cell's per-event cost.
@@ -329,6 +341,7 @@ mod tests {
             hook_checks: Vec::new(),
             failed: Vec::new(),
             retried: Vec::new(),
+            unavailable: Vec::new(),
         }
     }
 

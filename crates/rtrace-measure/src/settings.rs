@@ -56,7 +56,7 @@ impl RunSettings {
             TracerKind::Ebpf | TracerKind::Bpftrace => first("bpf_modes"),
             TracerKind::Lttng => first("lttng_event"),
             TracerKind::Ftrace => self.tracer_options["record"].as_str(),
-            TracerKind::None => None,
+            TracerKind::None | TracerKind::Strace => None,
         }
         .map(str::to_owned)
     }

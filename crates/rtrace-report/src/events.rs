@@ -53,6 +53,7 @@ pub fn tracers(r: &EventsResult) -> Vec<TracerKind> {
         TracerKind::Ebpf,
         TracerKind::Ftrace,
         TracerKind::Lttng,
+        TracerKind::Strace,
     ]
     .into_iter()
     .filter(|t| r.cells.iter().any(|c| c.tracer == *t))
@@ -255,6 +256,12 @@ pub fn not_run(r: &EventsResult) -> Vec<String> {
             None => groups.push((c.tracer, what, why, vec![c.feature.number()])),
         }
     }
+    let others = r.unavailable.iter().map(|u| {
+        format!(
+            "{}, every experiment: unavailable here: {}",
+            u.tracer, u.why
+        )
+    });
     groups
         .into_iter()
         .map(|(tracer, what, why, mut n)| {
@@ -267,6 +274,7 @@ pub fn not_run(r: &EventsResult) -> Vec<String> {
             };
             format!("{tracer}, {which}: {what}: {why}")
         })
+        .chain(others)
         .collect()
 }
 

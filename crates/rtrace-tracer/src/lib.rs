@@ -40,15 +40,18 @@ pub enum TracerKind {
     Lttng,
     /// The real `bpftrace`, as an external reference.
     Bpftrace,
+    /// `strace -f -o /dev/null -p PID` (ptrace): the events suite's syscall experiments only.
+    Strace,
 }
 
 impl TracerKind {
-    pub const ALL: [TracerKind; 5] = [
+    pub const ALL: [TracerKind; 6] = [
         TracerKind::None,
         TracerKind::Ftrace,
         TracerKind::Ebpf,
         TracerKind::Lttng,
         TracerKind::Bpftrace,
+        TracerKind::Strace,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,7 +61,15 @@ impl TracerKind {
             TracerKind::Ebpf => "ebpf",
             TracerKind::Lttng => "lttng",
             TracerKind::Bpftrace => "bpftrace",
+            TracerKind::Strace => "strace",
         }
+    }
+
+    /// Whether `--tracer all` tries it. strace is left out: a ptrace stop at every system
+    /// call costs about 100 times a kernel tracer's event here, so that `events --tracer all`
+    /// would take hours; it runs where it is named.
+    pub fn in_all(self) -> bool {
+        self != TracerKind::Strace
     }
 
     /// `ftrace`, or `ebpf (aggregate)` with a variant (a mode, an event kind).
@@ -314,6 +325,13 @@ pub trait Tracer {
     /// Gregg's one-liners do, on a kernel that has them (ftrace's kprobe events and LTTng's
     /// `--probe` are not driven: they hook the syscall's tracepoints). False by default.
     fn drives_kprobes(&self) -> bool {
+        false
+    }
+
+    /// Whether this backend's [`Hook::Read`] programs trace one process, which it attaches to
+    /// (strace's `-p PID`), rather than every process as Gregg's one-liners do: the events
+    /// suite then gives their target the workload's pid. False by default.
+    fn attaches_to_process(&self) -> bool {
         false
     }
 

@@ -218,6 +218,7 @@ pub fn run(o: Options) -> Result<i32> {
         hook_checks: Vec::new(),
         failed: Vec::new(),
         retried: Vec::new(),
+        unavailable: vec![crate::systemtap::check()],
     };
     runner::run(&mut Events {
         o,
@@ -477,14 +478,15 @@ fn timed(
         None => o.common.out.clone(),
     };
     // An experiment's program traces every process: it is attached before the workload starts,
-    // but not to its pid.
-    let (ran, attached) = run_traced(o, s, w, o.reads, |_pid| {
+    // but not to its pid; strace's traces the one process it attaches to.
+    let (ran, attached) = run_traced(o, s, w, o.reads, |pid| {
         let Some(sub) = sub else {
             return Ok(None);
         };
         let hook = s.hook(sub.tracer, ReadProgram::Feature(sub.feature));
-        let target = o.common.target(hook, None, &dir);
-        s.tracer(sub.tracer).attach(&target).map(Some)
+        let tracer = s.tracer(sub.tracer);
+        let pid = tracer.attaches_to_process().then_some(pid);
+        tracer.attach(&o.common.target(hook, pid, &dir)).map(Some)
     })?;
     let evidence = match (attached, sub) {
         (Some(a), Some(sub)) => {

@@ -19,7 +19,9 @@ pub enum TracerArg {
     Ebpf,
     Lttng,
     Bpftrace,
-    /// Every tracer available on this machine.
+    /// strace (ptrace): `events` only, experiments 04 and 05.
+    Strace,
+    /// Every tracer available on this machine (strace only where named).
     All,
 }
 
@@ -341,6 +343,19 @@ pub fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
         TracerArg::Ebpf => Some(TracerKind::Ebpf),
         TracerArg::Lttng => Some(TracerKind::Lttng),
         TracerArg::Bpftrace => Some(TracerKind::Bpftrace),
+        TracerArg::Strace => Some(TracerKind::Strace),
         TracerArg::All => None,
     }
+}
+
+/// Refuses `--tracer strace` in `experiment`, which traces the workload's probes: strace sees
+/// system calls only (it runs in `events`).
+pub fn refuse_strace(experiment: &str, kinds: &[TracerKind]) -> Result<(), OptionsError> {
+    if kinds.contains(&TracerKind::Strace) {
+        return Err(OptionsError::Other(format!(
+            "{experiment} --tracer strace: {}",
+            rtrace_strace::SYSCALLS_ONLY
+        )));
+    }
+    Ok(())
 }

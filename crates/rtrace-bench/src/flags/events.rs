@@ -27,7 +27,9 @@ pub enum WorkloadArg {
 pub struct EventsArgs {
     /// Tracers (comma separated): bpftrace (Gregg's one-liners), ebpf (our programs, same
     /// semantics), ftrace (events, filters, hist triggers), lttng (kernel tracer: needs
-    /// lttng-modules); `all`: every one, those that cannot run here listed with the reason.
+    /// lttng-modules), strace (`strace -f -o /dev/null -p PID`: 04 and 05 only, about 100 times
+    /// a kernel tracer's cost: not in `all`); `all`: every other one, those that cannot run here
+    /// listed with the reason.
     #[arg(long, short, value_enum, value_delimiter = ',', default_value = "all")]
     pub tracer: Vec<TracerArg>,
     /// Experiments by Gregg's number (comma separated, ranges allowed: 1,4-7,15).

@@ -208,6 +208,7 @@ impl Command {
 impl CountArgs {
     fn lower(self) -> Result<crate::count::Options, OptionsError> {
         let tracer = common::tracer_kind(self.tracer).ok_or(OptionsError::CountAll)?;
+        common::refuse_strace("count", &[tracer])?;
         let tracer_opts = common::count_tracer(self.buffer, self.tracer_args)?;
         let uses_ftrace = tracer == rtrace_tracer::TracerKind::Ftrace;
         tracer_opts.check_ftrace_clock("count", uses_ftrace, "pass --tracer ftrace")?;

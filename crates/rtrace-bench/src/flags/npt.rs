@@ -56,6 +56,7 @@ impl NptArgs {
         // The run without a tracer is the baseline of every other: always first.
         let mut tracers = vec![TracerKind::None];
         tracers.extend(super::common::tracers(&self.tracer));
+        super::common::refuse_strace("npt", &tracers)?;
         let mut common = self.common.lower(&SPEC, self.tracer_args)?;
         check_lttng_kernel(&self.lttng_kernel, &tracers, common.tracer.record, || {
             rtrace_tracer::require_root("LTTng kernel tracing")?;

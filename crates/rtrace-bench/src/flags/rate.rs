@@ -76,6 +76,7 @@ impl RateArgs {
         let one_size = self.common.buffer.buffer_size_kb;
         let common = self.common.lower(&SPEC, self.tracer_args)?;
         let tracers = tracers(&self.tracer);
+        super::common::refuse_strace("rate", &tracers)?;
         if tracers.is_empty() {
             return Err(OptionsError::Other(
                 "--tracer names no tracer: pick ftrace, ebpf, lttng, bpftrace or all".into(),

@@ -113,6 +113,7 @@ impl UsdtArgs {
     pub fn lower(self) -> Result<Options, OptionsError> {
         check_nonzero(self.iterations, "iterations")?;
         let rounds_given = self.common.rounds.is_some();
+        super::common::refuse_strace("usdt", &tracer_choice(&self.tracer).kinds().0)?;
         let mut common = self.common.lower(&SPEC, self.tracer_args)?;
         if !rounds_given {
             common.rounds = common
