@@ -36,6 +36,11 @@ pub fn section(e: &Entry, r: &EventsResult) -> Section {
     }
     let accounting = "Accounting: each tracer kept to the workload's process";
     s.table(accounting, checks(r));
+    let unequal = r.config.run.unequal.iter();
+    s.list(
+        "Not equal between tracers",
+        items(unequal.map(|(t, why)| format!("{t}: {why}"))),
+    );
     s.list("Not run here", items(not_run(r)));
     s.list("Runs retried once", items(r.retried.iter().cloned()));
     s.push(Block::Details {
@@ -347,6 +352,20 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
         r.hook_checks.len()
     ));
     for w in r.workloads() {
+        // Gebai & Dagenais' Table V (strace on an empty ioctl(): ~19× slower) beside ours, with
+        // what differs in how strace ran here.
+        let strace = r
+            .cell(w, Feature::TracepointEntry, TracerKind::Strace)
+            .and_then(|c| r.cost(c));
+        if let Some(c) = strace {
+            let times = 1.0 + c.slowdown_pct / 100.0;
+            let why = r.config.run.unequal.get(TracerKind::Strace.name());
+            out.push(format!(
+                "{}, strace: every read {times:.0}× as long (Gebai & Dagenais' Table V: an empty ioctl() ~19× under strace){}.",
+                w.name(),
+                why.map_or(String::new(), |why| format!("; here {why}"))
+            ));
+        }
         let pick = |f: Feature, t: TracerKind| r.cell(w, f, t).and_then(|c| r.cost(c));
         for f in [
             Feature::TracepointEntry,
