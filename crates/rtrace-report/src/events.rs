@@ -415,6 +415,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn strace_is_set_beside_gebai_with_why_it_differs() {
+        let text = include_str!("../testdata/events-strace.json");
+        let Ok(crate::AnyResult::Events(r)) = crate::AnyResult::from_json(text) else {
+            panic!("an events result");
+        };
+        let line = summary(&r)
+            .into_iter()
+            .find(|l| l.starts_with("read loop, strace: every read"))
+            .expect("strace's line");
+        let cell = r.cell(Workload::Loop, Feature::TracepointEntry, TracerKind::Strace);
+        let times = 1.0 + r.cost(cell.unwrap()).unwrap().slowdown_pct / 100.0;
+        assert!(line.contains(&format!("{times:.0}× as long")), "{line}");
+        assert!(
+            line.contains("~19×") && line.contains("wakes strace on another CPU"),
+            "{line}"
+        );
+    }
+
+    #[test]
     fn experiment_ranges_read_like_the_paper() {
         assert_eq!(ranges(&[2, 3, 9, 10, 11, 15]), "02-03, 09-11, 15");
         assert_eq!(ranges(&[18]), "18");
