@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use std::process::Command;
 
 /// Build: clang/libelf/zlib/pkg-config for libbpf-rs; tests: gcc + sys/sdt.h, g++, python3; tracers: bpftool,
-/// bpftrace, LTTng; cyclictest; QEMU guests: qemu, busybox, cpio.
+/// bpftrace, perf, LTTng; cyclictest; QEMU guests: qemu, busybox, cpio.
 pub const PACKAGES: &[&str] = &[
     "clang",
     "libelf-dev",
@@ -19,6 +19,8 @@ pub const PACKAGES: &[&str] = &[
     "python3",
     "bpftool",
     "bpftrace",
+    // perf record (`--tracer perf`).
+    "linux-perf",
     "rt-tests",
     "lttng-tools",
     "liblttng-ust-dev",

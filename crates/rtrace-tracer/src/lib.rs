@@ -40,15 +40,18 @@ pub enum TracerKind {
     Lttng,
     /// The real `bpftrace`, as an external reference.
     Bpftrace,
+    /// The real `perf record`, as an external reference.
+    Perf,
 }
 
 impl TracerKind {
-    pub const ALL: [TracerKind; 5] = [
+    pub const ALL: [TracerKind; 6] = [
         TracerKind::None,
         TracerKind::Ftrace,
         TracerKind::Ebpf,
         TracerKind::Lttng,
         TracerKind::Bpftrace,
+        TracerKind::Perf,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +61,7 @@ impl TracerKind {
             TracerKind::Ebpf => "ebpf",
             TracerKind::Lttng => "lttng",
             TracerKind::Bpftrace => "bpftrace",
+            TracerKind::Perf => "perf",
         }
     }
 

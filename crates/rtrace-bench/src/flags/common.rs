@@ -19,6 +19,8 @@ pub enum TracerArg {
     Ebpf,
     Lttng,
     Bpftrace,
+    /// The real `perf record` on our uprobe events.
+    Perf,
     /// Every tracer available on this machine.
     All,
 }
@@ -341,6 +343,7 @@ pub fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
         TracerArg::Ebpf => Some(TracerKind::Ebpf),
         TracerArg::Lttng => Some(TracerKind::Lttng),
         TracerArg::Bpftrace => Some(TracerKind::Bpftrace),
+        TracerArg::Perf => Some(TracerKind::Perf),
         TracerArg::All => None,
     }
 }
