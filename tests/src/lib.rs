@@ -316,7 +316,7 @@ pub fn lttng_sessions() -> Vec<String> {
 }
 
 /// Everything a run of any tracer could leave on the machine: tracefs objects, BPF programs and
-/// links, LTTng sessions and daemons, bpftrace and workload processes.
+/// links, LTTng sessions and daemons, bpftrace, perf and workload processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MachineState {
     pub tracefs: String,
@@ -325,6 +325,7 @@ pub struct MachineState {
     pub lttng_sessions: Vec<String>,
     pub lttng_daemons: std::collections::BTreeSet<u32>,
     pub bpftraces: std::collections::BTreeSet<u32>,
+    pub perfs: std::collections::BTreeSet<u32>,
     pub workloads: std::collections::BTreeSet<u32>,
 }
 
@@ -337,6 +338,7 @@ impl MachineState {
             lttng_sessions: lttng_sessions(),
             lttng_daemons: pids_named(&["lttng-sessiond", "lttng-consumerd"]),
             bpftraces: pids_named(&["bpftrace"]),
+            perfs: pids_named(&["perf"]),
             workloads: pids_named(&["workload", "workload-lttng"]),
         }
     }

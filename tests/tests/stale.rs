@@ -1,16 +1,16 @@
 //! Leftovers of SIGKILLed runs (issue #20): children holding kernel state die with the harness,
 //! and whatever tracer a killed run used, the next run of any other tracer leaves tracefs, BPF
-//! programs and links, LTTng sessions and daemons and bpftrace processes exactly as they were
-//! before the killed run.
+//! programs and links, LTTng sessions and daemons, bpftrace and perf processes exactly as they
+//! were before the killed run.
 
 use rtrace_tests::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const TRACERS: [&str; 4] = ["ftrace", "ebpf", "lttng", "bpftrace"];
+const TRACERS: [&str; 5] = ["ftrace", "ebpf", "lttng", "bpftrace", "perf"];
 
-/// The tracers usable here (LTTng and bpftrace are optional packages).
+/// The tracers usable here (LTTng, bpftrace and perf are optional packages).
 fn available() -> Vec<&'static str> {
     let on_path = |p: &str| {
         Command::new("sh")
@@ -26,6 +26,7 @@ fn available() -> Vec<&'static str> {
                 .iter()
                 .all(|p| on_path(p)),
             "bpftrace" => Path::new("/usr/bin/bpftrace").is_file(),
+            "perf" => Path::new(rtrace_perf::PERF).is_file(),
             _ => true,
         })
         .inspect(|t| println!("tracer {t} available"))
@@ -43,6 +44,8 @@ fn traced(tracer: &str, before: &MachineState) -> bool {
             now.bpftraces.len() > before.bpftraces.len()
                 && now.bpf_progs.len() > before.bpf_progs.len()
         }
+        // perf records our uprobe event: both in place.
+        "perf" => now.perfs.len() > before.perfs.len() && now.tracefs.contains("p:rtrace_"),
         other => panic!("unknown tracer {other}"),
     }
 }
@@ -126,6 +129,34 @@ fn bpftrace_dies_with_a_killed_run() {
     before
         .returns(10)
         .unwrap_or_else(|d| panic!("the killed bpftrace run left state behind: {d}"));
+}
+
+/// perf dies with its SIGKILLed harness (the kernel then drops its events and their uprobes);
+/// its uprobe event definition stays in `uprobe_events` until the next run of any tracer.
+#[test]
+fn perf_dies_with_a_killed_run_and_the_next_run_removes_its_event() {
+    if !available().contains(&"perf") {
+        println!("SKIPPED: perf not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let before = MachineState::now();
+    sigkill(start_long_run("perf", &dir.path().join("killed")));
+    assert!(
+        wait_for(5, || pids_named(&["perf"]).is_subset(&before.perfs)),
+        "perf outlived its SIGKILLed harness: {:?}",
+        pids_named(&["perf"])
+    );
+    assert_ne!(
+        tracefs_snapshot(),
+        before.tracefs,
+        "its event definition stays"
+    );
+    let stderr = short_run("ebpf", &dir.path().join("ebpf"));
+    assert!(stderr.contains("removed stale uprobe"), "{stderr}");
+    before
+        .returns(10)
+        .unwrap_or_else(|d| panic!("the killed perf run left state behind: {d}"));
 }
 
 #[test]

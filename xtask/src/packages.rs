@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use std::process::Command;
 
 /// Build: clang/libelf/zlib/pkg-config for libbpf-rs; tests: gcc + sys/sdt.h, g++, python3; tracers: bpftool,
-/// bpftrace, strace, LTTng; cyclictest; QEMU guests: qemu, busybox, cpio; the fleet playbook: Ansible.
+/// bpftrace, perf, strace, LTTng; cyclictest; QEMU guests: qemu, busybox, cpio; the fleet playbook: Ansible.
 pub const PACKAGES: &[&str] = &[
     "clang",
     "libelf-dev",
@@ -19,6 +19,8 @@ pub const PACKAGES: &[&str] = &[
     "python3",
     "bpftool",
     "bpftrace",
+    // perf record (`--tracer perf`).
+    "linux-perf",
     // The events suite's strace column (tests/tests/strace.rs).
     "strace",
     "rt-tests",

@@ -306,7 +306,7 @@ impl CommonOptions {
             rounds: self.rounds,
             buffer_size_kb: self.tracer.buffer_size_kb,
             buffers: crate::tracers::buffers(&kinds, &self.tracer)?,
-            unequal: crate::tracers::unequal(&kinds, self.cpus.measured),
+            unequal: crate::tracers::unequal(&kinds, self.cpus.measured, &self.tracer),
             record: Some(self.tracer.record),
             keep_traces: Some(self.keep_traces),
             tracer_options: self.tracer.json(),

@@ -88,6 +88,7 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
                 })
                 .collect()
         }
+        TracerKind::Perf => single(Box::new(rtrace_perf::PerfTracer::new())),
         TracerKind::Strace => single(Box::new(rtrace_strace::StraceTracer::new())),
     })
 }
@@ -134,6 +135,7 @@ pub fn buffers(
             }
             TracerKind::Ebpf => rtrace_ebpf::buffer_description(kb)?,
             TracerKind::Bpftrace => rtrace_bpftrace::buffer_description(kb)?,
+            TracerKind::Perf => rtrace_perf::buffer_description(kb)?,
             TracerKind::Strace => rtrace_strace::BUFFER.to_owned(),
         };
         out.insert(kind.name().to_owned(), text);
@@ -158,6 +160,10 @@ pub fn capacity_events(kind: TracerKind, opts: &TracerOptions) -> Result<Option<
         TracerKind::Ftrace => ((kb * 1024).div_ceil(4096) * 4096 + 4096, 16),
         TracerKind::Ebpf => (rtrace_ebpf::ring_bytes(Some(kb))?, 16),
         TracerKind::Bpftrace => (rtrace_bpftrace::perf_rb_pages(Some(kb))? * 4096, 16),
+        TracerKind::Perf => (
+            rtrace_perf::mmap_pages(Some(kb))? * 4096,
+            rtrace_perf::SAMPLE_BYTES,
+        ),
         TracerKind::Lttng => {
             let o = lttng_options(opts, rtrace_lttng::EventKind::Tracepoint);
             match o.geometry(Some(kb)) {
@@ -170,11 +176,14 @@ pub fn capacity_events(kind: TracerKind, opts: &TracerOptions) -> Result<Option<
 }
 
 /// What could not be made equal between tracers in this run, by tracer name (the report says
-/// it beside the buffers): bpftrace's wake-up policy, and an LTTng session daemon found running
-/// whose threads may share `measured` (a run pins only the daemons it starts).
+/// it beside the buffers): bpftrace's wake-up policy, an LTTng session daemon found running
+/// whose threads may share `measured` (a run pins only the daemons it starts), and perf's
+/// consumer (a separate process writing a file) with its buffer rounded to a power of two of
+/// pages.
 pub fn unequal(
     kinds: &[TracerKind],
     measured: usize,
+    opts: &TracerOptions,
 ) -> std::collections::BTreeMap<String, String> {
     let mut out = std::collections::BTreeMap::new();
     for &kind in kinds {
@@ -191,6 +200,14 @@ pub fn unequal(
                     out.insert(kind.name().to_owned(), format!("a session daemon found running is used as it is, not pinned: {} may run on measured CPU {measured}; stop it (`pkill lttng-sessiond`) so that the run starts its own on the harness CPUs", found.join(", ")));
                 }
             }
+            TracerKind::Perf => {
+                let mut text = "perf record is a separate process on the harness CPUs that copies every CPU's ring into perf.data (in overwrite mode once, at its exit); its uprobe events are ftrace's definitions".to_owned();
+                if let Some(r) = rtrace_perf::rounding(opts.buffer_size_kb) {
+                    text.push_str("; ");
+                    text.push_str(&r);
+                }
+                out.insert(kind.name().to_owned(), text);
+            }
             _ => {}
         }
     }
@@ -203,14 +220,16 @@ pub fn build(kind: TracerKind, opts: &TracerOptions) -> Result<Option<Box<dyn Tr
 }
 
 /// Removes what runs that are gone left behind, for every backend whatever tracers this run uses
-/// (a dead ftrace run's uprobes trap in an eBPF run too): orphaned bpftrace processes, tracefs
-/// instances and uprobe events, LTTng sessions and the session daemons runs started; eBPF
-/// objects are fd-based and went with their run. Then the lock files of those runs. Ownership is
+/// (a dead ftrace run's uprobes trap in an eBPF run too): orphaned perf and bpftrace processes,
+/// tracefs instances and uprobe events (perf's too), LTTng sessions and the session daemons runs
+/// started; eBPF objects are fd-based and went with their run. Then the lock files of those runs. Ownership is
 /// judged by lock (`rtrace_tracer::owner`), never by pid. Prints one note per object removed.
 /// Every experiment calls this once, before it changes anything.
 pub fn remove_stale() -> Result<()> {
-    // strace first: bpftrace's cleanup stops every tagged process of a dead run.
+    // strace first (bpftrace's cleanup stops every tagged process of a dead run), then perf:
+    // the uprobe events a live perf holds cannot be removed.
     let mut removed = rtrace_strace::remove_stale()?;
+    removed.extend(rtrace_perf::remove_stale()?);
     removed.extend(rtrace_bpftrace::remove_stale()?);
     removed.extend(rtrace_ftrace::remove_stale()?);
     removed.extend(rtrace_lttng::remove_stale()?);
@@ -221,8 +240,8 @@ pub fn remove_stale() -> Result<()> {
     Ok(())
 }
 
-/// The tracers' versions as installed here, for the result's machine identity: LTTng's and
-/// bpftrace's own `--version` line, the libbpf the eBPF backend links, ftrace's kernel. A tool
+/// The tracers' versions as installed here, for the result's machine identity: LTTng's,
+/// bpftrace's and perf's own `--version` line, the libbpf the eBPF backend links, ftrace's kernel. A tool
 /// that is not installed is left out.
 pub fn versions() -> std::collections::BTreeMap<String, String> {
     let mut out = std::collections::BTreeMap::new();
@@ -246,6 +265,9 @@ pub fn versions() -> std::collections::BTreeMap<String, String> {
         if let Some(v) = tool_version(program) {
             out.insert(kind.name().to_owned(), v);
         }
+    }
+    if let Some(v) = rtrace_perf::version() {
+        out.insert(TracerKind::Perf.name().to_owned(), v);
     }
     out
 }
@@ -330,7 +352,7 @@ mod tests {
     /// power of two: equal when the CPU count is a power of two.
     fn assert_buffers(o: &TracerOptions, want: &str) {
         let b = buffers(&TracerKind::ALL, o).unwrap();
-        assert_eq!(b.len(), 5, "{b:?}");
+        assert_eq!(b.len(), TracerKind::ALL.len() - 1, "{b:?}");
         for (tracer, text) in &b {
             if tracer == "strace" {
                 assert!(text.starts_with("none"), "{text}");

@@ -165,23 +165,13 @@ pub fn perf_rb_pages(buffer_size_kb: Option<u64>) -> Result<u64> {
 
 /// Stops the bpftrace processes of runs that are gone (they carry the run's tag in
 /// `RTRACE_BENCH_RUN`, see [`rtrace_tracer::owner`]): a bpftrace that outlived its run keeps its
-/// probes on the traced binary, and every later run would pay their trap. Returns what was
+/// probes on the traced binary, and every later run would pay their trap. Any other process
+/// tagged with a dead run (a child of one) goes too, named by its command. Returns what was
 /// stopped.
 pub fn remove_stale() -> Result<Vec<String>> {
-    let mut stale = rtrace_tracer::owner::Stale::new();
-    let orphans: Vec<(u32, String)> =
-        rtrace_tracer::owner::marked_processes(rtrace_tracer::owner::RUN_ENV)
-            .into_iter()
-            .filter(|(_, tag)| stale.is_dead(tag))
-            .collect();
-    let pids: Vec<u32> = orphans.iter().map(|(p, _)| *p).collect();
-    rtrace_tracer::owner::stop_processes(&pids, Duration::from_secs(2));
-    // Dead runs' lock files go last, in `owner::remove_dead_locks`, once every backend has
-    // judged their tags: a lock file removed here would make the next backend misjudge them.
-    drop(stale);
-    Ok(orphans
+    Ok(rtrace_tracer::owner::stop_dead_runs_processes(None)
         .into_iter()
-        .map(|(pid, tag)| format!("bpftrace (pid {pid}) of run {tag}"))
+        .map(|(pid, tag, comm)| format!("{comm} (pid {pid}) of run {tag}"))
         .collect())
 }
 

@@ -5,6 +5,11 @@
 use crate::tracefs::Tracefs;
 use anyhow::Result;
 use rtrace_tracer::owner::Stale;
+use std::time::{Duration, Instant};
+
+/// How long one pass waits, in all, for dead runs' uprobe events that are still in use: a
+/// SIGKILLed run's perf dies with it, and the kernel releases its events a moment later.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Removes dead runs' instances first (disabling their events), then their uprobe events.
 /// Returns a description of each removed object.
@@ -20,17 +25,30 @@ pub fn remove_dead(fs: &Tracefs) -> Result<Vec<String>> {
             }
         }
     }
+    let deadline = Instant::now() + RELEASE_TIMEOUT;
     for line in fs.read("uprobe_events")?.lines() {
         // `p:GROUP/EVENT /path:0x...` or `r:...`
         let Some(ev) = event_of(line) else {
             continue;
         };
         let group = ev.split_once('/').map_or(ev, |(g, _)| g);
-        if stale.is_dead_name(group) {
-            // It may be gone already (another cleaner); it cannot be in use (its run is dead).
+        if !stale.is_dead_name(group) {
+            continue;
+        }
+        // It may be gone already (another cleaner). Busy while the kernel still releases the
+        // perf events of a killed run's perf (each unregistration waits for a grace period).
+        loop {
             if fs.append_event("uprobe_events", &format!("-:{ev}")).is_ok() {
                 removed.push(format!("uprobe {ev}"));
+                break;
             }
+            let listed = fs
+                .read("uprobe_events")
+                .is_ok_and(|t| t.lines().any(|l| event_of(l) == Some(ev)));
+            if !listed || Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
     // Dead runs' lock files go last, in `owner::remove_dead_locks`, once every backend has

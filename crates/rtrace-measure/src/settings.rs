@@ -48,14 +48,14 @@ pub struct RunSettings {
 }
 
 impl RunSettings {
-    /// The mode `tracer` ran in where a run names none: ftrace's recording mode (`--record`),
+    /// The mode `tracer` ran in where a run names none: ftrace's and perf's recording mode (`--record`),
     /// the first LTTng event kind or BPF mode asked for (the only one of a run that takes one).
     pub fn mode(&self, tracer: TracerKind) -> Option<String> {
         let first = |key: &str| self.tracer_options[key].as_array()?.first()?.as_str();
         match tracer {
             TracerKind::Ebpf | TracerKind::Bpftrace => first("bpf_modes"),
             TracerKind::Lttng => first("lttng_event"),
-            TracerKind::Ftrace => self.tracer_options["record"].as_str(),
+            TracerKind::Ftrace | TracerKind::Perf => self.tracer_options["record"].as_str(),
             TracerKind::None | TracerKind::Strace => None,
         }
         .map(str::to_owned)

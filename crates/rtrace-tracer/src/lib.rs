@@ -40,17 +40,20 @@ pub enum TracerKind {
     Lttng,
     /// The real `bpftrace`, as an external reference.
     Bpftrace,
+    /// The real `perf record`, as an external reference.
+    Perf,
     /// `strace -f -o /dev/null -p PID` (ptrace): the events suite's syscall experiments only.
     Strace,
 }
 
 impl TracerKind {
-    pub const ALL: [TracerKind; 6] = [
+    pub const ALL: [TracerKind; 7] = [
         TracerKind::None,
         TracerKind::Ftrace,
         TracerKind::Ebpf,
         TracerKind::Lttng,
         TracerKind::Bpftrace,
+        TracerKind::Perf,
         TracerKind::Strace,
     ];
 
@@ -61,6 +64,7 @@ impl TracerKind {
             TracerKind::Ebpf => "ebpf",
             TracerKind::Lttng => "lttng",
             TracerKind::Bpftrace => "bpftrace",
+            TracerKind::Perf => "perf",
             TracerKind::Strace => "strace",
         }
     }

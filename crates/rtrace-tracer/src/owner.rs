@@ -276,6 +276,31 @@ pub fn marked_processes(var: &str) -> Vec<(u32, String)> {
         .collect()
 }
 
+/// Stops the processes tagged with a run that is gone ([`RUN_ENV`]) whose command name is
+/// `comm` (every tagged process for `None`): a tracer that outlived its run keeps its probes on
+/// the traced binary, and every later run would pay their trap. Returns `(pid, tag, comm)` of
+/// each process stopped.
+pub fn stop_dead_runs_processes(comm: Option<&str>) -> Vec<(u32, String, String)> {
+    let mut stale = Stale::new();
+    let comm_of = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| c.trim().to_owned())
+            .unwrap_or_default()
+    };
+    let orphans: Vec<(u32, String, String)> = marked_processes(RUN_ENV)
+        .into_iter()
+        .map(|(pid, tag)| (pid, tag, comm_of(pid)))
+        .filter(|(_, _, c)| comm.is_none_or(|want| c == want))
+        .filter(|(_, tag, _)| stale.is_dead(tag))
+        .collect();
+    let pids: Vec<u32> = orphans.iter().map(|(p, _, _)| *p).collect();
+    stop_processes(&pids, Duration::from_secs(2));
+    // Dead runs' lock files go last, in `remove_dead_locks`, once every backend has judged
+    // their tags: a lock file removed here would make the next backend misjudge them.
+    drop(stale);
+    orphans
+}
+
 /// SIGTERM to each of `pids`, SIGKILL to those still alive after `grace`; returns once they are
 /// gone (or after another second).
 pub fn stop_processes(pids: &[u32], grace: Duration) {

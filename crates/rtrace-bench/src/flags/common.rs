@@ -19,6 +19,8 @@ pub enum TracerArg {
     Ebpf,
     Lttng,
     Bpftrace,
+    /// The real `perf record` on our uprobe events.
+    Perf,
     /// strace (ptrace): `events` only, experiments 04 and 05.
     Strace,
     /// Every tracer available on this machine (strace only where named).
@@ -343,6 +345,7 @@ pub fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
         TracerArg::Ebpf => Some(TracerKind::Ebpf),
         TracerArg::Lttng => Some(TracerKind::Lttng),
         TracerArg::Bpftrace => Some(TracerKind::Bpftrace),
+        TracerArg::Perf => Some(TracerKind::Perf),
         TracerArg::Strace => Some(TracerKind::Strace),
         TracerArg::All => None,
     }

@@ -148,7 +148,7 @@ pub fn wakes(tracer: TracerKind, mode: &str) -> bool {
 /// tracing off, not an empty program).
 pub fn writes(tracer: TracerKind, mode: Option<&str>) -> bool {
     match (tracer, mode) {
-        (TracerKind::Ftrace, Some(m)) => matches!(m, "overwrite" | "stream"),
+        (TracerKind::Ftrace | TracerKind::Perf, Some(m)) => matches!(m, "overwrite" | "stream"),
         (TracerKind::Ebpf, Some(m)) => matches!(m, "record" | "record-wakeup"),
         (TracerKind::Bpftrace, Some(m)) => m == "record",
         (TracerKind::Lttng, m) => m != Some(EMPTY_ACTION),

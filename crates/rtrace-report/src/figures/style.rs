@@ -37,6 +37,7 @@ pub fn colour(t: TracerKind) -> RGBColor {
         TracerKind::Ebpf => RGBColor(0xff, 0x7f, 0x0e),
         TracerKind::Lttng => RGBColor(0x2c, 0xa0, 0x2c),
         TracerKind::Bpftrace => RGBColor(0x94, 0x67, 0xbd),
+        TracerKind::Perf => RGBColor(0x8c, 0x56, 0x4b),
         TracerKind::Strace => RGBColor(0xe3, 0x77, 0xc2),
     }
 }

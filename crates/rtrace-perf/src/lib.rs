@@ -1,0 +1,522 @@
+//! perf backend: runs the real `perf record` (Debian 12 ships perf 6.1) as an external
+//! reference, as the bpftrace backend runs the real bpftrace.
+//!
+//! - USDT, uprobe and uretprobe hooks: the uprobe events are ours, not `perf probe`'s. The
+//!   definitions are the ftrace backend's, word for word (`rtrace_ftrace::definitions`,
+//!   `function_definition`: checked file offsets from `.note.stapsdt` and the symbol table,
+//!   the semaphore as `ref_ctr_offset`), appended to `uprobe_events` in a run-owned group
+//!   `rtrace_<tag>_<seq>`, removed by the attachment and, after a SIGKILL, by the ftrace
+//!   backend's stale cleanup. `perf probe` is not used, for measured reasons (issue #34's
+//!   research, perf 6.1.192 on Linux 6.18): it cannot name the group of a USDT event (always
+//!   `sdt_<provider>`, so runs would share events and no owner could be judged), it needs
+//!   `perf buildid-cache` in `$HOME/.debug`, it resolves the workload's `rtrace_marker_hit`
+//!   through DWARF to three wrong inlined sites (and segfaults with `--no-inlines`), and it
+//!   writes a raw address as a file offset unchanged. With our definitions, perf and ftrace
+//!   differ only in their buffer and reader.
+//! - Kernel tracepoints: by name.
+//! - `perf record -e GROUP:EVENT -m PAGES -p PID -D -1 --control fd:CTL,ACK -o perf.data`:
+//!   events opened disabled, `attach` returns once perf answered `ack` to `enable`. `-N -B`:
+//!   no build-id cache in `$HOME/.debug`, no build-id collection.
+//! - Stream (`--record stream`): perf writes every sample to `perf.data` in the run's trace
+//!   directory; recorded = its samples counted once (module `data`: perf 6.1 writes some
+//!   twice), lost = the kernel's lost count perf writes at exit (`PERF_RECORD_LOST_SAMPLES`).
+//! - Overwrite (`--record overwrite`, the flight recorder): `--overwrite` keeps the newest
+//!   samples of each CPU's ring and writes them at exit, with no record of what it overwrote.
+//!   Hits of our uprobe events come from tracefs' `uprobe_profile` (as ftrace's mode `off`
+//!   counts them), read after perf exits: a USDT probe inlined at several sites is several
+//!   events, and an event whose samples were all overwritten has no count of its own in the
+//!   file. A kernel tracepoint is one event, a one-member group sampling its leader
+//!   (`{EVENT}:S`): every sample carries its count, hits = the largest. Overwritten = hits -
+//!   recorded - lost.
+//!
+//! `perf record -m` takes a power of two of pages: a `--buffer-size-kb` that is not 4 KiB times
+//! a power of two is rounded up ([`rounding`] says so in the result).
+
+mod data;
+mod record;
+
+pub use data::{count, Counts};
+
+use anyhow::{bail, ensure, Context, Result};
+use rtrace_ftrace::Tracefs;
+use rtrace_tracer::features::Unsupported;
+use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where Debian installs perf (`linux-perf`).
+pub const PERF: &str = "/usr/bin/perf";
+
+/// File below `Target::out_dir` that `perf record` writes.
+pub const DATA_FILE: &str = "perf.data";
+
+/// Per-CPU buffer when `Target::buffer_size_kb` is not given (KiB).
+pub const DEFAULT_BUFFER_KB: u64 = 4 << 10;
+
+/// The smallest sample perf writes for the loop's probe (one 8-byte argument), in bytes: 80
+/// (IP, TID, TIME, CPU, PERIOD and the raw tracepoint record; measured: a 4 MiB overwrite ring
+/// kept 52,428 samples).
+pub const SAMPLE_BYTES: u64 = 80;
+
+/// The oldest perf whose counts are exact: 6.0 reads the kernel's lost count
+/// (`PERF_FORMAT_LOST`) at exit.
+const OLDEST: (u32, u32) = (6, 0);
+
+/// The perf tracer backend.
+#[derive(Debug, Clone)]
+pub struct PerfTracer {
+    program: PathBuf,
+}
+
+impl Default for PerfTracer {
+    fn default() -> PerfTracer {
+        PerfTracer::new()
+    }
+}
+
+impl PerfTracer {
+    pub fn new() -> PerfTracer {
+        PerfTracer {
+            program: PathBuf::from(PERF),
+        }
+    }
+
+    /// Uses another perf executable than [`PERF`].
+    pub fn with_program(mut self, program: impl Into<PathBuf>) -> PerfTracer {
+        self.program = program.into();
+        self
+    }
+}
+
+/// `perf 6.1.192` from `perf version 6.1.192`, and its major and minor numbers.
+fn parse_version(text: &str) -> Option<(String, (u32, u32))> {
+    let word = text
+        .split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
+    let mut parts = word.split('.').map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    let minor = parts.next().flatten().unwrap_or(0);
+    Some((format!("perf {word}"), (major, minor)))
+}
+
+/// The installed perf's version (`perf 6.1.192`), `None` if it does not run.
+pub fn version() -> Option<String> {
+    program_version(Path::new(PERF)).ok().map(|(v, _)| v)
+}
+
+fn program_version(program: &Path) -> Result<(String, (u32, u32))> {
+    let o = std::process::Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {} --version", program.display()))?;
+    let text = String::from_utf8_lossy(&o.stdout);
+    parse_version(&text).with_context(|| {
+        format!(
+            "{} --version printed no version ({:?}): reinstall linux-perf",
+            program.display(),
+            text.trim()
+        )
+    })
+}
+
+/// `perf record -m`'s pages for `buffer_size_kb` per CPU: whole 4 KiB pages, rounded up to a
+/// power of two (perf refuses others).
+pub fn mmap_pages(buffer_size_kb: Option<u64>) -> Result<u64> {
+    let kb = buffer_size_kb.unwrap_or(DEFAULT_BUFFER_KB);
+    ensure!(kb > 0, "--buffer-size-kb must be at least 4 for perf");
+    let pages = kb.div_ceil(4).next_power_of_two();
+    ensure!(
+        pages <= 1 << 20,
+        "--buffer-size-kb {kb} is more than perf's 4 GiB per CPU: pass a smaller one"
+    );
+    Ok(pages)
+}
+
+/// The buffer a run asking for `buffer_size_kb` per CPU gets, as the report shows it.
+pub fn buffer_description(buffer_size_kb: Option<u64>) -> Result<String> {
+    let pages = mmap_pages(buffer_size_kb)?;
+    Ok(format!(
+        "perf record -m {pages} pages = {} KiB per CPU",
+        pages * 4
+    ))
+}
+
+/// Why perf's buffer differs from the `buffer_size_kb` asked for, if it does.
+pub fn rounding(buffer_size_kb: Option<u64>) -> Option<String> {
+    let kb = buffer_size_kb.unwrap_or(DEFAULT_BUFFER_KB);
+    let pages = mmap_pages(Some(kb)).ok()?;
+    (pages * 4 != kb).then(|| {
+        format!(
+            "perf record -m takes a power of two of pages: {kb} KiB became {} KiB per CPU",
+            pages * 4
+        )
+    })
+}
+
+/// Stops the `perf` processes of runs that are gone (tagged with the run in
+/// `RTRACE_BENCH_RUN`); their uprobe events are the ftrace backend's stale cleanup's (group
+/// `rtrace_<tag>_<seq>`), which must come after: an event perf still holds cannot be removed.
+pub fn remove_stale() -> Result<Vec<String>> {
+    Ok(rtrace_tracer::owner::stop_dead_runs_processes(Some("perf"))
+        .into_iter()
+        .map(|(pid, tag, _)| format!("perf (pid {pid}) of run {tag}"))
+        .collect())
+}
+
+impl Tracer for PerfTracer {
+    fn kind(&self) -> TracerKind {
+        TracerKind::Perf
+    }
+
+    fn check(&self, hook: &Hook) -> Result<()> {
+        if !self.program.is_file() {
+            let missing = Unsupported::Unavailable(format!(
+                "perf not found: apt-get install linux-perf (looked for {})",
+                self.program.display()
+            ));
+            return Err(missing.into());
+        }
+        rtrace_tracer::require_root("perf")?;
+        let (version, number) = program_version(&self.program)?;
+        if number < OLDEST {
+            bail!(
+                "{version} is older than perf {}.{}, which reads the kernel's lost counts: install linux-perf {}.{} or later",
+                OLDEST.0, OLDEST.1, OLDEST.0, OLDEST.1
+            );
+        }
+        Tracefs::available()?;
+        match hook {
+            Hook::Usdt { binary, sites } => {
+                hook.check_binary()?;
+                rtrace_ftrace::definitions("check", binary, sites).map(drop)
+            }
+            Hook::Uprobe {
+                binary,
+                function,
+                offset,
+                ret,
+            } => {
+                hook.check_binary()?;
+                rtrace_ftrace::function_definition("check", binary, function, *offset, *ret)
+                    .map(drop)
+            }
+            Hook::KernelTracepoint { category, name } => {
+                rtrace_tracer::validate_name("tracepoint category", category)?;
+                rtrace_tracer::validate_name("tracepoint", name)?;
+                if let Some(fs) = Tracefs::find() {
+                    if !fs.path(format!("events/{category}/{name}")).exists() {
+                        bail!("kernel tracepoint {category}:{name} does not exist here (see {}/available_events)", fs.root().display());
+                    }
+                }
+                Ok(())
+            }
+            Hook::LttngUst { .. } => {
+                bail!("perf cannot trace LTTng-UST tracepoints: use --tracer lttng")
+            }
+            Hook::Read(_) => Err(Unsupported::Inexpressible(
+                "the perf backend does not run the events suite's programs yet (issue #34): use ftrace, ebpf, lttng or bpftrace".into(),
+            )
+            .into()),
+        }
+    }
+
+    fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
+        self.check(&target.hook)?;
+        let pages = mmap_pages(target.buffer_size_kb)?;
+        let fs = Tracefs::mount_if_needed()?;
+        let overwrite = target.record == RecordMode::Overwrite;
+        let data = target.out_dir.join(DATA_FILE);
+        let mut a = PerfAttachment {
+            fs: fs.clone(),
+            uprobes: Vec::new(),
+            record: None,
+            data: data.clone(),
+            overwrite,
+        };
+        // Every step registers what it created in `a` first, so dropping `a` on error undoes it.
+        let events: Vec<String> = match &target.hook {
+            Hook::Usdt { binary, sites } => {
+                let tag = rtrace_tracer::run_tag()?;
+                let mut out = Vec::new();
+                for def in rtrace_ftrace::definitions(&tag, binary, sites)? {
+                    fs.append_event("uprobe_events", &def.line)?;
+                    a.uprobes.push(format!("{}/{}", def.group, def.event));
+                    out.push(format!("{}:{}", def.group, def.event));
+                }
+                out
+            }
+            Hook::Uprobe {
+                binary,
+                function,
+                offset,
+                ret,
+            } => {
+                let tag = rtrace_tracer::run_tag()?;
+                let def =
+                    rtrace_ftrace::function_definition(&tag, binary, function, *offset, *ret)?;
+                fs.append_event("uprobe_events", &def.line)?;
+                a.uprobes.push(format!("{}/{}", def.group, def.event));
+                vec![format!("{}:{}", def.group, def.event)]
+            }
+            Hook::KernelTracepoint { category, name } => vec![format!("{category}:{name}")],
+            Hook::LttngUst { .. } | Hook::Read(_) => unreachable!("rejected by check"),
+        };
+        // Kernel tracepoints' samples read their count; uprobe events are counted by tracefs.
+        let read_counts = overwrite && a.uprobes.is_empty();
+        let args = record_args(&events, target, pages, &data, read_counts);
+        a.record = Some(record::Record::start(
+            &self.program,
+            &args,
+            &target.consumer_cpus,
+        )?);
+        Ok(Box::new(a))
+    }
+}
+
+/// `perf record`'s arguments (before `--control`); `read_counts`: every sample reads its event's
+/// count (`{EVENT}:S`).
+fn record_args(
+    events: &[String],
+    target: &Target,
+    pages: u64,
+    data: &Path,
+    read_counts: bool,
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["-N", "-B", "-D", "-1", "-m"].map(OsString::from).to_vec();
+    args.push(pages.to_string().into());
+    if target.record == RecordMode::Overwrite {
+        args.push("--overwrite".into());
+    }
+    for e in events {
+        args.push("-e".into());
+        args.push(if read_counts {
+            format!("{{{e}}}:S").into()
+        } else {
+            e.into()
+        });
+        if let Some(tid) = target.skip_tid {
+            args.push("--filter".into());
+            args.push(format!("common_pid != {tid}").into());
+        }
+    }
+    match target.pid {
+        // Threads and children created later count too (perf's events are inherited).
+        Some(pid) => {
+            args.push("-p".into());
+            args.push(pid.to_string().into());
+        }
+        None => args.push("-a".into()),
+    }
+    args.push("-o".into());
+    args.push(data.into());
+    args
+}
+
+/// A running `perf record` and the uprobe events it records; dropping it kills perf and
+/// removes the events.
+struct PerfAttachment {
+    fs: Tracefs,
+    /// `GROUP/EVENT` of the uprobe events we created.
+    uprobes: Vec<String>,
+    record: Option<record::Record>,
+    data: PathBuf,
+    overwrite: bool,
+}
+
+/// How long removing an event waits for the kernel to release a dead perf's hold on it.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl PerfAttachment {
+    /// Hits of our uprobe events since they were created, from `uprobe_profile` (lines `FILE
+    /// EVENT NHIT`; event names repeat across runs, so a concurrent run probing the same file
+    /// with events of the same names would add its hits, and the accounting check would then
+    /// fail, not pass).
+    fn profile_hits(&self) -> Result<u64> {
+        let text = self.fs.read("uprobe_profile")?;
+        let ours: Vec<&str> = self
+            .uprobes
+            .iter()
+            .filter_map(|ge| ge.split_once('/').map(|(_, e)| e))
+            .collect();
+        let mut hits = 0;
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let [_, event, nhit] = f[..] {
+                if ours.contains(&event) {
+                    hits += nhit
+                        .parse::<u64>()
+                        .with_context(|| format!("unreadable uprobe_profile line {line:?}"))?;
+                }
+            }
+        }
+        Ok(hits)
+    }
+
+    /// Removes our uprobe events (perf has exited: a recorded event cannot be removed).
+    fn remove_uprobes(&mut self) -> Result<()> {
+        let mut first_err = None;
+        for ev in self.uprobes.drain(..) {
+            let start = Instant::now();
+            loop {
+                match self.fs.append_event("uprobe_events", &format!("-:{ev}")) {
+                    Ok(()) => break,
+                    // EBUSY while the kernel still frees the dead perf's events.
+                    Err(_) if start.elapsed() < RELEASE_TIMEOUT => {
+                        std::thread::sleep(Duration::from_millis(20))
+                    }
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                        break;
+                    }
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl Attachment for PerfAttachment {
+    fn finish(mut self: Box<Self>) -> Result<EventStats> {
+        let record = self.record.take().expect("started by attach");
+        let exited = record.stop();
+        // Read before the events (and their counters) go.
+        let hits = (self.overwrite && !self.uprobes.is_empty()).then(|| self.profile_hits());
+        let removed = self.remove_uprobes();
+        let exited = exited?;
+        // perf record ends itself with the SIGINT it was stopped by, once its file is written.
+        let stopped = exited.status.signal() == Some(libc::SIGINT);
+        if !exited.status.success() && !stopped {
+            bail!("perf record failed: {}", exited.why());
+        }
+        removed?;
+        let counts = data::count(&self.data)?;
+        let hits = match hits {
+            Some(h) => Some(h?),
+            None if self.overwrite => Some(counts.read_count.context(
+                "perf.data's samples carry no count (PERF_SAMPLE_READ): cannot tell what the flight recorder overwrote",
+            )?),
+            None => None,
+        };
+        account(&counts, hits)
+    }
+}
+
+impl Drop for PerfAttachment {
+    fn drop(&mut self) {
+        drop(self.record.take());
+        let _ = self.remove_uprobes();
+    }
+}
+
+/// A run's accounting from its file's counts: a stream run loses what the kernel could not write;
+/// an overwrite run (`hits` known) overwrote the hits beyond those kept and lost.
+fn account(c: &Counts, hits: Option<u64>) -> Result<EventStats> {
+    let lost = c.lost();
+    let Some(hits) = hits else {
+        return Ok(EventStats {
+            recorded: c.samples,
+            lost,
+            overwritten: 0,
+            outside_tree: 0,
+        });
+    };
+    let overwritten = hits.checked_sub(c.samples + lost).with_context(|| {
+        format!(
+            "perf.data holds {} samples and {lost} lost, more than the {hits} hits counted",
+            c.samples
+        )
+    })?;
+    Ok(EventStats {
+        recorded: c.samples,
+        lost: lost + overwritten,
+        overwritten,
+        outside_tree: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse() {
+        let (v, n) = parse_version("perf version 6.1.192\n").unwrap();
+        assert_eq!((v.as_str(), n), ("perf 6.1.192", (6, 1)));
+        assert_eq!(parse_version("perf version 5.10").unwrap().1, (5, 10));
+        assert!(parse_version("nothing").is_none());
+    }
+
+    #[test]
+    fn buffers_are_powers_of_two_of_pages() {
+        assert_eq!(mmap_pages(Some(4096)).unwrap(), 1024);
+        assert_eq!(mmap_pages(Some(64)).unwrap(), 16);
+        assert_eq!(mmap_pages(Some(100)).unwrap(), 32);
+        assert_eq!(mmap_pages(Some(1)).unwrap(), 1);
+        assert_eq!(rounding(Some(4096)), None);
+        assert!(rounding(Some(100)).unwrap().contains("became 128 KiB"));
+        assert!(buffer_description(Some(64))
+            .unwrap()
+            .contains("64 KiB per CPU"));
+    }
+
+    #[test]
+    fn missing_perf_is_one_line_naming_the_fix() {
+        let t = PerfTracer::new().with_program("/nonexistent/perf");
+        let hook = Hook::KernelTracepoint {
+            category: "syscalls".into(),
+            name: "sys_exit_clock_nanosleep".into(),
+        };
+        let err = format!("{:#}", t.check(&hook).unwrap_err());
+        let fix = "perf not found: apt-get install linux-perf";
+        assert!(err.starts_with(fix) && !err.contains('\n'), "{err}");
+    }
+
+    #[test]
+    fn overwrite_accounts_from_the_hits_counted() {
+        let c = Counts {
+            samples: 36,
+            copies: 2,
+            lost_samples: 0,
+            lost_records: 0,
+            read_count: None,
+        };
+        let st = account(&c, Some(200_000)).unwrap();
+        assert_eq!(
+            (st.recorded, st.lost, st.overwritten),
+            (36, 199_964, 199_964)
+        );
+        let st = account(&c, None).unwrap();
+        assert_eq!((st.recorded, st.lost), (36, 0));
+        assert!(account(&c, Some(10)).is_err());
+    }
+
+    #[test]
+    fn record_arguments() {
+        let target = Target {
+            hook: Hook::KernelTracepoint {
+                category: "syscalls".into(),
+                name: "sys_exit_clock_nanosleep".into(),
+            },
+            pid: Some(42),
+            follow_children: false,
+            tree: false,
+            skip_tid: Some(43),
+            out_dir: PathBuf::from("/tmp/o"),
+            consumer_cpus: vec![0],
+            buffer_size_kb: Some(64),
+            record: RecordMode::Overwrite,
+        };
+        let ev = ["g:e".to_owned()];
+        let args = record_args(&ev, &target, 16, Path::new("/tmp/o/perf.data"), true);
+        let s: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
+        let line = s.join(" ");
+        assert_eq!(
+            line,
+            "-N -B -D -1 -m 16 --overwrite -e {g:e}:S --filter common_pid != 43 -p 42 -o /tmp/o/perf.data"
+        );
+    }
+}
