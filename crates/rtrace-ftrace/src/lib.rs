@@ -353,30 +353,34 @@ struct FtraceAttachment {
     off: bool,
 }
 
-impl FtraceAttachment {
-    /// Hits of our uprobe events since they were created, from `uprobe_profile` (lines
-    /// `FILE EVENT NHIT`; event names repeat across runs, so only events of the files we probe
-    /// count: a concurrent run probing the same file would add its hits, and the accounting
-    /// check would then fail, not pass).
-    fn profile_hits(&self) -> Result<u64> {
-        let text = self.fs.read("uprobe_profile")?;
-        let ours: Vec<&str> = self
-            .uprobes
-            .iter()
-            .filter_map(|ge| ge.split_once('/').map(|(_, e)| e))
-            .collect();
-        let mut hits = 0;
-        for line in text.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if let [_, event, nhit] = f[..] {
-                if ours.contains(&event) {
-                    hits += nhit
-                        .parse::<u64>()
-                        .with_context(|| format!("unreadable uprobe_profile line {line:?}"))?;
-                }
+/// Hits of the uprobe events `uprobes` (`GROUP/EVENT`) since they were created, from
+/// `uprobe_profile` (lines `FILE EVENT NHIT`; event names repeat across runs, so a concurrent run
+/// probing the same file with events of the same names would add its hits, and the accounting
+/// check would then fail, not pass). The ftrace backend's mode `off` and perf's flight recorder
+/// count hits this way.
+pub fn uprobe_hits(fs: &Tracefs, uprobes: &[String]) -> Result<u64> {
+    let text = fs.read("uprobe_profile")?;
+    let ours: Vec<&str> = uprobes
+        .iter()
+        .filter_map(|ge| ge.split_once('/').map(|(_, e)| e))
+        .collect();
+    let mut hits = 0;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let [_, event, nhit] = f[..] {
+            if ours.contains(&event) {
+                hits += nhit
+                    .parse::<u64>()
+                    .with_context(|| format!("unreadable uprobe_profile line {line:?}"))?;
             }
         }
-        Ok(hits)
+    }
+    Ok(hits)
+}
+
+impl FtraceAttachment {
+    fn profile_hits(&self) -> Result<u64> {
+        uprobe_hits(&self.fs, &self.uprobes)
     }
 
     fn disable(&mut self) -> Result<()> {

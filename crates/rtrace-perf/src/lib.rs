@@ -331,29 +331,9 @@ struct PerfAttachment {
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl PerfAttachment {
-    /// Hits of our uprobe events since they were created, from `uprobe_profile` (lines `FILE
-    /// EVENT NHIT`; event names repeat across runs, so a concurrent run probing the same file
-    /// with events of the same names would add its hits, and the accounting check would then
-    /// fail, not pass).
+    /// Hits of our uprobe events since they were created (`uprobe_profile`).
     fn profile_hits(&self) -> Result<u64> {
-        let text = self.fs.read("uprobe_profile")?;
-        let ours: Vec<&str> = self
-            .uprobes
-            .iter()
-            .filter_map(|ge| ge.split_once('/').map(|(_, e)| e))
-            .collect();
-        let mut hits = 0;
-        for line in text.lines() {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if let [_, event, nhit] = f[..] {
-                if ours.contains(&event) {
-                    hits += nhit
-                        .parse::<u64>()
-                        .with_context(|| format!("unreadable uprobe_profile line {line:?}"))?;
-                }
-            }
-        }
-        Ok(hits)
+        rtrace_ftrace::uprobe_hits(&self.fs, &self.uprobes)
     }
 
     /// Removes our uprobe events (perf has exited: a recorded event cannot be removed).
