@@ -247,3 +247,82 @@ fn kernel_tracepoint_overwrite_counts_from_its_samples() {
         .returns(10)
         .unwrap_or_else(|e| panic!("perf left state behind: {e}"));
 }
+
+/// `events --tracer perf`: the experiments perf expresses are measured (04, 06 through ftrace's
+/// uprobe definition under a name perf's parser takes, 08 with its filter, 13 and 14 with a
+/// stack per sample), every output holds at least the workload's reads, the accounting runs
+/// on each hook they use are exact, what perf cannot express is listed with why, and nothing
+/// remains.
+#[test]
+fn events_columns_where_perf_expresses_the_experiment() {
+    if !have_perf() {
+        return;
+    }
+    let before = MachineState::now();
+    let dir = tempfile::tempdir().unwrap();
+    let reads = 5000u64;
+    let out = bench(&[
+        "events",
+        "--tracer",
+        "perf",
+        "--workload",
+        "loop",
+        "--experiments",
+        "4,6,8,9,13,14,18",
+        "--reads",
+        &reads.to_string(),
+        "--rounds",
+        "1",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    before
+        .returns(10)
+        .unwrap_or_else(|e| panic!("events --tracer perf left state behind: {e}"));
+    let v = read_json(&dir.path().join("events.json"));
+    let cell = |f: &str| {
+        v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["tracer"] == "perf" && c["feature"] == f)
+            .unwrap_or_else(|| panic!("no perf cell {f}: {v}"))
+            .clone()
+    };
+    for f in [
+        "tracepoint-entry",
+        "uprobe",
+        "filter",
+        "kernel-stack",
+        "user-stack",
+    ] {
+        let c = cell(f);
+        assert_eq!(c["outcome"]["kind"], "measured", "{c}");
+        for r in c["outcome"]["detail"].as_array().unwrap() {
+            let ev = &r["evidence"];
+            let seen = ev["all"].as_u64().unwrap() + ev["lost"].as_u64().unwrap();
+            assert!(seen >= reads, "{f}: {r}");
+        }
+    }
+    assert!(cell("filter")["program"]
+        .as_str()
+        .unwrap()
+        .contains("--filter 'count > 0'"));
+    for f in ["map", "per-event"] {
+        assert_eq!(cell(f)["outcome"]["kind"], "inexpressible", "{}", cell(f));
+    }
+    let checks: Vec<&serde_json::Value> = v["hook_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["tracer"] == "perf")
+        .collect();
+    assert_eq!(checks.len(), 2, "enter and uprobe: {checks:?}");
+    for c in checks {
+        assert_eq!(c["recorded"].as_u64(), Some(reads), "{c}");
+        assert_eq!(c["lost"].as_u64(), Some(0), "{c}");
+    }
+    let report = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(report.contains("Gebai & Dagenais' Table III"), "{report}");
+}

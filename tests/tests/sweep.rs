@@ -150,6 +150,19 @@ fn short_sweep_of_every_available_configuration() {
         "ftrace works on this host"
     );
     assert_eq!(r["config"]["rounds"], 2, "two rounds by default");
+    // perf (Gebai's kernel and user tracer) runs where it is installed, in both sources; its
+    // accounting is checked with every configuration's below.
+    if Path::new(rtrace_perf::PERF).is_file() {
+        for c in ["usdt-perf", "kernel-perf"] {
+            assert_eq!(runs(&r, c, "builtin").len(), 1, "{c}: {}", r["unavailable"]);
+            if have_cyclictest() {
+                assert_eq!(runs(&r, c, "cyclictest").len(), 1, "{c}");
+            }
+        }
+        if let Some(x) = runs(&r, "kernel-perf", "cyclictest").first() {
+            assert_eq!(x["hook"], "syscalls:sys_exit_clock_nanosleep");
+        }
+    }
     if have_cyclictest() {
         let none = runs(&r, "none", "cyclictest");
         assert_eq!(none.len(), 1, "cyclictest cross-check of none");
@@ -192,6 +205,7 @@ fn short_sweep_of_every_available_configuration() {
             "uretprobe-ftrace",
             "uretprobe-ebpf",
             "uretprobe-bpftrace",
+            "usdt-perf",
         ] {
             if let Some(x) = runs(&r, c, "cyclictest").first() {
                 assert_eq!(x["hook"], "uretprobe:clock_nanosleep", "{c}");

@@ -30,6 +30,8 @@ pub enum Configuration {
     UsdtBpftrace,
     /// The loop's LTTng-UST tracepoint (LTTng workload) traced by LTTng.
     UsdtLttng,
+    /// The loop's USDT probe traced by `perf record` (on ftrace's uprobe event).
+    UsdtPerf,
     /// A uprobe on the marker function the loop calls, traced by ftrace.
     UprobeFtrace,
     /// A uprobe on the marker function, traced by our BPF program.
@@ -48,6 +50,8 @@ pub enum Configuration {
     KernelEbpf,
     /// The `clock_nanosleep` syscall traced by LTTng's kernel tracer (needs lttng-modules).
     KernelLttng,
+    /// `syscalls:sys_exit_clock_nanosleep` recorded by `perf record`.
+    KernelPerf,
 }
 
 /// Where a configuration's events come from.
@@ -63,12 +67,13 @@ pub enum Space {
 }
 
 impl Configuration {
-    pub const ALL: [Configuration; 14] = [
+    pub const ALL: [Configuration; 16] = [
         Configuration::None,
         Configuration::UsdtFtrace,
         Configuration::UsdtEbpf,
         Configuration::UsdtBpftrace,
         Configuration::UsdtLttng,
+        Configuration::UsdtPerf,
         Configuration::UprobeFtrace,
         Configuration::UprobeEbpf,
         Configuration::UprobeBpftrace,
@@ -78,6 +83,7 @@ impl Configuration {
         Configuration::KernelFtrace,
         Configuration::KernelEbpf,
         Configuration::KernelLttng,
+        Configuration::KernelPerf,
     ];
 
     pub fn name(self) -> &'static str {
@@ -87,6 +93,7 @@ impl Configuration {
             Configuration::UsdtEbpf => "usdt-ebpf",
             Configuration::UsdtBpftrace => "usdt-bpftrace",
             Configuration::UsdtLttng => "usdt-lttng",
+            Configuration::UsdtPerf => "usdt-perf",
             Configuration::UprobeFtrace => "uprobe-ftrace",
             Configuration::UprobeEbpf => "uprobe-ebpf",
             Configuration::UprobeBpftrace => "uprobe-bpftrace",
@@ -96,6 +103,7 @@ impl Configuration {
             Configuration::KernelFtrace => "kernel-ftrace",
             Configuration::KernelEbpf => "kernel-ebpf",
             Configuration::KernelLttng => "kernel-lttng",
+            Configuration::KernelPerf => "kernel-perf",
         }
     }
 
@@ -114,6 +122,7 @@ impl Configuration {
             | Configuration::UprobeBpftrace
             | Configuration::UretprobeBpftrace => TracerKind::Bpftrace,
             Configuration::UsdtLttng | Configuration::KernelLttng => TracerKind::Lttng,
+            Configuration::UsdtPerf | Configuration::KernelPerf => TracerKind::Perf,
         }
     }
 
@@ -122,7 +131,8 @@ impl Configuration {
             Configuration::None => Space::None,
             Configuration::KernelFtrace
             | Configuration::KernelEbpf
-            | Configuration::KernelLttng => Space::Kernel,
+            | Configuration::KernelLttng
+            | Configuration::KernelPerf => Space::Kernel,
             _ => Space::User,
         }
     }

@@ -33,13 +33,15 @@
 //! a power of two is rounded up ([`rounding`] says so in the result).
 
 mod data;
+pub mod events;
 mod record;
 
 pub use data::{count, Counts};
 
 use anyhow::{bail, ensure, Context, Result};
-use rtrace_ftrace::Tracefs;
-use rtrace_tracer::features::Unsupported;
+use events::Stack;
+use rtrace_ftrace::{Tracefs, UprobeDef};
+use rtrace_tracer::features::{Ordinary, Unsupported};
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -217,15 +219,41 @@ impl Tracer for PerfTracer {
             Hook::LttngUst { .. } => {
                 bail!("perf cannot trace LTTng-UST tracepoints: use --tracer lttng")
             }
-            Hook::Read(_) => Err(Unsupported::Inexpressible(
-                "the perf backend does not run the events suite's programs yet (issue #34): use ftrace, ebpf, lttng or bpftrace".into(),
-            )
-            .into()),
+            Hook::Read(read) => {
+                let p = events::plan(read)?;
+                self.check(&p.hook)
+            }
+        }
+    }
+
+    fn program(&self, hook: &Hook) -> String {
+        match hook {
+            Hook::Read(read) => events::describe(read),
+            h => h.label(),
         }
     }
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
+        if let Hook::Read(read) = &target.hook {
+            let p = events::plan(read)?;
+            let (filter, stack) = (p.filter, p.stack);
+            return Ordinary::attach(read.program, target, p.hook, |t| {
+                self.start(t, filter, stack)
+            });
+        }
+        self.start(target, None, None)
+    }
+}
+
+impl PerfTracer {
+    /// `perf record` on `target`'s hook (checked), with the events suite's filter or stack.
+    fn start(
+        &self,
+        target: &Target,
+        filter: Option<&str>,
+        stack: Option<Stack>,
+    ) -> Result<Box<dyn Attachment>> {
         let pages = mmap_pages(target.buffer_size_kb)?;
         let fs = Tracefs::mount_if_needed()?;
         let overwrite = target.record == RecordMode::Overwrite;
@@ -243,6 +271,7 @@ impl Tracer for PerfTracer {
                 let tag = rtrace_tracer::run_tag()?;
                 let mut out = Vec::new();
                 for def in rtrace_ftrace::definitions(&tag, binary, sites)? {
+                    let def = parsable(def);
                     fs.append_event("uprobe_events", &def.line)?;
                     a.uprobes.push(format!("{}/{}", def.group, def.event));
                     out.push(format!("{}:{}", def.group, def.event));
@@ -256,8 +285,9 @@ impl Tracer for PerfTracer {
                 ret,
             } => {
                 let tag = rtrace_tracer::run_tag()?;
-                let def =
-                    rtrace_ftrace::function_definition(&tag, binary, function, *offset, *ret)?;
+                let def = parsable(rtrace_ftrace::function_definition(
+                    &tag, binary, function, *offset, *ret,
+                )?);
                 fs.append_event("uprobe_events", &def.line)?;
                 a.uprobes.push(format!("{}/{}", def.group, def.event));
                 vec![format!("{}:{}", def.group, def.event)]
@@ -267,7 +297,8 @@ impl Tracer for PerfTracer {
         };
         // Kernel tracepoints' samples read their count; uprobe events are counted by tracefs.
         let read_counts = overwrite && a.uprobes.is_empty();
-        let args = record_args(&events, target, pages, &data, read_counts);
+        let mut args = record_args(&events, target, pages, &data, read_counts, filter);
+        args.extend(stack_args(stack));
         a.record = Some(record::Record::start(
             &self.program,
             &args,
@@ -278,13 +309,15 @@ impl Tracer for PerfTracer {
 }
 
 /// `perf record`'s arguments (before `--control`); `read_counts`: every sample reads its event's
-/// count (`{EVENT}:S`).
+/// count (`{EVENT}:S`); `filter`: a kernel event filter on every event (beside the skipped
+/// thread's).
 fn record_args(
     events: &[String],
     target: &Target,
     pages: u64,
     data: &Path,
     read_counts: bool,
+    filter: Option<&str>,
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = ["-N", "-B", "-D", "-1", "-m"].map(OsString::from).to_vec();
     args.push(pages.to_string().into());
@@ -298,9 +331,11 @@ fn record_args(
         } else {
             e.into()
         });
-        if let Some(tid) = target.skip_tid {
+        let skip = target.skip_tid.map(|tid| format!("common_pid != {tid}"));
+        let filters: Vec<String> = filter.map(str::to_owned).into_iter().chain(skip).collect();
+        if !filters.is_empty() {
             args.push("--filter".into());
-            args.push(format!("common_pid != {tid}").into());
+            args.push(format!("({})", filters.join(") && (")).into());
         }
     }
     match target.pid {
@@ -314,6 +349,32 @@ fn record_args(
     args.push("-o".into());
     args.push(data.into());
     args
+}
+
+/// `def` under a name perf 6.1's event parser reads as a tracepoint: it reads a name that is
+/// `r` and hex digits only (libc's `read`) as a raw hardware event (`rNNN`) and refuses
+/// `GROUP:read` (measured: "event syntax error ... parser error"); such a name gets `fn_` before it.
+fn parsable(def: UprobeDef) -> UprobeDef {
+    let e = &def.event;
+    let raw = e.len() > 1 && e.starts_with('r') && e[1..].chars().all(|c| c.is_ascii_hexdigit());
+    if !raw {
+        return def;
+    }
+    let event = format!("fn_{e}");
+    let line = def
+        .line
+        .replacen(&format!("/{e} "), &format!("/{event} "), 1);
+    UprobeDef { event, line, ..def }
+}
+
+/// The events suite's stack per sample: frame-pointer call chains of one side.
+fn stack_args(stack: Option<Stack>) -> Vec<OsString> {
+    let side = match stack {
+        None => return Vec::new(),
+        Some(Stack::Kernel) => "--kernel-callchains",
+        Some(Stack::User) => "--user-callchains",
+    };
+    ["-g", side].map(OsString::from).to_vec()
 }
 
 /// A running `perf record` and the uprobe events it records; dropping it kills perf and
@@ -423,6 +484,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn names_perf_reads_as_raw_events_are_renamed() {
+        let def = |e: &str| UprobeDef {
+            group: "g".into(),
+            event: e.into(),
+            line: format!("p:g/{e} /lib/libc.so.6:0x10 arg1=%di:s64"),
+        };
+        let d = parsable(def("read"));
+        assert_eq!(d.event, "fn_read");
+        assert_eq!(d.line, "p:g/fn_read /lib/libc.so.6:0x10 arg1=%di:s64");
+        assert_eq!(parsable(def("rtrace_marker_hit")), def("rtrace_marker_hit"));
+        assert_eq!(parsable(def("r")), def("r"));
+    }
+
+    #[test]
     fn versions_parse() {
         let (v, n) = parse_version("perf version 6.1.192\n").unwrap();
         assert_eq!((v.as_str(), n), ("perf 6.1.192", (6, 1)));
@@ -491,12 +566,19 @@ mod tests {
             record: RecordMode::Overwrite,
         };
         let ev = ["g:e".to_owned()];
-        let args = record_args(&ev, &target, 16, Path::new("/tmp/o/perf.data"), true);
+        let data = Path::new("/tmp/o/perf.data");
+        let args = record_args(&ev, &target, 16, data, true, None);
         let s: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
         let line = s.join(" ");
         assert_eq!(
             line,
-            "-N -B -D -1 -m 16 --overwrite -e {g:e}:S --filter common_pid != 43 -p 42 -o /tmp/o/perf.data"
+            "-N -B -D -1 -m 16 --overwrite -e {g:e}:S --filter (common_pid != 43) -p 42 -o /tmp/o/perf.data"
         );
+        let args = record_args(&ev, &target, 16, data, false, Some("count > 0"));
+        let s: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
+        assert!(s
+            .join(" ")
+            .contains("-e g:e --filter (count > 0) && (common_pid != 43) -p"));
+        assert_eq!(stack_args(Some(Stack::User)), ["-g", "--user-callchains"]);
     }
 }

@@ -58,6 +58,7 @@ pub fn tracers(r: &EventsResult) -> Vec<TracerKind> {
         TracerKind::Ebpf,
         TracerKind::Ftrace,
         TracerKind::Lttng,
+        TracerKind::Perf,
         TracerKind::Strace,
     ]
     .into_iter()
@@ -337,6 +338,38 @@ pub fn note(r: &EventsResult) -> String {
     )
 }
 
+/// Gebai & Dagenais' Table III (seed 003): average latency of one kernel tracepoint, ns, timed
+/// inside the kernel around the call on one core.
+const GEBAI_TABLE_III: [(TracerKind, f64); 3] = [
+    (TracerKind::Lttng, 92.0),
+    (TracerKind::Ftrace, 116.0),
+    (TracerKind::Perf, 121.0),
+];
+
+/// perf's cost of a syscall tracepoint event beside ftrace's and beside Gebai & Dagenais' Table
+/// III, with what differs in how perf ran here.
+fn beside_gebai_table_iii(r: &EventsResult, w: Workload) -> Option<String> {
+    let cost = |t| {
+        r.cell(w, Feature::TracepointEntry, t)
+            .and_then(|c| r.cost(c))
+            .map(|c| c.per_event_ns.estimate)
+    };
+    let gebai = |t| GEBAI_TABLE_III.iter().find(|(k, _)| *k == t).map(|g| g.1);
+    let perf = cost(TracerKind::Perf)?;
+    let (gebai_perf, gebai_ftrace) = (gebai(TracerKind::Perf)?, gebai(TracerKind::Ftrace)?);
+    let here = match cost(TracerKind::Ftrace) {
+        Some(f) if f > 0.0 => format!(", {:.1}× ftrace's {f:.0} ns", perf / f),
+        _ => String::new(),
+    };
+    let why = r.config.run.unequal.get(TracerKind::Perf.name());
+    Some(format!(
+        "{}, perf: a sys_enter_read event {perf:.0} ns{here} (Gebai & Dagenais' Table III: perf {gebai_perf:.0} ns and ftrace {gebai_ftrace:.0} ns per kernel tracepoint, {:.2}×, each timed inside the kernel around the tracepoint alone; here the whole read's extra time){}.",
+        w.name(),
+        gebai_perf / gebai_ftrace,
+        why.map_or(String::new(), |why| format!("; here {why}"))
+    ))
+}
+
 /// The summary sentences.
 pub fn summary(r: &EventsResult) -> Vec<String> {
     let mut out = Vec::new();
@@ -367,6 +400,9 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
             ));
         }
         let pick = |f: Feature, t: TracerKind| r.cell(w, f, t).and_then(|c| r.cost(c));
+        if let Some(line) = beside_gebai_table_iii(r, w) {
+            out.push(line);
+        }
         for f in [
             Feature::TracepointEntry,
             Feature::Uprobe,

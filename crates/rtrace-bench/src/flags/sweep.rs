@@ -179,7 +179,7 @@ mod tests {
     use super::*;
     use crate::flags::Command;
     use crate::options::OptionsError;
-    use Configuration::{KernelEbpf, KernelFtrace, KernelLttng, UsdtLttng};
+    use Configuration::{KernelEbpf, KernelFtrace, KernelLttng, KernelPerf, UsdtLttng};
     use CyclictestChoice::{At, Off, OnPath};
     use SweepOptionsError::{Common, Histogram, Interval, MainCpuNotUsable, SameCpu};
 
@@ -208,7 +208,13 @@ mod tests {
     #[test]
     fn configs_are_selected_by_name_and_group_without_duplicates() {
         let o = parse(&["--configs", "kernel,none,kernel-ftrace"], 2).unwrap();
-        let want = [Configuration::None, KernelFtrace, KernelEbpf, KernelLttng];
+        let want = [
+            Configuration::None,
+            KernelFtrace,
+            KernelEbpf,
+            KernelLttng,
+            KernelPerf,
+        ];
         assert_eq!(o.configs, want);
         let o = parse(&["--configs", "usdt-lttng", "--configs", "none"], 2).unwrap();
         assert_eq!(o.configs, vec![Configuration::None, UsdtLttng]);
