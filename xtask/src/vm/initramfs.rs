@@ -52,6 +52,8 @@ const HOST: &[(&str, &str, bool)] = &[
         true,
     ),
     ("/usr/bin/babeltrace2", "babeltrace2", false),
+    // `--tracer perf`: Debian's perf is the guests' kernel's own version (6.1).
+    ("/usr/bin/perf", "linux-perf", true),
 ];
 
 /// Libraries loaded with dlopen (ldd does not see them), as directory + file name prefix.
