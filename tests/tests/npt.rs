@@ -12,7 +12,7 @@ fn baseline_and_each_tracer_account_every_event_and_leave_nothing() {
     let out = bench(&[
         "npt",
         "--tracer",
-        "ftrace,ebpf",
+        "ftrace,ebpf,perf",
         "--duration-ms",
         "300",
         "--event-rate",
@@ -28,7 +28,7 @@ fn baseline_and_each_tracer_account_every_event_and_leave_nothing() {
     let labels: Vec<&str> = runs.iter().map(|r| r["tracer"].as_str().unwrap()).collect();
     assert_eq!(labels.first(), Some(&"none"), "{labels:?}");
     assert!(
-        labels.contains(&"ftrace") && labels.contains(&"ebpf"),
+        labels.contains(&"ftrace") && labels.contains(&"ebpf") && labels.contains(&"perf"),
         "{labels:?}"
     );
     for r in runs {

@@ -93,10 +93,6 @@ fn subjects(o: &Options) -> (Vec<Searched>, Vec<String>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for &kind in &o.tracers {
-        if kind == TracerKind::Perf {
-            skipped.push(format!("{kind}: {}", crate::workload::PERF_NOT_YET));
-            continue;
-        }
         for &kb in &o.buffer_sizes_kb {
             match workload::subjects(&o.common, kind, &at_size(o, kb)) {
                 Ok(m) => {

@@ -89,11 +89,6 @@ impl Subject {
     }
 }
 
-/// Why `rate` and `npt` skip perf: its runs are not wired into them yet (issue #34: the flood
-/// and search points' file sizes, npt's buffer switches from `perf.data`).
-pub const PERF_NOT_YET: &str =
-    "perf runs in `usdt` (and `count`) only so far; rate and npt do not run it yet (issue #34)";
-
 /// Every variant of `kind` in `opts` on `rtrace:event`, checked (`none`: one subject without a
 /// tracer); changes nothing.
 pub fn subjects(o: &CommonOptions, kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Subject>> {

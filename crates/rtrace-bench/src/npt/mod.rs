@@ -34,10 +34,6 @@ fn subjects(o: &Options) -> (Vec<Subject>, Vec<String>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for &kind in &o.tracers {
-        if kind == TracerKind::Perf {
-            skipped.push(format!("{kind}: {}", crate::workload::PERF_NOT_YET));
-            continue;
-        }
         match workload::subjects(&o.common, kind, &o.common.tracer) {
             Ok(m) => out.extend(m),
             Err(e) => skipped.push(format!("{kind}: {e:#}")),
