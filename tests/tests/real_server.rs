@@ -149,6 +149,9 @@ fn tracers() -> Vec<&'static str> {
     if Path::new("/usr/bin/bpftrace").is_file() {
         t.push("bpftrace");
     }
+    if Path::new(rtrace_perf::PERF).is_file() {
+        t.push("perf");
+    }
     t
 }
 
@@ -161,6 +164,19 @@ fn count(
     prog: &Path,
     command: &[&str],
 ) -> (std::process::Output, serde_json::Value) {
+    let (out, v) = try_count(dir, tag, tracer, prog, command);
+    assert_ok(&out);
+    (out, v.expect("a result"))
+}
+
+/// As [`count`], the result `None` when the run failed.
+fn try_count(
+    dir: &Path,
+    tag: &str,
+    tracer: &str,
+    prog: &Path,
+    command: &[&str],
+) -> (std::process::Output, Option<serde_json::Value>) {
     let json = dir.join(format!("{tag}.json"));
     let mut args = vec![
         "count",
@@ -176,8 +192,7 @@ fn count(
     ];
     args.extend_from_slice(command);
     let out = bench(&args);
-    assert_ok(&out);
-    let v = read_json(&json);
+    let v = out.status.success().then(|| read_json(&json));
     (out, v)
 }
 
@@ -271,6 +286,25 @@ fn forked_workers_through_runuser_count_exactly_for_every_tracer() {
         ] {
             let tag = format!("{tracer}-{workers}x{queries}");
             let started = Instant::now();
+            if tracer == "perf" && command[0] == "sh" {
+                // perf's per-task uprobe filter sometimes turns away a worker exec'd right after
+                // its fork (measured on Linux 6.18: about one run in five, the kernel counted 201
+                // hits, perf 200): the run must then fail saying so, never count short.
+                let (out, v) = try_count(dir.path(), &tag, tracer, &prog, &command);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                match v {
+                    Some(v) => assert_eq!(v["events"], workers * queries, "{tag}: {v}"),
+                    None => assert!(
+                        stderr.contains("turned") && stderr.contains("away"),
+                        "{stderr}"
+                    ),
+                }
+                println!(
+                    "{tracer}: exec'd workers: {}",
+                    stderr.lines().last().unwrap_or("")
+                );
+                continue;
+            }
             let (out, v) = count(dir.path(), &tag, tracer, &prog, &command);
             println!(
                 "{tracer}: {workers} workers x {queries} queries via {}: events {} (recorded {}, lost {}), exit {} in {:?}",
