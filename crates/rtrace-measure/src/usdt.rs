@@ -523,7 +523,7 @@ impl UsdtResult {
             return Some(m.to_owned());
         }
         match c.tracer {
-            TracerKind::Ftrace => self.config.run.tracer_options["record"]
+            TracerKind::Ftrace | TracerKind::Perf => self.config.run.tracer_options["record"]
                 .as_str()
                 .map(str::to_owned),
             TracerKind::Lttng => Some("tracepoint".to_owned()),

@@ -238,4 +238,20 @@ mod tests {
         assert_eq!(site_name(kernel), "sys_enter_read");
         assert_eq!(site_name("rtrace:event"), "rtrace:event");
     }
+
+    #[test]
+    fn ftrace_and_perf_runs_carry_the_record_mode() {
+        use rtrace_measure::usdt::Case;
+        let mut r = crate::fixtures::usdt();
+        for t in [TracerKind::Ftrace, TracerKind::Perf] {
+            r.runs.retain(|c| c.tracer != t);
+            r.runs.push(crate::fixtures::case(t, Case::Traced, 600, 0));
+        }
+        let modes: Vec<(TracerKind, Option<String>)> =
+            usdt(&r).into_iter().map(|c| (c.tracer, c.mode)).collect();
+        let overwrite = Some("overwrite".to_owned());
+        for t in [TracerKind::Ftrace, TracerKind::Perf] {
+            assert!(modes.contains(&(t, overwrite.clone())), "{modes:?}");
+        }
+    }
 }
