@@ -39,6 +39,7 @@ fn every_step_runs_and_accounts_exactly() {
         ("ftrace", &["off", "overwrite", "stream"][..]),
         ("lttng", &["tracepoint", "tracef"][..]),
         ("bpftrace", &["aggregate", "record"][..]),
+        ("perf", &["overwrite", "stream"][..]),
     ] {
         for m in modes {
             assert_eq!(traced(tracer, m), 1, "{tracer} {m} on usdt");
@@ -78,6 +79,7 @@ fn every_step_runs_and_accounts_exactly() {
         "ftrace (ring buffer) on usdt-nop5",
         "lttng (tracef) on usdt",
         "bpftrace (count()) on usdt",
+        "perf (perf ring) on usdt-nop5",
         "program cost above the eBPF floor on usdt",
     ] {
         assert!(report.contains(needle), "report lacks {needle}");

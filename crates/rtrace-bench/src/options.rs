@@ -99,6 +99,9 @@ pub struct TracerOptions {
     pub bpf_modes: Vec<BpfMode>,
     /// ftrace modes, each a column of its own; empty: one column as `record` says.
     pub ftrace_modes: Vec<rtrace_ftrace::FtraceMode>,
+    /// perf's recording modes, each a column of its own (`usdt --decompose` only: no flag);
+    /// empty: one column as `record` says.
+    pub perf_modes: Vec<RecordMode>,
     /// `--ftrace-clock`: the `trace_clock` of every ftrace instance; `None`: the instance's
     /// default. Checked against the kernel's clocks by [`TracerOptions::check_ftrace_clock`].
     pub ftrace_clock: Option<String>,
@@ -117,6 +120,7 @@ impl Default for TracerOptions {
             lttng_events: vec![rtrace_lttng::EventKind::Tracepoint],
             bpf_modes: vec![BpfMode::Record],
             ftrace_modes: Vec::new(),
+            perf_modes: Vec::new(),
             ftrace_clock: None,
             lttng_kernel: Vec::new(),
         }
@@ -156,6 +160,7 @@ impl TracerOptions {
             "lttng_event": self.lttng_events.iter().map(|&k| k.name()).collect::<Vec<_>>(),
             "bpf_modes": self.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "ftrace_modes": self.ftrace_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            "perf_modes": self.perf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "ftrace_clock": self.ftrace_clock,
             "lttng_kernel": self.lttng_kernel,
         })

@@ -88,7 +88,17 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
                 })
                 .collect()
         }
-        TracerKind::Perf => single(Box::new(rtrace_perf::PerfTracer::new())),
+        TracerKind::Perf if opts.perf_modes.is_empty() => {
+            single(Box::new(rtrace_perf::PerfTracer::new()))
+        }
+        TracerKind::Perf => opts
+            .perf_modes
+            .iter()
+            .map(|&m| Variant {
+                name: Some(m.name()),
+                tracer: Box::new(rtrace_perf::PerfTracer::new().with_record(m)),
+            })
+            .collect(),
         TracerKind::Strace => single(Box::new(rtrace_strace::StraceTracer::new())),
     })
 }

@@ -97,14 +97,6 @@ fn columns(o: &Options) -> Result<(Vec<Column>, Vec<String>)> {
     let mut notes = Vec::new();
     for &hook_kind in &o.hooks {
         for &kind in &kinds {
-            if o.decompose && kind == TracerKind::Perf {
-                if hook_kind == o.hooks[0] {
-                    notes.push(format!(
-                        "{kind} skipped: the decomposition has no staircase for perf yet (issue #34)"
-                    ));
-                }
-                continue;
-            }
             if hook_kind != HookKind::Usdt && kind == TracerKind::Lttng {
                 notes.push(format!(
                     "{kind} skipped for {hook_kind}: LTTng traces its own tracepoint only, not a USDT probe, uprobe or uretprobe (use ftrace, ebpf or bpftrace)"

@@ -18,6 +18,8 @@ use serde::Serialize;
 /// One rung of a path: (tracer, mode, case, what it adds to the rung below).
 type Rung = (TracerKind, &'static str, Case, &'static str);
 
+const FTRACE_FLOOR: Rung = (TracerKind::Ftrace, "off", Case::Traced, "floor: the int3 trap, the uprobe handler, the event's argument fetch; tracing off, the ring-buffer reservation fails");
+
 const EBPF_FLOOR: Rung = (TracerKind::Ebpf, "floor", Case::Traced, "floor: the hook (int3 trap or nop5 call), uprobe dispatch, a BPF program that increments one global counter (the argument not read)");
 
 /// Each tracer's paths: a staircase from its floor up to one full configuration, every rung
@@ -40,7 +42,7 @@ fn paths(tracer: TracerKind, hook: HookKind) -> Vec<(&'static str, Vec<Rung>)> {
             ]),
         ],
         TracerKind::Ftrace => vec![("ring buffer", vec![
-            (tracer, "off", Case::Traced, "floor: the int3 trap, the uprobe handler, the event's argument fetch; tracing off, the ring-buffer reservation fails"),
+            FTRACE_FLOOR,
             (tracer, "overwrite", Case::Traced, "+ the ring-buffer write (tracing on, no consumer; events overwritten once the buffer is full were written first)"),
             (tracer, "stream", Case::Traced, "+ a consumer draining the buffer on another CPU"),
         ])],
@@ -69,10 +71,15 @@ fn paths(tracer: TracerKind, hook: HookKind) -> Vec<(&'static str, Vec<Rung>)> {
                 (tracer, "record", Case::Traced, "+ bpftrace's printf program, its perf-buffer output and the reader's wake-up on every event"),
             ]),
         ],
-        // perf's one configuration has no rung below it yet.
-        TracerKind::Bpftrace | TracerKind::Perf | TracerKind::None | TracerKind::Strace => {
-            Vec::new()
-        }
+        // perf records ftrace's uprobe event (the same definition): ftrace's floor is the
+        // hook, dispatch and argument fetch of both, and perf's first rung replaces ftrace's
+        // failed reservation by perf's sample.
+        TracerKind::Perf => vec![("perf ring", vec![
+            FTRACE_FLOOR,
+            (tracer, "overwrite", Case::Traced, "+ perf's handler instead of ftrace's: its per-task filter, the sample (IP, TID, time, CPU, period, raw argument) written to perf's ring, no consumer (perf record --overwrite reads it at its exit)"),
+            (tracer, "stream", Case::Traced, "+ perf record draining the ring into perf.data on another CPU"),
+        ])],
+        TracerKind::Bpftrace | TracerKind::None | TracerKind::Strace => Vec::new(),
     }
 }
 

@@ -70,6 +70,9 @@ const OLDEST: (u32, u32) = (6, 0);
 #[derive(Debug, Clone)]
 pub struct PerfTracer {
     program: PathBuf,
+    /// The recording mode of every attachment, whatever the target asks (`usdt --decompose`
+    /// runs perf in both); `None`: the target's.
+    record: Option<RecordMode>,
 }
 
 impl Default for PerfTracer {
@@ -82,7 +85,14 @@ impl PerfTracer {
     pub fn new() -> PerfTracer {
         PerfTracer {
             program: PathBuf::from(PERF),
+            record: None,
         }
+    }
+
+    /// Records in `mode` whatever the target asks.
+    pub fn with_record(mut self, mode: RecordMode) -> PerfTracer {
+        self.record = Some(mode);
+        self
     }
 
     /// Uses another perf executable than [`PERF`].
@@ -235,6 +245,17 @@ impl Tracer for PerfTracer {
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
+        let moded;
+        let target = match self.record {
+            Some(record) => {
+                moded = Target {
+                    record,
+                    ..target.clone()
+                };
+                &moded
+            }
+            None => target,
+        };
         if let Hook::Read(read) = &target.hook {
             let p = events::plan(read)?;
             let (filter, stack) = (p.filter, p.stack);

@@ -228,6 +228,15 @@ pub enum RecordMode {
     Stream,
 }
 
+impl RecordMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordMode::Overwrite => "overwrite",
+            RecordMode::Stream => "stream",
+        }
+    }
+}
+
 /// Everything a backend needs to attach.
 #[derive(Debug, Clone)]
 pub struct Target {
