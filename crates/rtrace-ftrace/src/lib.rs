@@ -33,7 +33,7 @@ pub use stats::{account, CpuStats};
 pub use tracefs::Tracefs;
 pub use uprobe::{definitions, function_definition, UprobeDef};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use features::{FeatureEvent, FtracePlan};
 use instance::Instance;
 use rtrace_tracer::features::Ordinary;
@@ -354,26 +354,56 @@ struct FtraceAttachment {
 }
 
 /// Hits of the uprobe events `uprobes` (`GROUP/EVENT`) since they were created, from
-/// `uprobe_profile` (lines `FILE EVENT NHIT`; event names repeat across runs, so a concurrent run
-/// probing the same file with events of the same names would add its hits, and the accounting
-/// check would then fail, not pass). The ftrace backend's mode `off` and perf's flight recorder
-/// count hits this way.
+/// `uprobe_profile`. Its lines (`FILE EVENT NHIT`) do not name the group, and event names repeat
+/// across runs; they come in the order of `uprobe_events` (`p:GROUP/EVENT ...`), which names
+/// it: the two are read as a pair, `uprobe_events` before and after, again while it changed in
+/// between (another run adding or removing events). The ftrace backend's mode `off`, perf's
+/// flight recorder and perf's check of its stream runs count hits this way.
 pub fn uprobe_hits(fs: &Tracefs, uprobes: &[String]) -> Result<u64> {
-    let text = fs.read("uprobe_profile")?;
-    let ours: Vec<&str> = uprobes
-        .iter()
-        .filter_map(|ge| ge.split_once('/').map(|(_, e)| e))
-        .collect();
-    let mut hits = 0;
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if let [_, event, nhit] = f[..] {
-            if ours.contains(&event) {
-                hits += nhit
-                    .parse::<u64>()
-                    .with_context(|| format!("unreadable uprobe_profile line {line:?}"))?;
-            }
+    for _ in 0..20 {
+        let before = fs.read("uprobe_events")?;
+        let profile = fs.read("uprobe_profile")?;
+        if fs.read("uprobe_events")? == before {
+            return profile_hits(&before, &profile, uprobes);
         }
+    }
+    bail!("uprobe_events kept changing while its profile was read (other runs adding and removing uprobes): cannot tell this run's hits")
+}
+
+/// The hits of `uprobes` (`GROUP/EVENT`) in `profile`, whose lines follow `events`' lines.
+fn profile_hits(events: &str, profile: &str, uprobes: &[String]) -> Result<u64> {
+    let names: Vec<&str> = events
+        .lines()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .next()?
+                .split_once(':')
+                .map(|(_, ge)| ge)
+        })
+        .collect();
+    let counts: Vec<&str> = profile.lines().filter(|l| !l.trim().is_empty()).collect();
+    ensure!(
+        names.len() == counts.len(),
+        "uprobe_profile has {} lines for {} uprobe events: cannot pair them",
+        counts.len(),
+        names.len()
+    );
+    let mut hits = 0;
+    for (name, line) in names.iter().zip(&counts) {
+        if !uprobes.iter().any(|u| u == name) {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [_, event, nhit] = f[..] else {
+            bail!("unreadable uprobe_profile line {line:?}");
+        };
+        ensure!(
+            name.ends_with(&format!("/{event}")),
+            "uprobe_profile's line {line:?} is not event {name}'s: cannot pair them"
+        );
+        hits += nhit
+            .parse::<u64>()
+            .with_context(|| format!("unreadable uprobe_profile line {line:?}"))?;
     }
     Ok(hits)
 }
@@ -467,6 +497,16 @@ fn thread_ids(pid: u32) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn profile_hits_are_paired_with_their_group() {
+        let events =
+            "p:rtrace_a_1/hit /w:0x10 arg1=%di:s64\np:rtrace_b_1/hit /w:0x10 arg1=%di:s64\n";
+        let profile = "  /w  hit  7\n  /w  hit  5\n";
+        let ours = ["rtrace_b_1/hit".to_owned()];
+        assert_eq!(profile_hits(events, profile, &ours).unwrap(), 5);
+        assert!(profile_hits(events, "  /w  hit  7\n", &ours).is_err());
+    }
 
     #[test]
     fn instances_get_the_targets_buffer_size() {
