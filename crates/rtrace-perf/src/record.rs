@@ -145,22 +145,15 @@ impl Record {
     /// Waits up to `timeout` for exit; SIGKILL after it.
     fn wait(&mut self, timeout: Duration) -> Result<Exited> {
         let mut child = self.child.take().expect("child present until waited");
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().context("waiting for perf")? {
-                break s;
-            }
-            if start.elapsed() > timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                let stderr = self.join_stderr();
-                bail!(
-                    "perf record did not exit within {} s after SIGINT and was killed: its data is lost; rerun with fewer events or a smaller --buffer-size-kb (its last words: {})",
-                    timeout.as_secs(),
-                    stderr.last().map_or("none", String::as_str)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let waited =
+            rtrace_tracer::wait_or_kill(&mut child, timeout).context("waiting for perf")?;
+        let Some(status) = waited else {
+            let stderr = self.join_stderr();
+            bail!(
+                "perf record did not exit within {} s after SIGINT and was killed: its data is lost; rerun with fewer events or a smaller --buffer-size-kb (its last words: {})",
+                timeout.as_secs(),
+                stderr.last().map_or("none", String::as_str)
+            );
         };
         Ok(Exited {
             status,

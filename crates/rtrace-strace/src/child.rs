@@ -134,22 +134,15 @@ impl Strace {
     /// Waits up to `timeout` for exit (then SIGKILL and an error); returns its stderr lines.
     fn wait(&mut self, timeout: Duration) -> Result<(ExitStatus, Vec<String>)> {
         let mut child = self.child.take().expect("child present until waited");
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().context("waiting for strace")? {
-                break s;
-            }
-            if start.elapsed() > timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                let lines = self.join_reader();
-                bail!(
-                    "strace did not exit within {} s of SIGINT and was killed (its last words: {})",
-                    timeout.as_secs(),
-                    last(&lines)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        let waited =
+            rtrace_tracer::wait_or_kill(&mut child, timeout).context("waiting for strace")?;
+        let Some(status) = waited else {
+            let lines = self.join_reader();
+            bail!(
+                "strace did not exit within {} s of SIGINT and was killed (its last words: {})",
+                timeout.as_secs(),
+                last(&lines)
+            );
         };
         Ok((status, self.join_reader()))
     }

@@ -19,7 +19,7 @@ pub use names::{validate_name, NameError};
 pub use owner::{run_tag, PREFIX};
 pub use process::{
     cpu_set, die_with_parent, in_initial_pid_namespace, is_alive, is_running, pin, require_root,
-    NotRoot,
+    wait_or_kill, NotRoot,
 };
 
 use features::{Evidence, Read};

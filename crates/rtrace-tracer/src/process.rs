@@ -85,6 +85,27 @@ pub fn require_root(what: &'static str) -> Result<(), NotRoot> {
     }
 }
 
+/// Waits up to `timeout` for `child` to exit; past it, SIGKILLs and reaps it and returns `None`
+/// (the caller says what was lost). The wait of every external tool a backend stops (perf,
+/// strace).
+pub fn wait_or_kill(
+    child: &mut std::process::Child,
+    timeout: std::time::Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some(s));
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
