@@ -6,7 +6,8 @@
 //!   samples a second time, byte for byte, about a page further in the file (measured: up to
 //!   3,987 copies among 1,000,000 samples; the kernel's ring held each once). One CPU writes
 //!   one event at a time, so a second sample of one CPU and time is a copy, and must equal the
-//!   first byte for byte: otherwise the file is refused.
+//!   first byte for byte: otherwise the file is refused. That needs sample times finer than the
+//!   events: perf records with `-k monotonic` (its default clock ticks in jiffies in a TCG guest).
 //! - Losses: `PERF_RECORD_LOST_SAMPLES` of the traced events, which perf writes at its exit
 //!   from the kernel's per-event lost count (`PERF_FORMAT_LOST`, Linux 6.0 and perf 6.0 or
 //!   later): that includes the losses of a buffer still full at the end, which no

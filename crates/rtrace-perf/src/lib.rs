@@ -16,7 +16,8 @@
 //! - Kernel tracepoints: by name.
 //! - `perf record -e GROUP:EVENT -m PAGES -p PID -D -1 --control fd:CTL,ACK -o perf.data`:
 //!   events opened disabled, `attach` returns once perf answered `ack` to `enable`. `-N -B`:
-//!   no build-id cache in `$HOME/.debug`, no build-id collection.
+//!   no build-id cache in `$HOME/.debug`, no build-id collection. `-k monotonic`: sample times
+//!   fine enough to tell samples apart everywhere (see `record_args`).
 //! - Stream (`--record stream`): perf writes every sample to `perf.data` in the run's trace
 //!   directory; recorded = its samples counted once (module `data`: perf 6.1 writes some
 //!   twice), lost = the kernel's lost count perf writes at exit (`PERF_RECORD_LOST_SAMPLES`).
@@ -341,7 +342,12 @@ fn record_args(
     read_counts: bool,
     filter: Option<&str>,
 ) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["-N", "-B", "-D", "-1", "-m"].map(OsString::from).to_vec();
+    // `-k monotonic`: sample times from CLOCK_MONOTONIC, not perf's default scheduler clock,
+    // which ticks in jiffies where the TSC is unstable (measured in the TCG guests: distinct
+    // samples of one CPU at one time), and counting tells perf 6.1's copies apart by CPU and time.
+    let mut args: Vec<OsString> = ["-N", "-B", "-k", "monotonic", "-D", "-1", "-m"]
+        .map(OsString::from)
+        .to_vec();
     args.push(pages.to_string().into());
     if target.record == RecordMode::Overwrite {
         args.push("--overwrite".into());
@@ -638,7 +644,7 @@ mod tests {
         let line = s.join(" ");
         assert_eq!(
             line,
-            "-N -B -D -1 -m 16 --overwrite -e {g:e}:S --filter (common_pid != 43) -p 42 -o /tmp/o/perf.data"
+            "-N -B -k monotonic -D -1 -m 16 --overwrite -e {g:e}:S --filter (common_pid != 43) -p 42 -o /tmp/o/perf.data"
         );
         let args = record_args(&ev, &target, 16, data, false, Some("count > 0"));
         let s: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
