@@ -267,14 +267,18 @@ pub fn signal(child: &std::process::Child, sig: nix::sys::signal::Signal) {
         .expect("send signal");
 }
 
-/// Pids of processes whose `comm` is one of `names`.
+/// Pids of the live processes whose `comm` is one of `names`. A zombie is not one: it has
+/// exited and holds nothing (no memory, files, locks, BPF objects or probes), it only waits for
+/// its parent to reap it; pid 1 of this VM reaps an orphan up to ~2 s after it died, which every
+/// check of a killed run's processes or of a stopped daemon would otherwise wait for.
 pub fn pids_named(names: &[&str]) -> std::collections::BTreeSet<u32> {
     std::fs::read_dir("/proc")
         .map(|d| {
             d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter(|pid| {
+                .filter(|&pid| {
                     std::fs::read_to_string(format!("/proc/{pid}/comm"))
                         .is_ok_and(|c| names.contains(&c.trim()))
+                        && running(pid)
                 })
                 .collect()
         })

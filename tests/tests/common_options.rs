@@ -66,9 +66,12 @@ fn every_experiment_records_the_buffer_size_for_every_backend_it_used() {
                 "30000",
                 "--bisections",
                 "0",
-                // One buffer-full per point: the options' plumbing, not a steady state.
+                // The options' plumbing, not a steady state: each point its window alone, and
+                // a flood as short (the defaults fire for 10 buffer-fulls and 5 s).
                 "--turnovers",
-                "1",
+                "0",
+                "--flood-ms",
+                "50",
             ],
         ),
         (

@@ -60,11 +60,18 @@ fn markdown_table31(md: &str) -> Vec<((String, u64), [String; 4])> {
     cells
 }
 
+/// One real run serves every check: each reads its run directory, none changes it.
 #[test]
-fn markdown_table_numbers_equal_the_json() {
+fn a_usdt_run_directory_its_regenerated_report_and_compare() {
     let dir = tempfile::tempdir().unwrap();
     let v = usdt_run(dir.path());
-    let md = read(&dir.path().join("report.md"));
+    markdown_table_numbers_equal_the_json(dir.path(), &v);
+    run_directory_has_every_format_and_report_regenerates_it(dir.path());
+    compare_prints_ratios_with_intervals(dir.path());
+}
+
+fn markdown_table_numbers_equal_the_json(dir: &Path, v: &serde_json::Value) {
+    let md = read(&dir.join("report.md"));
     let cells = markdown_table31(&md);
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(cells.len(), runs.len(), "one Table 3.1 cell per run:\n{md}");
@@ -94,10 +101,7 @@ fn markdown_table_numbers_equal_the_json() {
     assert!(md.contains("few-iterations"), "{md}");
 }
 
-#[test]
-fn run_directory_has_every_format_and_report_regenerates_it() {
-    let dir = tempfile::tempdir().unwrap();
-    usdt_run(dir.path());
+fn run_directory_has_every_format_and_report_regenerates_it(dir: &Path) {
     for f in [
         "usdt.json",
         "index.html",
@@ -108,15 +112,15 @@ fn run_directory_has_every_format_and_report_regenerates_it() {
         "figures/usdt-case1-polygon.svg",
         "figures/usdt-cases-box.svg",
     ] {
-        assert!(dir.path().join(f).is_file(), "{f} missing");
+        assert!(dir.join(f).is_file(), "{f} missing");
     }
-    let html = read(&dir.path().join("index.html"));
+    let html = read(&dir.join("index.html"));
     assert_eq!(html.matches("<svg").count(), 3, "figures are inline");
-    let csv = read(&dir.path().join("csv/usdt-percentiles.csv"));
+    let csv = read(&dir.join("csv/usdt-percentiles.csv"));
     assert_eq!(csv.lines().count(), 1 + 4, "header + one row per case");
 
     let again = tempfile::tempdir().unwrap();
-    let json = dir.path().join("usdt.json");
+    let json = dir.join("usdt.json");
     let out = bench(&[
         "report",
         json.to_str().unwrap(),
@@ -130,7 +134,7 @@ fn run_directory_has_every_format_and_report_regenerates_it() {
         "csv/usdt-percentiles.csv",
         "figures/usdt-case1-box.svg",
     ] {
-        let a = read(&dir.path().join(f));
+        let a = read(&dir.join(f));
         let b = read(&again.path().join(f));
         // The regenerated Markdown names its source file; everything else is identical.
         let b = b.replace(&format!(" (`{}`)", json.display()), "");
@@ -138,12 +142,10 @@ fn run_directory_has_every_format_and_report_regenerates_it() {
     }
 }
 
-#[test]
-fn compare_prints_ratios_with_intervals() {
-    let dir = tempfile::tempdir().unwrap();
-    usdt_run(dir.path());
-    let json = dir.path().join("usdt.json");
-    let out_json = dir.path().join("compare.json");
+fn compare_prints_ratios_with_intervals(dir: &Path) {
+    let json = dir.join("usdt.json");
+    let out_dir = tempfile::tempdir().unwrap();
+    let out_json = out_dir.path().join("compare.json");
     let j = json.to_str().unwrap();
     let out = bench(&["compare", j, j, "--json", out_json.to_str().unwrap()]);
     assert_ok(&out);

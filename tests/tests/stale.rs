@@ -6,7 +6,7 @@
 use rtrace_tests::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const TRACERS: [&str; 5] = ["ftrace", "ebpf", "lttng", "bpftrace", "perf"];
 
@@ -50,7 +50,27 @@ fn traced(tracer: &str, before: &MachineState) -> bool {
     }
 }
 
-/// Starts a long case-1 `usdt` run of `tracer` and returns once its tracer is on.
+/// Whether the workload of the run `harness` is in its timed loop: the harness sends the
+/// workload's go byte once its tracer attached, and until then the workload waits for it, asleep
+/// (state `S`); from then on it runs (`R`).
+fn looping(harness: &Child) -> bool {
+    let harness = harness.id().to_string();
+    pids_named(&["workload", "workload-lttng"])
+        .into_iter()
+        .any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                // `pid (comm) state ppid …`
+                let mut fields = stat
+                    .rsplit_once(')')
+                    .map_or("", |(_, r)| r)
+                    .split_whitespace();
+                fields.next() == Some("R") && fields.next() == Some(harness.as_str())
+            })
+        })
+}
+
+/// Starts a long case-1 `usdt` run of `tracer` and returns once its tracer is on and the
+/// workload it traces is in its loop.
 fn start_long_run(tracer: &str, out: &Path) -> Child {
     let before = MachineState::now();
     let mut child = Command::new(bin("rtrace-bench"))
@@ -73,7 +93,7 @@ fn start_long_run(tracer: &str, out: &Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start rtrace-bench");
-    if !wait_for(60, || traced(tracer, &before)) {
+    if !wait_for(60, || traced(tracer, &before) && looping(&child)) {
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
         panic!(
@@ -81,7 +101,6 @@ fn start_long_run(tracer: &str, out: &Path) -> Child {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    std::thread::sleep(Duration::from_millis(300));
     child
 }
 
