@@ -25,6 +25,7 @@
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 #include "rtrace.h"
 #include "log2.h"
@@ -43,7 +44,9 @@ const volatile __u32 skip_tid = 0;
  * kernel raises USDT semaphores in processes started after the attach, and only hits of a thread
  * group in `tree` count. `tree` holds the command's pid (written before attach) and grows by
  * `tree_fork` on every new process whose parent's group is in it; `tree_exit` removes a group when
- * its leader exits. Set before load; false removes the test from every program. */
+ * its last thread exits, not its leader (a main thread may exit first, and an exec from another
+ * thread ends the old leader while the group goes on). Set before load; false removes the test
+ * from every program. */
 const volatile bool follow_tree = false;
 
 struct {
@@ -125,14 +128,27 @@ int tree_fork(struct task_newtask_args *ctx)
 	return 0;
 }
 
-/* Tree mode: a process leaves the tree when its leader thread exits (its pid may be reused). */
+/* The kernel's own fields, found through its BTF (CO-RE): the live threads of a thread group. */
+struct signal_struct___rtrace {
+	struct {
+		int counter;
+	} live;
+} __attribute__((preserve_access_index));
+
+struct task_struct___rtrace {
+	struct signal_struct___rtrace *signal;
+} __attribute__((preserve_access_index));
+
+/* Tree mode: a process leaves the tree with its last thread (its pid may then be reused).
+ * do_exit() counts the thread out of signal->live before this tracepoint fires (Linux 6.1 and
+ * 6.18): the last thread, and any that exits beside it, reads 0. */
 SEC("tracepoint/sched/sched_process_exit")
 int tree_exit(void *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct task_struct___rtrace *task = (void *)bpf_get_current_task();
 
-	if ((__u32)id == tgid)
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
 		bpf_map_delete_elem(&tree, &tgid);
 	return 0;
 }

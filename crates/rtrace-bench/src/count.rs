@@ -117,10 +117,13 @@ struct TreeSeen {
 
 /// A USDT semaphore in the tree's processes that mapped the binary (its page mapped: during an
 /// exec it may not be yet).
-#[derive(Debug, Serialize, Default, Clone, Copy)]
+#[derive(Debug, Serialize, Default, Clone)]
 struct SemaphoreSeen {
     read: usize,
     raised: usize,
+    /// Processes where it was read 0 twice and never seen raised while the probe was attached:
+    /// their hits were skipped by the program itself, so no tracer could count them.
+    unraised: Vec<u32>,
 }
 
 /// How long what the command left running gets to exit after SIGTERM.
@@ -238,6 +241,7 @@ pub fn run(o: Options) -> Result<i32> {
             semaphore: semaphore.map(|_| SemaphoreSeen {
                 read: seen.semaphore_read.len(),
                 raised: seen.semaphore_raised.len(),
+                unraised: seen.unraised(),
             }),
             left_running,
             outside_tree: stats.outside_tree,
@@ -249,6 +253,9 @@ pub fn run(o: Options) -> Result<i32> {
     }
     if let Some(j) = &o.json {
         output::write_atomic(j, &serde_json::to_vec_pretty(&r)?)?;
+    }
+    if let Some(e) = r.unraised() {
+        bail!(e);
     }
     if let Some(want) = r.expected {
         if r.events != want {
@@ -265,6 +272,25 @@ pub fn run(o: Options) -> Result<i32> {
 }
 
 impl CountResult {
+    /// Why the count is short, when a process of the tree mapped the binary and its semaphore
+    /// stayed 0 while the probe was attached: the program skipped its probe there, so the count
+    /// misses whatever that process would have fired.
+    fn unraised(&self) -> Option<String> {
+        let s = self.tree.semaphore.as_ref()?;
+        if s.unraised.is_empty() {
+            return None;
+        }
+        let pids: Vec<String> = s.unraised.iter().map(u32::to_string).collect();
+        Some(format!(
+            "the USDT semaphore of {} stayed 0 while the probe was attached in {} process(es) of the tree that mapped {} (pid {}): the program skips the probe where it is 0, so {} events is short by whatever those processes would have fired; the tracer did not raise it there, or the program lowered it itself",
+            self.probe,
+            s.unraised.len(),
+            self.binary,
+            pids.join(", "),
+            self.events
+        ))
+    }
+
     /// With no event: the warning that says so and the causes `count` could check.
     fn never_fired(&self) -> Option<String> {
         if self.events > 0 {
@@ -283,7 +309,7 @@ impl CountResult {
                 t.processes, self.binary
             ));
         }
-        match t.semaphore {
+        match &t.semaphore {
             Some(s) if s.raised < s.read => causes.push(format!(
                 "its semaphore was seen raised in {} of the {} process(es) where it was read (the probe is skipped where it is 0)",
                 s.raised, s.read
@@ -297,7 +323,7 @@ impl CountResult {
             ));
         }
         if causes.is_empty() {
-            let semaphore = match t.semaphore {
+            let semaphore = match &t.semaphore {
                 Some(s) => format!(
                     ", its semaphore seen raised in {} of the {} where it was read",
                     s.raised, s.read
@@ -419,7 +445,11 @@ mod tests {
             "none of the 3 process(es) of the tree seen mapped /usr/lib/postgresql/15/bin/postgres"
         ));
         r.tree.mapped_binary = 2;
-        r.tree.semaphore = Some(SemaphoreSeen { read: 2, raised: 1 });
+        r.tree.semaphore = Some(SemaphoreSeen {
+            read: 2,
+            raised: 1,
+            unraised: vec![],
+        });
         r.tree.outside_tree = 40;
         let both = w(&r);
         assert!(
@@ -431,11 +461,29 @@ mod tests {
             "{both}"
         );
         assert!(both.starts_with("postgresql:query__start never fired in the command's processes (/usr/lib/postgresql/15/bin/postgres): "));
-        r.tree.semaphore = Some(SemaphoreSeen { read: 2, raised: 2 });
+        r.tree.semaphore = Some(SemaphoreSeen {
+            read: 2,
+            raised: 2,
+            unraised: vec![],
+        });
         r.tree.outside_tree = 0;
         assert!(w(&r).contains("the 2 process(es) of the tree that mapped the binary never reached the probe, its semaphore seen raised in 2 of the 2"));
+        assert!(r.unraised().is_none());
         r.events = 1;
         assert!(r.never_fired().is_none());
+        // A process whose semaphore stayed 0: the count is short, whatever it says.
+        r.tree.semaphore = Some(SemaphoreSeen {
+            read: 3,
+            raised: 2,
+            unraised: vec![4242],
+        });
+        let e = r.unraised().expect("an error");
+        assert!(
+            e.contains("stayed 0 while the probe was attached in 1 process(es)")
+                && e.contains("(pid 4242)")
+                && e.contains("so 1 events is short"),
+            "{e}"
+        );
     }
 
     #[test]

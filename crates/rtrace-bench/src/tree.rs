@@ -152,6 +152,16 @@ pub struct Seen {
     pub semaphore_read: BTreeSet<u32>,
     /// Of those, the ones where it was seen raised (> 0).
     pub semaphore_raised: BTreeSet<u32>,
+    /// Of those, the ones whose last reading was 0 twice, [`Watch::RECHECK`] apart (a process
+    /// whose binary is being mapped may read 0 for microseconds).
+    pub semaphore_lowered: BTreeSet<u32>,
+}
+
+impl Seen {
+    /// The processes whose semaphore was last seen 0 while the probe was attached.
+    pub fn unraised(&self) -> Vec<u32> {
+        self.semaphore_lowered.iter().copied().collect()
+    }
 }
 
 /// Samples the tree in a thread until dropped or [`Watch::stop`]ped.
@@ -163,6 +173,8 @@ pub struct Watch {
 
 impl Watch {
     pub const PERIOD: Duration = Duration::from_millis(50);
+    /// How long after reading a semaphore 0 it is read again.
+    pub const RECHECK: Duration = Duration::from_millis(2);
 
     /// Watches `tree` for processes mapping `binary`, and reads the 2-byte semaphore at file
     /// offset `semaphore_offset` of the binary in each (USDT `*_ENABLED()` counters).
@@ -187,12 +199,26 @@ impl Watch {
                             continue;
                         };
                         seen.mapped.insert(pid);
-                        if let Some(v) = semaphore_offset.and_then(|o| semaphore_of(pid, &maps, o))
-                        {
+                        let Some(off) = semaphore_offset else {
+                            continue;
+                        };
+                        if let Some(v) = semaphore_of(pid, &maps, off) {
                             seen.semaphore_read.insert(pid);
-                            if v > 0 {
-                                seen.semaphore_raised.insert(pid);
-                            }
+                            let v = match v {
+                                0 => {
+                                    std::thread::sleep(Self::RECHECK);
+                                    mappings_of(pid, id).and_then(|m| semaphore_of(pid, &m, off))
+                                }
+                                v => Some(v),
+                            };
+                            match v {
+                                Some(0) => seen.semaphore_lowered.insert(pid),
+                                Some(_) => {
+                                    seen.semaphore_raised.insert(pid);
+                                    seen.semaphore_lowered.remove(&pid)
+                                }
+                                None => false,
+                            };
                         }
                     }
                     drop(seen);

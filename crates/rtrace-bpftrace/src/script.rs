@@ -97,7 +97,9 @@ pub enum PidFilter {
     /// every process (the kernel raises USDT semaphores in processes that map the binary
     /// later), a predicate keeps the tree's hits, and two more probes keep the tree in the map
     /// `@rtrace_tree`: a new process (not a thread) of a process in it joins it
-    /// (`task:task_newtask`), a process leaves it when its leader exits (its pid may be reused).
+    /// (`task:task_newtask`), a process leaves it with its last thread (`signal->live` 0: a
+    /// main thread that exits first or an exec from another thread keeps it; its pid may then
+    /// be reused).
     Tree(u32),
 }
 
@@ -112,7 +114,7 @@ fn tree_probes(root: u32) -> String {
     let m = TREE_MAP;
     format!(
         "tracepoint:task:task_newtask /(pid == {root} || {m}[pid]) && (args->clone_flags & {CLONE_THREAD:#x}) == 0/ {{ {m}[args->pid] = 1; }} \
-tracepoint:sched:sched_process_exit /pid == tid && {m}[pid]/ {{ delete({m}[pid]); }} \
+tracepoint:sched:sched_process_exit /{m}[pid] && curtask->signal->live.counter == 0/ {{ delete({m}[pid]); }} \
 END {{ clear({m}); }}"
     )
 }
@@ -306,7 +308,7 @@ mod tests {
                 "{p}"
             );
             assert!(
-                p.contains(" tracepoint:task:task_newtask /(pid == 42 || @rtrace_tree[pid]) && (args->clone_flags & 0x10000) == 0/ { @rtrace_tree[args->pid] = 1; } tracepoint:sched:sched_process_exit /pid == tid && @rtrace_tree[pid]/ { delete(@rtrace_tree[pid]); } END { clear(@rtrace_tree); }"),
+                p.contains(" tracepoint:task:task_newtask /(pid == 42 || @rtrace_tree[pid]) && (args->clone_flags & 0x10000) == 0/ { @rtrace_tree[args->pid] = 1; } tracepoint:sched:sched_process_exit /@rtrace_tree[pid] && curtask->signal->live.counter == 0/ { delete(@rtrace_tree[pid]); } END { clear(@rtrace_tree); }"),
                 "{p}"
             );
         }

@@ -16,6 +16,14 @@
 //!   `PERF_RECORD_LOST` counts are kept for information; they cannot tell the events apart.
 //! - Counts read with each sample (`PERF_SAMPLE_READ`, the `{EVENT}:S` group of overwrite mode):
 //!   the largest count of each event id is its hits up to its last sample.
+//! - A process tree ([`count`] with a root, `perf record -a`): a sample counts when its process
+//!   belongs to the tree at the sample's time, from perf's side band replayed in time order
+//!   (`PERF_RECORD_FORK`: a new process whose creator's thread group is in the tree joins it; a
+//!   new thread of a member adds to its live threads; `PERF_RECORD_EXIT` of a member's thread
+//!   takes one away, and the process leaves the tree with its last thread, not with its leader:
+//!   a main thread that exits first or an exec from another thread keeps it). Samples of other
+//!   processes are `outside_tree`. A side band with a `PERF_RECORD_LOST` cannot be replayed
+//!   exactly: the file is refused.
 
 use anyhow::{bail, ensure, Context, Result};
 use std::collections::HashMap;
@@ -23,6 +31,8 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 
 const PERF_RECORD_LOST: u32 = 2;
+const PERF_RECORD_EXIT: u32 = 4;
+const PERF_RECORD_FORK: u32 = 7;
 const PERF_RECORD_SAMPLE: u32 = 9;
 const PERF_RECORD_LOST_SAMPLES: u32 = 13;
 
@@ -60,6 +70,8 @@ pub struct Counts {
     pub lost_records: u64,
     /// With `PERF_SAMPLE_READ`: the sum over event ids of the largest count read.
     pub read_count: Option<u64>,
+    /// With a tree's root: samples of processes outside the tree (not in `samples`).
+    pub outside_tree: u64,
 }
 
 impl Counts {
@@ -93,14 +105,15 @@ fn u32_at(b: &[u8], at: usize) -> Result<u32> {
     Ok(u32::from_le_bytes(s.try_into().expect("4 bytes")))
 }
 
-/// Counts the events of the `perf.data` file at `path`.
-pub fn count(path: &Path) -> Result<Counts> {
+/// Counts the events of the `perf.data` file at `path`; with `tree`, only the samples of the
+/// process tree rooted at that process (see the module doc).
+pub fn count(path: &Path, tree: Option<u32>) -> Result<Counts> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    count_bytes(&bytes).with_context(|| format!("reading {}", path.display()))
+    count_bytes(&bytes, tree).with_context(|| format!("reading {}", path.display()))
 }
 
-/// Counts the events of a `perf.data` file's bytes.
-pub fn count_bytes(b: &[u8]) -> Result<Counts> {
+/// Counts the events of a `perf.data` file's bytes (see [`count`]).
+pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
     ensure!(
         b.get(0..8) == Some(b"PERFILE2"),
         "not a perf.data file of this byte order (no PERFILE2 magic)"
@@ -173,6 +186,7 @@ pub fn count_bytes(b: &[u8]) -> Result<Counts> {
     let mut counts = Counts::default();
     let mut seen = Seen::default();
     let mut reads: HashMap<u64, u64> = HashMap::new();
+    let mut side = Vec::new();
     let mut at = 0;
     while at + 8 <= data.len() {
         let kind = u32_at(data, at)?;
@@ -193,7 +207,13 @@ pub fn count_bytes(b: &[u8]) -> Result<Counts> {
                 }
                 let s = sample(rec, layout)?;
                 if seen.seen(s.cpu, s.time, rec)? {
-                    counts.samples += 1;
+                    match (tree, s.pid) {
+                        (None, _) => counts.samples += 1,
+                        (Some(_), Some(pid)) => side.push(Side::sample(s.time, pid)),
+                        (Some(_), None) => bail!(
+                            "perf.data's samples carry no process id (PERF_SAMPLE_TID): cannot keep a process tree's"
+                        ),
+                    }
                     for (id, value) in s.reads {
                         let v = reads.entry(id).or_default();
                         *v = (*v).max(value);
@@ -203,6 +223,9 @@ pub fn count_bytes(b: &[u8]) -> Result<Counts> {
                 }
             }
             PERF_RECORD_LOST => counts.lost_records += u64_at(rec, 16)?,
+            PERF_RECORD_FORK | PERF_RECORD_EXIT if tree.is_some() => {
+                side.push(Side::task(kind == PERF_RECORD_FORK, rec)?)
+            }
             PERF_RECORD_LOST_SAMPLES if event_of(rec)?.traced => {
                 counts.lost_samples += u64_at(rec, 8)?
             }
@@ -213,11 +236,102 @@ pub fn count_bytes(b: &[u8]) -> Result<Counts> {
     if layouts.iter().any(|l| l.sample_type & SAMPLE_READ != 0) {
         counts.read_count = Some(reads.values().sum());
     }
+    if let Some(root) = tree {
+        ensure!(
+            counts.lost_records == 0,
+            "perf lost {} records of its buffers, its fork and exit records among them perhaps: the process tree cannot be followed exactly (pass a larger --buffer-size-kb)",
+            counts.lost_records
+        );
+        let (inside, outside) = replay(root, side)?;
+        counts.samples = inside;
+        counts.outside_tree = outside;
+    }
     Ok(counts)
+}
+
+/// A record of a tree's replay: a process or thread created or ended, or a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Side {
+    time: u64,
+    /// At one time: creations first, then samples, then ends.
+    what: What,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum What {
+    /// A task of thread group `pid` (a new thread when `pid == ppid`), created by a thread of
+    /// group `ppid`.
+    Fork {
+        pid: u32,
+        ppid: u32,
+    },
+    Sample {
+        pid: u32,
+    },
+    Exit {
+        pid: u32,
+    },
+}
+
+impl Side {
+    fn sample(time: u64, pid: u32) -> Side {
+        Side {
+            time,
+            what: What::Sample { pid },
+        }
+    }
+
+    /// `PERF_RECORD_FORK` or `_EXIT`: pid, ppid, tid, ptid (u32 each), time.
+    fn task(fork: bool, rec: &[u8]) -> Result<Side> {
+        let (pid, ppid) = (u32_at(rec, 8)?, u32_at(rec, 12)?);
+        let time = u64_at(rec, 24)?;
+        let what = if fork {
+            What::Fork { pid, ppid }
+        } else {
+            What::Exit { pid }
+        };
+        Ok(Side { time, what })
+    }
+}
+
+/// Samples in the tree rooted at `root` (one thread when perf starts: `count`'s held command)
+/// and outside it, replaying `side` in time order.
+fn replay(root: u32, mut side: Vec<Side>) -> Result<(u64, u64)> {
+    side.sort_unstable();
+    // Thread group → its live threads.
+    let mut live: HashMap<u32, u64> = HashMap::from([(root, 1)]);
+    let (mut inside, mut outside) = (0, 0);
+    for s in side {
+        match s.what {
+            What::Fork { pid, ppid, .. } if pid != ppid => {
+                if live.contains_key(&ppid) {
+                    live.insert(pid, 1);
+                }
+            }
+            What::Fork { pid, .. } => {
+                if let Some(n) = live.get_mut(&pid) {
+                    *n += 1;
+                }
+            }
+            What::Sample { pid } if live.contains_key(&pid) => inside += 1,
+            What::Sample { .. } => outside += 1,
+            What::Exit { pid, .. } => {
+                if let Some(n) = live.get_mut(&pid) {
+                    *n -= 1;
+                    if *n == 0 {
+                        live.remove(&pid);
+                    }
+                }
+            }
+        }
+    }
+    Ok((inside, outside))
 }
 
 /// The fields of a sample that counting needs.
 struct Sample {
+    /// The thread group (with `PERF_SAMPLE_TID`).
+    pid: Option<u32>,
     cpu: u32,
     time: u64,
     /// `(event id, count)` pairs read with the sample.
@@ -230,16 +344,16 @@ fn sample(rec: &[u8], l: Layout) -> Result<Sample> {
         t & SAMPLE_TIME != 0 && t & SAMPLE_CPU != 0,
         "perf.data's samples carry no time or CPU: record with -T (perf record gives both by default with -p)"
     );
-    let mut at = 8;
     let mut id = None;
-    let mut skip = |flag: u64, n: usize| {
-        if t & flag != 0 {
-            at += n;
-        }
-    };
-    skip(SAMPLE_IDENTIFIER, 8);
-    skip(SAMPLE_IP, 8);
-    skip(SAMPLE_TID, 8);
+    let at_tid = 8 + [SAMPLE_IDENTIFIER, SAMPLE_IP]
+        .iter()
+        .filter(|&&f| t & f != 0)
+        .count()
+        * 8;
+    let pid = (t & SAMPLE_TID != 0)
+        .then(|| u32_at(rec, at_tid))
+        .transpose()?;
+    let mut at = at_tid + if t & SAMPLE_TID != 0 { 8 } else { 0 };
     let time = u64_at(rec, at)?;
     at += 8;
     if t & SAMPLE_ADDR != 0 {
@@ -304,7 +418,12 @@ fn sample(rec: &[u8], l: Layout) -> Result<Sample> {
             reads.push((id, v));
         }
     }
-    Ok(Sample { cpu, time, reads })
+    Ok(Sample {
+        pid,
+        cpu,
+        time,
+        reads,
+    })
 }
 
 /// The samples seen, by CPU and time, with a hash of their bytes: one CPU writes one event at a
@@ -374,6 +493,10 @@ mod tests {
         r
     }
 
+    fn count_bytes_all(b: &[u8]) -> Result<Counts> {
+        count_bytes(b, None)
+    }
+
     const PLAIN: u64 = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_PERIOD;
 
     /// A sample at `time` on `cpu` with argument `arg` (as the RAW field would follow).
@@ -394,7 +517,7 @@ mod tests {
             record(PERF_RECORD_LOST, &[42, 3, 0]),
             record(PERF_RECORD_LOST_SAMPLES, &[5]),
         ];
-        let c = count_bytes(&file(PLAIN, 0, &recs)).unwrap();
+        let c = count_bytes_all(&file(PLAIN, 0, &recs)).unwrap();
         assert_eq!((c.samples, c.copies), (5, 2));
         assert_eq!((c.lost_records, c.lost_samples, c.lost()), (3, 5, 5));
         assert_eq!(c.read_count, None);
@@ -403,7 +526,7 @@ mod tests {
     #[test]
     fn an_earlier_sample_that_differs_is_refused() {
         let recs = vec![plain(10, 0, 1), plain(11, 0, 2), plain(11, 0, 3)];
-        let e = count_bytes(&file(PLAIN, 0, &recs)).unwrap_err();
+        let e = count_bytes_all(&file(PLAIN, 0, &recs)).unwrap_err();
         assert!(e.to_string().contains("two different samples"), "{e}");
         // Newest first (an overwrite ring) is fine.
         let recs = vec![
@@ -412,7 +535,7 @@ mod tests {
             plain(10, 0, 3),
             plain(11, 0, 2),
         ];
-        let c = count_bytes(&file(PLAIN, 0, &recs)).unwrap();
+        let c = count_bytes_all(&file(PLAIN, 0, &recs)).unwrap();
         assert_eq!((c.samples, c.copies), (3, 1));
     }
 
@@ -428,16 +551,54 @@ mod tests {
             )
         };
         let recs = vec![s(1, 100, 7), s(2, 100, 8), s(3, 200, 4), s(2, 100, 8)];
-        let c = count_bytes(&file(t, f, &recs)).unwrap();
+        let c = count_bytes_all(&file(t, f, &recs)).unwrap();
         assert_eq!((c.samples, c.copies), (3, 1));
         assert_eq!(c.read_count, Some(12));
+    }
+
+    #[test]
+    fn a_tree_keeps_a_process_until_its_last_thread_ends() {
+        let task = |kind, pid: u64, ppid: u64, tid: u64, time| {
+            record(kind, &[pid | ppid << 32, tid | ppid << 32, time])
+        };
+        let at = |time, pid: u64| {
+            record(
+                PERF_RECORD_SAMPLE,
+                &[0x1000, pid | pid << 32, time, 0, 1, 0],
+            )
+        };
+        let recs = vec![
+            // Out of time order, as perf writes its CPUs' buffers.
+            at(25, 200),
+            task(PERF_RECORD_FORK, 200, 100, 200, 10),
+            task(PERF_RECORD_FORK, 200, 200, 201, 20),
+            // The leader leaves first (pthread_exit, or an exec from thread 201): 200 stays.
+            task(PERF_RECORD_EXIT, 200, 100, 200, 30),
+            at(40, 200),
+            at(41, 100),
+            task(PERF_RECORD_EXIT, 200, 100, 201, 50),
+            // 200 reused by a process outside the tree, and one that never was in it.
+            at(60, 200),
+            at(61, 999),
+            // A child of a process outside the tree.
+            task(PERF_RECORD_FORK, 300, 999, 300, 70),
+            at(71, 300),
+        ];
+        let c = count_bytes(&file(PLAIN, 0, &recs), Some(100)).unwrap();
+        assert_eq!((c.samples, c.outside_tree), (3, 3));
+        assert_eq!(count_bytes_all(&file(PLAIN, 0, &recs)).unwrap().samples, 6);
+        // A lost side band cannot be replayed.
+        let mut lost = recs.clone();
+        lost.push(record(PERF_RECORD_LOST, &[42, 3, 0]));
+        let e = count_bytes(&file(PLAIN, 0, &lost), Some(100)).unwrap_err();
+        assert!(e.to_string().contains("lost 3 records"), "{e}");
     }
 
     #[test]
     fn a_file_perf_did_not_finish_is_refused() {
         let mut b = file(PLAIN, 0, &[]);
         b.truncate(104);
-        assert!(count_bytes(&b).is_err());
-        assert!(count_bytes(b"garbage").is_err());
+        assert!(count_bytes_all(&b).is_err());
+        assert!(count_bytes_all(b"garbage").is_err());
     }
 }
