@@ -2,12 +2,16 @@
 //! script`: a million samples take perf seconds to print, and its counts (`perf report --stats`)
 //! include the copies perf 6.1 writes of some samples.
 //!
-//! - Samples (`PERF_RECORD_SAMPLE`), each counted once: perf 6.1's `record` writes runs of
-//!   samples a second time, byte for byte, about a page further in the file (measured: up to
-//!   3,987 copies among 1,000,000 samples; the kernel's ring held each once). One CPU writes
-//!   one event at a time, so a second sample of one CPU and time is a copy, and must equal the
-//!   first byte for byte: otherwise the file is refused. That needs sample times finer than the
-//!   events: perf records with `-k monotonic` (its default clock ticks in jiffies in a TCG guest).
+//! - Samples (`PERF_RECORD_SAMPLE`), each counted once. `perf record` in stream mode writes
+//!   some bytes of its ring twice: `perf_mmap__push` (tools/lib/perf, upstream, any version)
+//!   reads the ring's `data_head` twice, pushes up to the second read, and sets the next push's
+//!   start from the first, so the samples the kernel wrote between the two reads are pushed again
+//!   (measured: up to 3,987 copies among 1,000,000 samples; the kernel's ring held each once; none
+//!   in overwrite mode). One CPU writes one event at a time, so a second sample of one CPU and
+//!   time is such a copy, and must equal the first byte for byte: otherwise the file is refused.
+//!   That needs sample times finer than the events: perf records with `-k monotonic` (its
+//!   default clock ticks in jiffies in a TCG guest). Where the kernel counts the hits (uprobe
+//!   events, `uprobe_profile`), the backend checks the result against that count.
 //! - Losses: `PERF_RECORD_LOST_SAMPLES` of the traced events, which perf writes at its exit
 //!   from the kernel's per-event lost count (`PERF_FORMAT_LOST`, Linux 6.0 and perf 6.0 or
 //!   later): that includes the losses of a buffer still full at the end, which no
@@ -35,6 +39,9 @@ const PERF_RECORD_EXIT: u32 = 4;
 const PERF_RECORD_FORK: u32 = 7;
 const PERF_RECORD_SAMPLE: u32 = 9;
 const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+/// perf's own records that hide samples from a plain reading: refused.
+const PERF_RECORD_AUXTRACE: u32 = 71;
+const PERF_RECORD_COMPRESSED: u32 = 81;
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 
@@ -223,6 +230,10 @@ pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
                 }
             }
             PERF_RECORD_LOST => counts.lost_records += u64_at(rec, 16)?,
+            PERF_RECORD_COMPRESSED | PERF_RECORD_AUXTRACE => bail!(
+                "perf.data holds {} records, whose samples this reader cannot count: record without -z and without AUX area tracing",
+                if kind == PERF_RECORD_COMPRESSED { "compressed (perf record -z)" } else { "AUX area (AUXTRACE)" }
+            ),
             PERF_RECORD_FORK | PERF_RECORD_EXIT if tree.is_some() => {
                 side.push(Side::task(kind == PERF_RECORD_FORK, rec)?)
             }
@@ -592,6 +603,15 @@ mod tests {
         lost.push(record(PERF_RECORD_LOST, &[42, 3, 0]));
         let e = count_bytes(&file(PLAIN, 0, &lost), Some(100)).unwrap_err();
         assert!(e.to_string().contains("lost 3 records"), "{e}");
+    }
+
+    #[test]
+    fn compressed_and_aux_records_are_refused() {
+        for kind in [PERF_RECORD_COMPRESSED, PERF_RECORD_AUXTRACE] {
+            let recs = vec![plain(10, 0, 1), record(kind, &[0, 0])];
+            let e = count_bytes_all(&file(PLAIN, 0, &recs)).unwrap_err();
+            assert!(e.to_string().contains("cannot count"), "{e}");
+        }
     }
 
     #[test]

@@ -25,8 +25,8 @@
 //!   no build-id cache in `$HOME/.debug`, no build-id collection. `-k monotonic`: sample times
 //!   fine enough to tell samples apart everywhere (see `record_args`).
 //! - Stream (`--record stream`): perf writes every sample to `perf.data` in the run's trace
-//!   directory; recorded = its samples counted once (module `data`: perf 6.1 writes some
-//!   twice), lost = the kernel's lost count perf writes at exit (`PERF_RECORD_LOST_SAMPLES`).
+//!   directory; recorded = its samples counted once (module `data`: `perf_mmap__push`
+//!   writes some twice), lost = the kernel's lost count perf writes at exit (`PERF_RECORD_LOST_SAMPLES`).
 //! - Overwrite (`--record overwrite`, the flight recorder): `--overwrite` keeps the newest
 //!   samples of each CPU's ring and writes them at exit, with no record of what it overwrote.
 //!   Hits of our uprobe events come from tracefs' `uprobe_profile` (as ftrace's mode `off`

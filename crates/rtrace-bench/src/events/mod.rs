@@ -509,8 +509,13 @@ fn timed(
     };
     if sub.is_some() {
         // Empty unless the backend keeps a trace there (per-event lines are counted, then
-        // removed by their backends).
-        let _ = std::fs::remove_dir(&dir);
+        // removed by their backends; perf's perf.data stays): its counts are verified, so it
+        // goes unless --keep-traces keeps it.
+        if o.common.keep_traces.keeps(true, evidence.lost > 0) {
+            let _ = std::fs::remove_dir(&dir);
+        } else {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
     Ok(FeatureRun {
         workload: w,

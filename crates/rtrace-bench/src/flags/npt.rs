@@ -23,7 +23,7 @@ pub struct NptArgs {
     /// How long each run's loop spins (ms).
     #[arg(long, default_value_t = 5000)]
     pub duration_ms: u64,
-    /// Cap the probe at this many firings per second (0: never fires); by default it fires in
+    /// Cap the probe at this many firings per second (more than 0); by default it fires in
     /// every iteration at the loop's full speed, as Beamonte ran npt.
     #[arg(long, value_name = "HZ")]
     pub event_rate: Option<f64>,
@@ -46,10 +46,11 @@ impl NptArgs {
         check_nonzero(self.duration_ms, "duration-ms")?;
         if self
             .event_rate
-            .is_some_and(|hz| !(hz.is_finite() && hz >= 0.0))
+            .is_some_and(|hz| !(hz.is_finite() && hz > 0.0))
         {
+            // 0 would measure a loop with no probe: npt's subject is the probe.
             return Err(OptionsError::Other(
-                "--event-rate must be 0 (no events) or a positive rate, e.g. --event-rate 10000 (leave it out: every iteration)"
+                "--event-rate must be a positive rate, e.g. --event-rate 10000 (leave it out: every iteration)"
                     .into(),
             ));
         }
@@ -156,6 +157,21 @@ mod tests {
             "{no_modules}"
         );
         assert!(!no_modules.contains('\n'), "one line: {no_modules}");
+    }
+
+    #[test]
+    fn an_event_rate_of_zero_or_less_is_refused() {
+        for rate in ["0", "0.0", "NaN", "inf"] {
+            let args = ["npt", "--tracer", "ftrace", "--event-rate", rate];
+            let Ok(crate::flags::Command::Npt(a)) = crate::flags::tests::parse(&args) else {
+                panic!("npt's flags do not parse");
+            };
+            let err = a.lower().unwrap_err().to_string();
+            assert!(
+                err.starts_with("--event-rate must be a positive rate"),
+                "{rate}: {err}"
+            );
+        }
     }
 
     #[test]
