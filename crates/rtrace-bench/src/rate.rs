@@ -249,6 +249,7 @@ impl runner::Experiment for Rate {
                         capacity_events: s.capacity_events,
                         points: f.points,
                         max_lossless_hz: f.max_lossless_hz,
+                        max_lossless_asked_hz: f.max_lossless_asked_hz,
                         ceiling: f.ceiling,
                         confirmed: f.confirmed,
                         over_lossy: f.over_lossy,

@@ -1,8 +1,15 @@
-//! What a stream run's pages (`ftrace-cpuN.raw`, whole 4 KiB ring-buffer pages as
-//! `trace_pipe_raw` hands them over) tell of single events of a USDT probe whose first argument
-//! numbers its hits: on which page each hit's event was written, whether it was the page's
+//! What a stream run's pages (`ftrace-cpuN.raw`, 4 KiB pages as `trace_pipe_raw` hands them
+//! over) tell of single events of a USDT probe whose first argument numbers its hits: on which
+//! of the kernel's ring-buffer pages each hit's event was written, whether it was that page's
 //! first (the writer switched pages in that probe hit), and how long after the page's first
 //! event (the trace clock's ns, the page header's time stamp plus the events' deltas).
+//!
+//! An output page is not always a kernel page: a `read()` that finds the writer still on its page
+//! gets a copy of the events so far, and the next read the rest of that same page as a page of
+//! its own, whose first event is no switch (about one such continuation per consumer pass and
+//! CPU). A page continues the previous one when the kernel page still had room for its first
+//! event: the writer switches pages only for an event that does not fit. A page whose header
+//! says events were missed starts a kernel page.
 
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
@@ -11,6 +18,10 @@ use std::path::Path;
 const PAGE: usize = 4096;
 const PAGE_HEADER: usize = 16;
 const COMMIT_MASK: u64 = 0xf_ffff;
+/// The page header's flag: the writer dropped events before this page.
+const MISSED_EVENTS: u64 = 1 << 31;
+/// Data bytes a kernel page holds (`BUF_PAGE_SIZE`).
+const BUF_PAGE_SIZE: usize = PAGE - PAGE_HEADER;
 /// Ring-buffer event types (`type_len` of the 32-bit event header), as in
 /// `kernel/trace/ring_buffer.c`.
 const PADDING: u32 = 29;
@@ -29,8 +40,8 @@ pub struct OnPage {
     pub since_page_ns: u64,
 }
 
-/// The pages of `file`: how many, and where each hit of `hits` was written (absent: its event
-/// was not recorded).
+/// The kernel pages of `file`: how many, and where each hit of `hits` was written (absent: its
+/// event was not recorded).
 pub fn locate(file: &Path, hits: &[u64]) -> Result<(u64, HashMap<u64, OnPage>)> {
     let mut found = HashMap::new();
     let pages = each_event(file, |arg, first, since| {
@@ -47,8 +58,8 @@ pub fn locate(file: &Path, hits: &[u64]) -> Result<(u64, HashMap<u64, OnPage>)> 
     Ok((pages, found))
 }
 
-/// The hits whose event began a page (the writer switched pages in that probe hit), in file
-/// order.
+/// The hits whose event began a kernel page (the writer switched pages in that probe hit), in
+/// file order.
 pub fn first_hits(file: &Path) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     each_event(file, |arg, first, _| {
@@ -59,20 +70,34 @@ pub fn first_hits(file: &Path) -> Result<Vec<u64>> {
     Ok(out)
 }
 
-/// [`walk`] over every page of `file`; the number of pages.
+/// [`walk`] over every page of `file`; the number of kernel pages.
 fn each_event(file: &Path, mut f: impl FnMut(u64, bool, u64)) -> Result<u64> {
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut kernel = KernelPage::default();
     let mut pages = 0;
     for (i, page) in bytes.chunks(PAGE).enumerate() {
-        walk(page, &mut f).with_context(|| format!("{} page {i}", file.display()))?;
-        pages += 1;
+        if walk(page, &mut kernel, &mut f)
+            .with_context(|| format!("{} page {i}", file.display()))?
+        {
+            pages += 1;
+        }
     }
     Ok(pages)
 }
 
-/// Calls `f(arg1, first on the page, ns since the page's first event)` for each data event of
-/// `page`.
-fn walk(page: &[u8], mut f: impl FnMut(u64, bool, u64)) -> Result<()> {
+/// The kernel page the output pages walked so far ended in.
+#[derive(Debug, Default)]
+struct KernelPage {
+    /// Its data bytes seen.
+    used: usize,
+    /// The trace clock at its first event.
+    first_ts: Option<u64>,
+}
+
+/// Calls `f(arg1, first on the kernel page, ns since the kernel page's first event)` for each
+/// data event of `page`, which continues `kernel` or starts a kernel page of its own: whether it
+/// started one.
+fn walk(page: &[u8], kernel: &mut KernelPage, mut f: impl FnMut(u64, bool, u64)) -> Result<bool> {
     let u32_at = |o: usize| {
         page.get(o..o + 4)
             .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
@@ -84,9 +109,11 @@ fn walk(page: &[u8], mut f: impl FnMut(u64, bool, u64)) -> Result<()> {
     let Some(page_ts) = u64_at(0) else {
         bail!("truncated page header")
     };
-    let commit = u64_at(8).context("truncated page header")? & COMMIT_MASK;
+    let flags = u64_at(8).context("truncated page header")?;
+    let commit = flags & COMMIT_MASK;
     let end = (PAGE_HEADER + commit as usize).min(page.len());
-    let (mut off, mut ts, mut first_ts) = (PAGE_HEADER, page_ts, None);
+    let mut events = Vec::new();
+    let (mut off, mut ts) = (PAGE_HEADER, page_ts);
     while off + 4 <= end {
         let head = u32_at(off).context("truncated event")?;
         let (type_len, delta) = (head & 0x1f, u64::from(head >> 5));
@@ -114,18 +141,33 @@ fn walk(page: &[u8], mut f: impl FnMut(u64, bool, u64)) -> Result<()> {
                 (Some(off + 4), 4 + 4 * n as usize)
             }
         };
-        if let Some(at) = data {
-            let arg = u64_at(at + ARG1).context("event shorter than a uprobe's argument")?;
-            let first = first_ts.is_none();
-            let since = ts - *first_ts.get_or_insert(ts);
-            f(arg, first, since);
-        }
         if size < 4 {
             bail!("event of {size} bytes at offset {off}");
         }
         off += size;
+        if let Some(at) = data {
+            let arg = u64_at(at + ARG1).context("event shorter than a uprobe's argument")?;
+            // Bytes from the page's start to the end of this event.
+            events.push((arg, ts, off - PAGE_HEADER));
+        }
     }
-    Ok(())
+    let Some(&(_, _, first_end)) = events.first() else {
+        // No data event: padding the writer left at a switch belongs to the page it ends.
+        kernel.used += commit as usize;
+        return Ok(false);
+    };
+    let continues =
+        kernel.used > 0 && flags & MISSED_EVENTS == 0 && kernel.used + first_end <= BUF_PAGE_SIZE;
+    if !continues {
+        *kernel = KernelPage::default();
+    }
+    kernel.used += commit as usize;
+    for (arg, ts, _) in events {
+        let first = kernel.first_ts.is_none();
+        let since = ts - *kernel.first_ts.get_or_insert(ts);
+        f(arg, first, since);
+    }
+    Ok(!continues)
 }
 
 #[cfg(test)]
@@ -154,12 +196,39 @@ mod tests {
         p
     }
 
+    /// Marks the last page of `bytes` full: padding to the end of the kernel page.
+    fn full(bytes: &mut [u8]) {
+        let at = bytes.len() - PAGE;
+        let p = &mut bytes[at..];
+        let used = u64::from_le_bytes(p[8..16].try_into().unwrap()) as usize;
+        let pad = BUF_PAGE_SIZE - used;
+        let o = PAGE_HEADER + used;
+        p[o..o + 4].copy_from_slice(&(PADDING | (1 << 5)).to_le_bytes());
+        p[o + 4..o + 8].copy_from_slice(&((pad - 4) as u32).to_le_bytes());
+        p[8..16].copy_from_slice(&(BUF_PAGE_SIZE as u64).to_le_bytes());
+    }
+
+    #[test]
+    fn a_page_after_missed_events_starts_a_kernel_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("ftrace-cpu1.raw");
+        let mut bytes = page(&[(1, 0)]);
+        let mut missed = page(&[(2, 0)]);
+        missed[11] |= 0x80;
+        bytes.extend(missed);
+        std::fs::write(&f, bytes).unwrap();
+        assert_eq!(first_hits(&f).unwrap(), vec![1, 2]);
+    }
+
     #[test]
     fn reads_each_events_argument_and_time_on_its_page() {
         let mut seen = Vec::new();
-        walk(&page(&[(7, 0), (8, 100), (9, 3)]), |a, first, since| {
-            seen.push((a, first, since))
-        })
+        let mut kernel = KernelPage::default();
+        walk(
+            &page(&[(7, 0), (8, 100), (9, 3)]),
+            &mut kernel,
+            |a, first, since| seen.push((a, first, since)),
+        )
         .unwrap();
         // The time extend adds (1 << 27) | 5 before event 9's own delta.
         assert_eq!(
@@ -176,11 +245,19 @@ mod tests {
     fn locates_hits_over_pages() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("ftrace-cpu1.raw");
+        // A full kernel page, then one read while the writer was on it, and the rest of that
+        // page read later: a continuation, no switch.
         let mut bytes = page(&[(1, 0), (2, 10)]);
+        full(&mut bytes);
         bytes.extend(page(&[(3, 0), (4, 20)]));
+        bytes.extend(page(&[(5, 0), (6, 30)]));
         std::fs::write(&f, bytes).unwrap();
-        let (pages, found) = locate(&f, &[3, 4, 99]).unwrap();
+        let (pages, found) = locate(&f, &[3, 4, 5, 6, 99]).unwrap();
         assert_eq!(pages, 2);
+        assert_eq!(first_hits(&f).unwrap(), vec![1, 3]);
+        assert!(!found[&5].first);
+        // Its time counts from the kernel page's first event (page() stamps every page 1000).
+        assert_eq!(found[&6].since_page_ns, 30);
         assert_eq!(
             found[&3],
             OnPage {

@@ -127,9 +127,14 @@ pub struct Search {
     pub capacity_events: u64,
     /// Every run, in order.
     pub points: Vec<Point>,
-    /// Highest rate asked for at which every run lost nothing; `None`: it lost events at the
-    /// start rate already.
+    /// Highest rate at which every run lost nothing, as the loop fired it (the slowest of the
+    /// lossless runs at the rate asked for, which the paced loop may miss by a few percent);
+    /// `None`: it lost events at the start rate already.
     pub max_lossless_hz: Option<f64>,
+    /// The rate asked for of those runs (absent in files of older versions, whose
+    /// `max_lossless_hz` is the rate asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_lossless_asked_hz: Option<f64>,
     /// The loop could not fire faster (it never lost events up to its own limit, or `max_hz`):
     /// `max_lossless_hz` is then a lower bound.
     pub ceiling: bool,
@@ -218,7 +223,10 @@ pub const RETRY_STEP: f64 = 0.85;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
     pub points: Vec<Point>,
+    /// As fired (see [`Search::max_lossless_hz`]).
     pub max_lossless_hz: Option<f64>,
+    /// As asked for.
+    pub max_lossless_asked_hz: Option<f64>,
     pub ceiling: bool,
     pub confirmed: bool,
     pub over_lossy: Option<bool>,
@@ -227,6 +235,17 @@ pub struct Found {
 /// Times a search whose run at `over` × the rate found lost nothing starts again above it: a
 /// loss during the climb or the bisection was chance, the limit is higher.
 pub const RESUMES: u32 = 2;
+
+/// The rate the loop fired at when asked for `asked`: the slowest of the lossless runs at that
+/// rate (`asked` if none ran there).
+fn fired_hz(points: &[Point], asked: f64) -> f64 {
+    points
+        .iter()
+        .filter(|p| p.rate_hz == asked && p.events.lost == 0)
+        .map(|p| p.achieved_hz)
+        .reduce(f64::min)
+        .unwrap_or(asked)
+}
 
 /// What a search does after the points it measured so far: measure at a rate in a phase, or
 /// end with what it found.
@@ -283,9 +302,10 @@ pub fn search(
     }
     // The last rate confirmed whose run at `over` × it lost nothing.
     let mut held: Option<f64> = None;
-    let done = |points, max, ceiling, confirmed, over_lossy| Found {
+    let done = |points: Vec<Point>, max: Option<f64>, ceiling, confirmed, over_lossy| Found {
+        max_lossless_hz: max.map(|asked| fired_hz(&points, asked)),
+        max_lossless_asked_hz: max,
         points,
-        max_lossless_hz: max,
         ceiling,
         confirmed,
         over_lossy,
@@ -534,10 +554,12 @@ mod tests {
         let Found {
             points,
             max_lossless_hz: found,
+            max_lossless_asked_hz: asked,
             ceiling,
             confirmed,
             over_lossy: over,
         } = search(&plan, fake(300_000.0, 1e9)).unwrap();
+        assert_eq!(found, asked, "the fake loop fires at the rate asked");
         let found = found.unwrap();
         assert!(!ceiling && confirmed && over == Some(true));
         // Bisection between 160 k and 320 k, five steps: within 320/160^(1/32) of the limit.
@@ -643,11 +665,27 @@ mod tests {
             capacity_events: 16_384,
             points: found.points,
             max_lossless_hz: found.max_lossless_hz,
+            max_lossless_asked_hz: found.max_lossless_asked_hz,
             ceiling: found.ceiling,
             confirmed: found.confirmed,
             over_lossy: found.over_lossy,
             round: None,
         }
+    }
+
+    #[test]
+    fn the_rate_reported_is_the_rate_fired() {
+        // A loop that fires 8% below the rate asked.
+        let slow = |rate: f64, phase| Ok(point(phase, rate, 0.92 * rate, 0));
+        let plan = SearchPlan {
+            max_hz: 100_000.0,
+            flood_ms: 0,
+            ..SearchPlan::default()
+        };
+        let f = search(&plan, slow).unwrap();
+        let (fired, asked) = (f.max_lossless_hz.unwrap(), f.max_lossless_asked_hz.unwrap());
+        assert!((fired - 0.92 * asked).abs() < 1.0, "{fired} vs {asked}");
+        assert_eq!(fired_hz(&[], 5.0), 5.0);
     }
 
     #[test]

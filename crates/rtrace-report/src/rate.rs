@@ -384,6 +384,7 @@ mod tests {
                 capacity_events: 16_384,
                 points: f.points,
                 max_lossless_hz: f.max_lossless_hz,
+                max_lossless_asked_hz: f.max_lossless_asked_hz,
                 ceiling: f.ceiling,
                 confirmed: f.confirmed,
                 over_lossy: f.over_lossy,

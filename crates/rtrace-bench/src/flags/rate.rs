@@ -75,6 +75,12 @@ impl RateArgs {
         }
         let one_size = self.common.buffer.buffer_size_kb;
         let common = self.common.lower(&SPEC, self.tracer_args)?;
+        if common.tracer.record == RecordMode::Overwrite {
+            // A flight recorder overwrites instead of losing: no rate is its lossless limit.
+            return Err(OptionsError::Other(
+                "rate searches the highest rate a tracer records without losing an event, which a flight recorder (--record overwrite) never does: leave --record out (stream)".into(),
+            ));
+        }
         let tracers = tracers(&self.tracer);
         super::common::refuse_strace("rate", &tracers)?;
         if tracers.is_empty() {
@@ -137,6 +143,9 @@ mod tests {
         let zero = rate(&["--buffer-sizes-kb", "0"]).unwrap_err();
         assert_eq!(zero, OptionsError::Buffer);
         assert!(rate(&["-t", "none"]).is_err(), "no tracer to search");
+        let e = rate(&["--record", "overwrite"]).unwrap_err().to_string();
+        assert!(e.contains("leave --record out"), "{e}");
+        assert!(rate(&["--record", "stream"]).is_ok());
         assert_eq!(rate(&["--rounds", "2"]).unwrap().common.rounds, 2);
     }
 }
