@@ -137,6 +137,40 @@ pub fn switches(dir: &Path, cpu: u32) -> Result<Vec<u64>> {
     Ok(out)
 }
 
+/// The hits that began a packet on CPU `cpu` (the first event's payload, the probe's hit
+/// number), but a stream's first packet, in every trace below `dir`: the switches of
+/// [`switches`] by hit, with no clock involved. `None` when the events are not what this reads
+/// (one 8-byte integer each, large headers: see `overwrite::fixed_payload`).
+pub fn switch_hits(dir: &Path, cpu: u32) -> Result<Option<Vec<u64>>> {
+    let traces: Vec<PathBuf> = traces(dir)?.into_iter().filter(|t| !is_kernel(t)).collect();
+    for trace in &traces {
+        let flat = metadata(trace)?;
+        crate::overwrite::check_layout(&flat).with_context(|| format!("{}", trace.display()))?;
+        if crate::overwrite::fixed_payload(&flat) != Ok(8) {
+            return Ok(None);
+        }
+    }
+    let mut out = Vec::new();
+    for s in crate::overwrite::streams(dir, &traces)? {
+        let bytes =
+            std::fs::read(&s.file).with_context(|| format!("cannot read {}", s.file.display()))?;
+        let mut off = 0usize;
+        let mut first = true;
+        for p in &s.packets {
+            if p.cpu == cpu {
+                if !first {
+                    if let Some(hit) = crate::overwrite::first_payload(&bytes, off, p)? {
+                        out.push(hit);
+                    }
+                }
+                first = false;
+            }
+            off += usize::try_from(p.size)?;
+        }
+    }
+    Ok(Some(out))
+}
+
 /// Whether `trace` is a session's kernel trace (LTTng writes it to `<session>/kernel`).
 pub fn is_kernel(trace: &Path) -> bool {
     trace.file_name().is_some_and(|n| n == "kernel")

@@ -59,7 +59,7 @@
 
 mod cli;
 mod ctf;
-pub use ctf::switches;
+pub use ctf::{switch_hits, switches};
 mod daemon;
 mod events;
 pub mod kernel;

@@ -133,6 +133,20 @@ pub fn events(bytes: &[u8], off: usize, p: &Packet, payload: u64) -> Result<Even
     Ok(ev)
 }
 
+/// The first 8 payload bytes of the packet at `off`'s first event (large header), `None` for
+/// an empty packet.
+pub fn first_payload(bytes: &[u8], off: usize, p: &Packet) -> Result<Option<u64>> {
+    if p.is_empty() {
+        return Ok(None);
+    }
+    let at = off + PACKET_HEADER as usize;
+    let id = u16_at(bytes, at).context("truncated event")?;
+    let header = LARGE_HEADER + if id == EXTENDED_ID { EXTENDED_EXTRA } else { 0 };
+    u64_at(bytes, at + header as usize)
+        .context("truncated event payload")
+        .map(Some)
+}
+
 fn u16_at(b: &[u8], o: usize) -> Option<u16> {
     Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?))
 }
@@ -410,6 +424,22 @@ mod tests {
         p[56..64].copy_from_slice(&((size as u64) * 8).to_le_bytes());
         p[64..72].copy_from_slice(&seq.to_le_bytes());
         p
+    }
+
+    #[test]
+    fn a_packets_first_payload_is_after_its_first_header() {
+        let mut plain = packet(3, 4096, 2, 0);
+        plain[84 + 6..84 + 14].copy_from_slice(&4242u64.to_le_bytes());
+        let p = packets(&plain).unwrap()[0];
+        assert_eq!(first_payload(&plain, 0, &p).unwrap(), Some(4242));
+        let mut ext = packet(4, 4096, 1, 1);
+        ext[84 + 14..84 + 22].copy_from_slice(&7u64.to_le_bytes());
+        let both = [plain.clone(), ext].concat();
+        let ps = packets(&both).unwrap();
+        assert_eq!(first_payload(&both, 4096, &ps[1]).unwrap(), Some(7));
+        let empty = packet(5, 4096, 0, 0);
+        let p = packets(&empty).unwrap()[0];
+        assert_eq!(first_payload(&empty, 0, &p).unwrap(), None);
     }
 
     const METADATA: &str = r#"

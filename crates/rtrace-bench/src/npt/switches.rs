@@ -1,7 +1,8 @@
 //! Where an npt run's largest gaps fell against the tracer's buffer switches, from the run's
-//! trace data before it is settled: LTTng's packet headers (each packet's `timestamp_begin` in
-//! `CLOCK_MONOTONIC`, against the gaps' ends converted by the workload) and ftrace's
-//! `trace_pipe_raw` pages (the page each hit's event is on, found by the probe's argument).
+//! trace data before it is settled: LTTng's packets (the hit number of each packet's first event;
+//! its `timestamp_begin` in `CLOCK_MONOTONIC` against the gaps' ends converted by the workload
+//! for the time since a switch) and ftrace's `trace_pipe_raw` pages (the kernel page each hit's
+//! event is on, found by the probe's argument).
 //! eBPF's ring buffer has no sub-buffers; bpftrace's perf buffer is not read here.
 
 use anyhow::Result;
@@ -32,14 +33,37 @@ pub fn place(kind: TracerKind, dir: &Path, cpu: usize, done: &NptDone) -> Result
                 .iter()
                 .filter(|&&t| (done.start_mono_ns..=done.end_mono_ns).contains(&t))
                 .count() as u64;
-            Some(Placed {
-                switches: Switches {
-                    what: "LTTng sub-buffer switch".into(),
-                    count: inside,
-                    how: "each CTF packet's timestamp_begin (CLOCK_MONOTONIC) but a stream's first, against the gap's end converted from the TSC".into(),
+            let largest = near_switches(&done.largest, &times);
+            // Each packet's first event carries its hit number: which hits switched is exact,
+            // and only the time since a switch needs the clocks.
+            Some(match rtrace_lttng::switch_hits(dir, cpu as u32)? {
+                Some(hits) => {
+                    let set: std::collections::HashSet<u64> = hits.iter().copied().collect();
+                    Placed {
+                        switches: Switches {
+                            what: "LTTng sub-buffer switch".into(),
+                            count: inside,
+                            how: "each CTF packet but a stream's first: the hit number of its first event (which gap switched), its timestamp_begin (CLOCK_MONOTONIC) against the gap's end converted from the TSC (how long since)".into(),
+                        },
+                        largest: largest
+                            .into_iter()
+                            .map(|g| LargestGap {
+                                switched: Some(set.contains(&g.gap.hit)),
+                                ..g
+                            })
+                            .collect(),
+                        at_switches: at_switch_hits(done, &hits),
+                    }
+                }
+                None => Placed {
+                    switches: Switches {
+                        what: "LTTng sub-buffer switch".into(),
+                        count: inside,
+                        how: "each CTF packet's timestamp_begin (CLOCK_MONOTONIC) but a stream's first, against the gap's end converted from the TSC".into(),
+                    },
+                    largest,
+                    at_switches: at_switch_times(done, &times),
                 },
-                largest: near_switches(&done.largest, &times),
-                at_switches: at_switch_times(done, &times),
             })
         }
         TracerKind::Ftrace => {
