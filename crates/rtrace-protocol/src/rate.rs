@@ -35,7 +35,8 @@ pub struct RateDone {
     pub elapsed_ns: u64,
     /// Hits per second actually fired (`hits / elapsed`).
     pub achieved_hz: f64,
-    /// Periods the loop began more than one period late: it could not keep the rate (the probe
-    /// costs more than a period, or the CPU was taken away).
+    /// Firings more than one period late: it could not keep the rate (the probe costs more
+    /// than a period, or the CPU was taken away). The schedule then restarts from that firing:
+    /// missed firings are skipped, never fired in a burst.
     pub late: u64,
 }
