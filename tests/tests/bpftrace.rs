@@ -100,6 +100,7 @@ fn target(hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
         // 16 MiB per CPU: bpftrace keeps up with N events without loss.
         buffer_size_kb: Some(16 << 10),
         record: RecordMode::Stream,
+        poll: None,
     }
 }
 

@@ -71,6 +71,7 @@ fn target(hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
         consumer_cpus: vec![0],
         buffer_size_kb: None,
         record: RecordMode::Stream,
+        poll: None,
     }
 }
 

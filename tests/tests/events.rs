@@ -229,6 +229,7 @@ fn read_programs_get_the_buffer_size_they_ask_for() {
         consumer_cpus: vec![0],
         buffer_size_kb: Some(64),
         record: RecordMode::Overwrite,
+        poll: None,
     };
     // The kernel rounds a size up to whole sub-buffer pages (64 reads back as 67 here).
     let instance_kb = || {

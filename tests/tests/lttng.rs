@@ -83,6 +83,7 @@ fn target(event: &str, pid: u32, out: &Path, record: RecordMode) -> Target {
         consumer_cpus: vec![0],
         buffer_size_kb: None,
         record,
+        poll: None,
     }
 }
 

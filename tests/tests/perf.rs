@@ -37,6 +37,7 @@ fn target(hook: Hook, pid: u32, out_dir: &Path, kb: u64, record: RecordMode) -> 
         consumer_cpus: vec![0],
         buffer_size_kb: Some(kb),
         record,
+        poll: None,
     }
 }
 

@@ -108,6 +108,9 @@ pub struct TracerOptions {
     /// `npt --lttng-kernel`: kernel events LTTng records beside the UST event, in a kernel
     /// channel of the same session; empty: none.
     pub lttng_kernel: Vec<String>,
+    /// `rate --poll-ms`: our own consumers' wait between drains (ftrace's stream reader,
+    /// eBPF's ring reader), in ms; `None`: their defaults.
+    pub poll_ms: Option<u64>,
 }
 
 impl Default for TracerOptions {
@@ -123,6 +126,7 @@ impl Default for TracerOptions {
             perf_modes: Vec::new(),
             ftrace_clock: None,
             lttng_kernel: Vec::new(),
+            poll_ms: None,
         }
     }
 }
@@ -148,6 +152,7 @@ impl TracerOptions {
             consumer_cpus: consumer_cpus.to_vec(),
             buffer_size_kb: self.buffer_size_kb,
             record: self.record,
+            poll: self.poll_ms.map(std::time::Duration::from_millis),
         }
     }
 

@@ -23,6 +23,9 @@ pub struct Options {
     pub tracers: Vec<TracerKind>,
     /// Each its own search; `--buffer-size-kb K` alone makes it `[K]`.
     pub buffer_sizes_kb: Vec<u64>,
+    /// `--poll-ms`: our consumers' waits between drains, each its own search at every size;
+    /// `[None]`: their defaults.
+    pub polls_ms: Vec<Option<u64>>,
     pub duration_ms: u64,
     /// `--turnovers`: buffer-fulls every point fires at least (0: the window alone).
     pub turnovers: u32,
@@ -42,15 +45,16 @@ const START_WINDOW_S: f64 = 1.0;
 struct Searched {
     subject: Subject,
     buffer_size_kb: u64,
+    poll_ms: Option<u64>,
     capacity_events: u64,
     min_hits: u64,
     plan: SearchPlan,
 }
 
 impl Searched {
-    fn new(o: &Options, subject: Subject, kb: u64) -> Result<Searched> {
+    fn new(o: &Options, subject: Subject, kb: u64, poll_ms: Option<u64>) -> Result<Searched> {
         // An upper bound, so that every point fires at least the turnovers asked for.
-        let capacity = crate::tracers::capacity_events(subject.kind, &at_size(o, kb))?
+        let capacity = crate::tracers::capacity_events(subject.kind, &at_size(o, kb, poll_ms))?
             .context("a search without a tracer")?;
         let threads = o.threads.max(1) as u64;
         // Every thread writes its own per-CPU buffer, except into eBPF's one ring.
@@ -67,6 +71,7 @@ impl Searched {
         Ok(Searched {
             subject,
             buffer_size_kb: kb,
+            poll_ms,
             capacity_events: capacity,
             min_hits,
             plan,
@@ -76,14 +81,22 @@ impl Searched {
 
 impl Searched {
     fn label(&self) -> String {
-        format!("{} at {} KiB", self.subject.label(), self.buffer_size_kb)
+        let poll = self
+            .poll_ms
+            .map_or(String::new(), |ms| format!(", polled every {ms} ms"));
+        format!(
+            "{} at {} KiB{poll}",
+            self.subject.label(),
+            self.buffer_size_kb
+        )
     }
 }
 
-/// The tracer options of a search at `kb` KiB per CPU.
-fn at_size(o: &Options, kb: u64) -> TracerOptions {
+/// The tracer options of a search at `kb` KiB per CPU, its consumer polling every `poll_ms`.
+fn at_size(o: &Options, kb: u64, poll_ms: Option<u64>) -> TracerOptions {
     TracerOptions {
         buffer_size_kb: Some(kb),
+        poll_ms,
         ..o.common.tracer.clone()
     }
 }
@@ -94,16 +107,18 @@ fn subjects(o: &Options) -> (Vec<Searched>, Vec<String>) {
     let mut skipped = Vec::new();
     for &kind in &o.tracers {
         for &kb in &o.buffer_sizes_kb {
-            match workload::subjects(&o.common, kind, &at_size(o, kb)) {
-                Ok(m) => {
-                    for s in m {
-                        match Searched::new(o, s, kb) {
-                            Ok(s) => out.push(s),
-                            Err(e) => skipped.push(format!("{kind} at {kb} KiB: {e:#}")),
+            for &poll in &o.polls_ms {
+                match workload::subjects(&o.common, kind, &at_size(o, kb, poll)) {
+                    Ok(m) => {
+                        for s in m {
+                            match Searched::new(o, s, kb, poll) {
+                                Ok(s) => out.push(s),
+                                Err(e) => skipped.push(format!("{kind} at {kb} KiB: {e:#}")),
+                            }
                         }
                     }
+                    Err(e) => skipped.push(format!("{kind} at {kb} KiB: {e:#}")),
                 }
-                Err(e) => skipped.push(format!("{kind} at {kb} KiB: {e:#}")),
             }
         }
     }
@@ -245,6 +260,7 @@ impl runner::Experiment for Rate {
                         tracer: s.subject.kind,
                         variant: s.subject.variant.clone(),
                         buffer_size_kb: s.buffer_size_kb,
+                        poll_ms: s.poll_ms,
                         buffer: s.subject.buffer.clone(),
                         capacity_events: s.capacity_events,
                         points: f.points,
@@ -299,7 +315,7 @@ fn point(o: &Options, searched: &Searched, e: &Entry, seq: u64) -> Result<Point>
     });
     let out_dir = o.common.out.join(format!("point-{}", seq + 1));
     workload::create_dir(&out_dir)?;
-    let opts = at_size(o, searched.buffer_size_kb);
+    let opts = at_size(o, searched.buffer_size_kb, searched.poll_ms);
     let env = tracer.workload_env();
     let (_, last, attachment) = run_workload_message(&s.workload, &env, &config, |ready| {
         let target = opts.target(

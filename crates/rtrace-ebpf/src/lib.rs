@@ -152,6 +152,7 @@ impl Tracer for EbpfTracer {
             ring_bytes,
             out_dir: target.out_dir.clone(),
             consumer_cpus: target.consumer_cpus.clone(),
+            poll: target.poll.unwrap_or(session::POLL_INTERVAL),
         };
         Ok(Box::new(session::Session::start(plan)?))
     }

@@ -51,6 +51,8 @@ pub struct Plan {
     pub ring_bytes: u32,
     pub out_dir: PathBuf,
     pub consumer_cpus: Vec<usize>,
+    /// The record consumer's wait between drains ([`POLL_INTERVAL`] unless the target says).
+    pub poll: Duration,
 }
 
 /// A running session, its programs attached until `finish` or drop; see the module doc.
@@ -108,7 +110,7 @@ fn trace(
                     let wait = if n * RECORD_BYTES >= busy {
                         Duration::ZERO
                     } else {
-                        POLL_INTERVAL
+                        plan.poll
                     };
                     if stop.recv_timeout(wait) != Err(RecvTimeoutError::Timeout) {
                         break; // finish (message) or drop (disconnected)

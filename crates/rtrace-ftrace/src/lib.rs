@@ -277,6 +277,7 @@ impl Tracer for FtraceTracer {
                 &cpus,
                 &target.out_dir.join(inst.name()),
                 &target.consumer_cpus,
+                target.poll,
             )?);
         }
         for (group, event) in events {

@@ -29,6 +29,7 @@ impl Consumer {
         cpus: &[usize],
         out_dir: &Path,
         consumer_cpus: &[usize],
+        poll: Option<Duration>,
     ) -> Result<Consumer> {
         std::fs::create_dir_all(out_dir)
             .with_context(|| format!("cannot create {}", out_dir.display()))?;
@@ -54,7 +55,7 @@ impl Consumer {
             .name("ftrace-consumer".into())
             .spawn(move || {
                 let _ = rtrace_tracer::pin(0, &pin, "the ftrace consumer");
-                drain_until(pipes, &flag)
+                drain_until(pipes, &flag, poll)
             })
             .context("cannot start the ftrace consumer thread")?;
         Ok(Consumer {
@@ -85,7 +86,9 @@ impl Drop for Consumer {
     }
 }
 
-fn drain_until(mut pipes: Vec<Pipe>, stop: &AtomicBool) -> Result<u64> {
+/// Drains `pipes` until `stop`, waiting `poll` between passes (else [`BETWEEN_PASSES`] after a
+/// pass that found data, [`IDLE`] after one that found none).
+fn drain_until(mut pipes: Vec<Pipe>, stop: &AtomicBool, poll: Option<Duration>) -> Result<u64> {
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
@@ -117,7 +120,7 @@ fn drain_until(mut pipes: Vec<Pipe>, stop: &AtomicBool) -> Result<u64> {
             return Ok(total);
         }
         if !last {
-            std::thread::sleep(if moved == 0 { IDLE } else { BETWEEN_PASSES });
+            std::thread::sleep(poll.unwrap_or(if moved == 0 { IDLE } else { BETWEEN_PASSES }));
         }
     }
 }

@@ -120,6 +120,9 @@ pub struct Search {
     pub variant: Option<String>,
     /// Per-CPU buffer size asked for (KiB) and what the backend made of it.
     pub buffer_size_kb: u64,
+    /// `rate --poll-ms`: our consumer's wait between drains (ms); absent: its default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_ms: Option<u64>,
     pub buffer: String,
     /// Events its buffer holds at most (an upper bound: bytes / the smallest event), whose
     /// turnovers every point fired (0 in files of older versions).
@@ -661,6 +664,7 @@ mod tests {
             tracer: rtrace_tracer::TracerKind::Ftrace,
             variant: None,
             buffer_size_kb: 256,
+            poll_ms: None,
             buffer: String::new(),
             capacity_events: 16_384,
             points: found.points,

@@ -678,6 +678,7 @@ mod tests {
             consumer_cpus: vec![0],
             buffer_size_kb: Some(64),
             record: RecordMode::Overwrite,
+            poll: None,
         };
         let ev = ["g:e".to_owned()];
         let data = Path::new("/tmp/o/perf.data");

@@ -65,12 +65,70 @@ pub fn rate(hz: f64) -> String {
     }
 }
 
-/// `ebpf (record)`.
+/// `ebpf (record)`, `ftrace, polled every 5 ms`.
 pub fn label(s: &Search) -> String {
     let round = s
         .round
         .map_or(String::new(), |r| format!(", round {}", r + 1));
-    format!("{}{round}", s.tracer.label(s.variant.as_deref()))
+    let poll = s
+        .poll_ms
+        .map_or(String::new(), |ms| format!(", polled every {ms} ms"));
+    format!("{}{poll}{round}", s.tracer.label(s.variant.as_deref()))
+}
+
+/// Limits this far apart moved with the poll period.
+const MOVED: f64 = 1.25;
+
+/// Per tracer and buffer size searched at several poll periods of our reader (`--poll-ms`):
+/// whether the lossless rate moved with the period, beside the rate at which the buffer's
+/// capacity fills in one period (what a reader polling that often can hold at most).
+pub fn poll_sentences(r: &RateResult) -> Vec<String> {
+    let mut keys: Vec<(String, u64)> = r
+        .searches
+        .iter()
+        .filter(|s| s.poll_ms.is_some())
+        .map(|s| (s.tracer.label(s.variant.as_deref()), s.buffer_size_kb))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut out = Vec::new();
+    for (tracer, kb) in keys {
+        let mut at: Vec<(u64, f64, u64)> = r
+            .searches
+            .iter()
+            .filter(|s| s.tracer.label(s.variant.as_deref()) == tracer && s.buffer_size_kb == kb)
+            .filter_map(|s| Some((s.poll_ms?, s.max_lossless_hz?, s.capacity_events)))
+            .collect();
+        if at.len() < 2 {
+            continue;
+        }
+        at.sort_by_key(|&(ms, ..)| std::cmp::Reverse(ms));
+        let (slow, fast) = (at[0], at[at.len() - 1]);
+        let moved = fast.1 / slow.1;
+        let each: Vec<String> = at
+            .iter()
+            .map(|&(ms, hz, cap)| {
+                format!(
+                    "{} polled every {ms} ms (its capacity per period: {})",
+                    rate(hz),
+                    rate(cap as f64 * 1e3 / ms as f64)
+                )
+            })
+            .collect();
+        let verdict = if moved >= MOVED {
+            "it moved with the poll period: our reader's wait bounds it, not the tracer"
+        } else if moved <= 1.0 / MOVED {
+            "it fell with a shorter poll period: the reader's extra passes cost the tracer more than they drain"
+        } else {
+            "it did not move with the poll period: not our reader's wait"
+        };
+        out.push(format!(
+            "{tracer} at {kb} KiB, lossless rate by our reader's poll period: {}; ×{moved:.2} for a {:.0}× shorter period: {verdict}.",
+            each.join(", "),
+            slow.0 as f64 / fast.0 as f64
+        ));
+    }
+    out
 }
 
 /// The rate sustained: `930 k/s`, `≥ 6.10 M/s (the loop's limit under this tracer)`, or `-`
@@ -295,6 +353,7 @@ pub fn summary(r: &RateResult) -> Vec<String> {
             list.join(", ")
         ));
     }
+    out.extend(poll_sentences(r));
     out
 }
 
@@ -380,6 +439,7 @@ mod tests {
                 tracer: rtrace_tracer::TracerKind::Ftrace,
                 variant: None,
                 buffer_size_kb: 256,
+                poll_ms: None,
                 buffer: "instance buffer_size_kb = 256 KiB per CPU".into(),
                 capacity_events: 16_384,
                 points: f.points,
@@ -392,6 +452,32 @@ mod tests {
             }],
             failed: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_limit_that_moves_with_our_readers_poll_is_said_to() {
+        let mut r = fixture();
+        let base = r.searches[0].clone();
+        let at = |ms, hz| Search {
+            poll_ms: Some(ms),
+            max_lossless_hz: Some(hz),
+            ..base.clone()
+        };
+        r.searches = vec![at(50, 100_000.0), at(5, 600_000.0)];
+        let s = poll_sentences(&r);
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert!(
+            s[0].starts_with("ftrace at 256 KiB, lossless rate by our reader's poll period: 100 k/s polled every 50 ms (its capacity per period: 328 k/s), 600 k/s polled every 5 ms"),
+            "{}",
+            s[0]
+        );
+        assert!(s[0].contains("×6.00 for a 10× shorter period: it moved with the poll period: our reader's wait bounds it"), "{}", s[0]);
+        r.searches = vec![at(50, 100_000.0), at(5, 104_000.0)];
+        assert!(poll_sentences(&r)[0].contains("did not move"));
+        assert!(label(&r.searches[1]).ends_with(", polled every 5 ms"));
+        // One period only: nothing to compare.
+        r.searches.pop();
+        assert!(poll_sentences(&r).is_empty());
     }
 
     #[test]

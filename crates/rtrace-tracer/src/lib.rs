@@ -271,6 +271,10 @@ pub struct Target {
     /// Backend buffer size per CPU in KiB (ftrace `buffer_size_kb`, ring buffer, sub-buffers).
     pub buffer_size_kb: Option<u64>,
     pub record: RecordMode,
+    /// How long our own consumer waits between drains of the buffer (ftrace's stream reader,
+    /// eBPF's ring reader); `None`: its default. Tracers read by their own tools ignore it
+    /// (experiments that offer it refuse them).
+    pub poll: Option<std::time::Duration>,
 }
 
 impl Target {

@@ -55,6 +55,13 @@ pub struct RateArgs {
     /// consumers' CPU.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub threads: usize,
+    /// Our consumers' wait between drains (ms, comma separated), each its own search at every
+    /// buffer size: whether the limit found moves with it (then our reader bounds it, not the
+    /// tracer). Default: their own (ftrace's reader 5 ms after a pass that found data, 20 ms
+    /// after one that found none; eBPF's 50 ms, at once again while the ring fills). Only
+    /// ftrace and eBPF, whose readers are ours.
+    #[arg(long, value_delimiter = ',', value_name = "MS")]
+    pub poll_ms: Vec<u64>,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]
@@ -89,6 +96,16 @@ impl RateArgs {
             ));
         }
         check_threads(&common.cpus, self.threads)?;
+        if self.poll_ms.contains(&0) {
+            return Err(OptionsError::Zero { what: "poll-ms" });
+        }
+        if let Some(t) = tracers.iter().find(|t| {
+            !self.poll_ms.is_empty() && !matches!(t, TracerKind::Ftrace | TracerKind::Ebpf)
+        }) {
+            return Err(OptionsError::Other(format!(
+                "--poll-ms sets the wait of our own readers, and {t} is read by its own tool: pass --tracer ftrace,ebpf"
+            )));
+        }
         let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
         let fix = "add ftrace to --tracer";
         common
@@ -99,6 +116,13 @@ impl RateArgs {
                 (Some(kb), _) => vec![kb],
                 (None, true) => DEFAULT_SIZES_KB.to_vec(),
                 (None, false) => crate::options::unique(self.buffer_sizes_kb),
+            },
+            polls_ms: match self.poll_ms.is_empty() {
+                true => vec![None],
+                false => crate::options::unique(self.poll_ms)
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
             },
             common,
             tracers,
@@ -146,6 +170,15 @@ mod tests {
         let e = rate(&["--record", "overwrite"]).unwrap_err().to_string();
         assert!(e.contains("leave --record out"), "{e}");
         assert!(rate(&["--record", "stream"]).is_ok());
+        // Our readers' poll periods, each a search of its own; refused for the others.
+        assert_eq!(rate(&[]).unwrap().polls_ms, [None]);
+        let o = rate(&["-t", "ftrace,ebpf", "--poll-ms", "50,5,50"]).unwrap();
+        assert_eq!(o.polls_ms, [Some(50), Some(5)]);
+        let e = rate(&["-t", "lttng", "--poll-ms", "5"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pass --tracer ftrace,ebpf"), "{e}");
+        assert!(rate(&["-t", "ftrace", "--poll-ms", "0"]).is_err());
         assert_eq!(rate(&["--rounds", "2"]).unwrap().common.rounds, 2);
     }
 }
