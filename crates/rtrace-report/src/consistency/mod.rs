@@ -1,10 +1,12 @@
 //! "Consistency: one hook, one cost": the same tracer on the same kind of hook, measured by
 //! several experiments of one machine, side by side. Each source gives its per-hit costs
 //! ([`sources`], the probed site's class through [`site`]), [`pairs`] sets each beside its
-//! reference, [`verdict`] says how far apart the two are and what the results record that
-//! differs between them. Built when a report holds more than one experiment.
+//! reference, [`verdict`] says how far apart the two are, what the results record that differs
+//! between them, and whether a mechanism measured in the same report ([`measured`]) accounts
+//! for it. Built when a report holds more than one experiment.
 
 pub mod cost;
+pub mod measured;
 pub mod pairs;
 pub mod site;
 pub mod sources;
@@ -20,7 +22,7 @@ use rtrace_tracer::TracerKind;
 use verdict::Verdict;
 
 /// How to read the tables.
-pub const NOTE: &str = "The per-hit cost of one tracer on one kind of hook, from every experiment that measured it in the same mode (an experiment that measured the hook only in modes no other did, as events' empty programs, beside the hook's first row), and its ratio to the reference: plain `usdt`'s hot loop in the same mode, else the hook's first row. What each source measures: `usdt`, `decompose`: case 1 minus case 0 by mean without disturbed samples; events 04–07: (traced − untraced time) / reads, per round; `npt`: the mean gap of the iterations that fired the probe minus the same with no tracer (rounds pooled: no interval); `sweep`: the median latency of the traced wake-ups minus the same runs' untraced ones (`--probe-at alternate`), else minus `none`'s; `cyclictest`: the median wake-up latency minus `none`'s (its uretprobe's entry trap fires before the sleep: only the return is in the window). A ratio beyond 0.80–1.25 whose range from the two intervals excludes 1 is flagged with what the results record differs between the two and can make the dearer side dearer (how far apart the hits came, the mode, the probed site's class, whether the site is a function's entry, the buffer), or `unexplained`; a probe at a function's entry traps inside the called function, whose `ret` follows the trap (a hand-made check on a Linux 6.18 VM: the same `nop` probed there cost ~300 ns more than inline, and nothing more when the function returned by `jmp` instead of `ret`); a site whose class the result does not record says so. Hook kinds are never mixed: a uretprobe (entry trap and return trampoline) faces uretprobes only. `rate` is not here: it records rates and losses, no time per event";
+pub const NOTE: &str = "The per-hit cost of one tracer on one kind of hook, from every experiment that measured it in the same mode (an experiment that measured the hook only in modes no other did, as events' empty programs, beside the hook's first row), and its ratio to the reference: plain `usdt`'s hot loop in the same mode, else the hook's first row. What each source measures: `usdt`, `decompose`: case 1 minus case 0 by mean without disturbed samples; events 04–07: (traced − untraced time) / reads, per round; `npt`: the mean gap of the iterations that fired the probe minus the same with no tracer (rounds pooled: no interval); `sweep`: the median latency of the traced wake-ups minus the same runs' untraced ones (`--probe-at alternate`), else minus `none`'s; `cyclictest`: the median wake-up latency minus `none`'s (its uretprobe's entry trap fires before the sleep: only the return is in the window). A ratio beyond 0.80–1.25 whose range from the two intervals excludes 1 is explained only by a mechanism measured in this report: where the two differ in mode on one tracer and hook and a `usdt --decompose` of the report measured both modes, that step (its interval from the two steps' intervals, low minus high and high minus low) is taken from the difference between the costs and the rest is shown as the residual with its share of the cost; the pair is explained when the reference plus the measured step lies within 0.80–1.25 of the cost, or the residual's interval holds 0, else `unexplained`. What else the results record differs between the two (how far apart the hits came, the probed site's class, whether the site is a function's entry, the buffer) no result here measures: it is listed as `not measured` and explains nothing, and what differs the other way (would make the cheaper side the dearer) as `contrary`; a site whose class the result does not record says so. A cost whose interval lies wholly below 0 is shown as negative (the traced runs were faster), one whose interval holds 0 has no ratio (`unresolved`). Hook kinds are never mixed: a uretprobe (entry trap and return trampoline) faces uretprobes only. `rate` is not here: it records rates and losses, no time per event";
 
 /// The consistency section of `report`: its entries measured on the first one's machine;
 /// `None` unless they are more than one experiment.
@@ -36,7 +38,7 @@ pub fn section(report: &Report) -> Option<Section> {
     }
     let costs = costs(&here);
     let rows = pairs::rows(&costs);
-    let verdicts: Vec<Verdict> = rows.iter().map(verdict::of).collect();
+    let verdicts: Vec<Verdict> = rows.iter().map(|r| verdict::of(r, &costs)).collect();
     let mut blocks = Vec::new();
     if !elsewhere.is_empty() {
         let ids: Vec<String> = elsewhere.iter().map(|e| format!("`{}`", e.id)).collect();
@@ -103,13 +105,18 @@ fn costs(entries: &[&Entry]) -> Vec<Cost> {
     out
 }
 
-/// `480–486`, `−240 to 1530` (ns); `None` without an interval.
+/// `480–486`, `−240 to 1530`, `−120 to −40` (ns); `None` without an interval.
 pub fn interval(e: &Estimate) -> Option<String> {
     let (l, h) = (e.low?, e.high?);
     Some(match l < 0.0 {
-        true => format!("−{} to {}", int(-l), int(h)),
+        true => format!("{} to {}", whole(l), whole(h)),
         false => format!("{}–{}", int(l), int(h)),
     })
+}
+
+/// `480`, `−80`: whole ns, a negative one with a minus sign.
+fn whole(ns: f64) -> String {
+    int(ns).replace('-', "−")
 }
 
 /// One tracer's rows.
@@ -136,22 +143,23 @@ fn table(tracer: TracerKind, rows: &[(&Row, &Verdict)]) -> Table {
                 (None, false) => Cell::missing(),
             };
             let flag = verdict.flag();
-            let unexplained = matches!(verdict, Verdict::Unexplained { .. });
+            let flagged = matches!(verdict, Verdict::Unexplained { .. } | Verdict::Negative(_));
             vec![
                 Cell::text(c.hook.name()),
                 Cell::text(c.mode_label()),
                 Cell::text(&c.source),
                 Cell::text(c.site_label()),
                 class,
-                Cell::estimate(&c.ns, 1.0, int(c.ns.estimate)),
+                Cell::estimate(&c.ns, 1.0, whole(c.ns.estimate)),
                 Cell::or_missing(interval(&c.ns), Cell::text),
-                match verdict.ratio() {
-                    Some(x) => Cell::num(x, format!("{x:.2}")),
-                    None => Cell::text("unresolved"),
+                match (verdict.ratio(), verdict) {
+                    (Some(x), _) => Cell::num(x, format!("{x:.2}")),
+                    (None, Verdict::Negative(_)) => Cell::missing(),
+                    (None, _) => Cell::text("unresolved"),
                 },
                 match flag.is_empty() {
                     true => Cell::missing(),
-                    false => Cell::text(flag).flag_if(unexplained),
+                    false => Cell::text(flag).flag_if(flagged),
                 },
             ]
         })
@@ -159,8 +167,8 @@ fn table(tracer: TracerKind, rows: &[(&Row, &Verdict)]) -> Table {
     Table::new(tracer.name(), 5, cols).rows(rows)
 }
 
-/// The report's sentence on the tables: how many costs agree with their reference, and where
-/// the ones nothing recorded explains were measured.
+/// The report's sentence on the tables: how many costs agree with their reference, how many a
+/// measured mechanism explains, and where the ones nothing measured explains were measured.
 fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
     let compared = verdicts
         .iter()
@@ -200,11 +208,12 @@ fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
         false => format!(": {}", places.join(", ")),
     };
     vec![format!(
-        "One hook, one cost: {compared} per-hit costs beside another experiment's; {} within {:.0}% of it, {} not resolved at their precision, {} apart as a recorded difference explains (hit spacing, mode, site class, buffer), {n} unexplained{places}.",
+        "One hook, one cost: {compared} per-hit costs beside another experiment's; {} within {band:.0}% of it, {} not resolved at their precision, {} negative (traced faster than untraced), {} apart by what a mechanism measured in this report accounts for (the reference plus it within {band:.0}% of the cost, or the residual's interval holding 0), {n} unexplained by anything measured{places}.",
         count(|v| matches!(v, Verdict::Agrees(_))),
-        (verdict::BAND - 1.0) * 100.0,
         count(|v| matches!(v, Verdict::Unresolved | Verdict::Undecided { .. })),
+        count(|v| matches!(v, Verdict::Negative(_))),
         count(|v| matches!(v, Verdict::Explained { .. })),
+        band = (verdict::BAND - 1.0) * 100.0,
     )]
 }
 
@@ -234,6 +243,49 @@ pub(crate) mod tests {
             kept: None,
             return_only: false,
         }
+    }
+
+    /// A step of a `usdt --decompose` in the same report: eBPF on the marker's uprobe in `mode`.
+    pub(crate) fn decomposed(mode: &str, ns: f64) -> Cost {
+        Cost {
+            source: "decompose".into(),
+            ..cost(Experiment::Decompose, mode, ns)
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_each_verdict_and_a_negative_cost_shows_its_sign() {
+        let reference = cost(Experiment::Usdt, "record", 480.0);
+        let mut negative = cost(Experiment::Sweep, "record", -80.0);
+        (negative.ns.low, negative.ns.high) = (Some(-120.0), Some(-40.0));
+        let costs = [
+            cost(Experiment::Npt, "record", 500.0),
+            negative,
+            cost(Experiment::Npt, "record-wakeup", 9100.0),
+            cost(Experiment::Npt, "aggregate", 350.0),
+            decomposed("record", 470.0),
+            decomposed("aggregate", 380.0),
+        ];
+        let rows: Vec<Row> = std::iter::once(&reference)
+            .chain(&costs[..4])
+            .map(|c| Row {
+                cost: c,
+                reference: &reference,
+            })
+            .collect();
+        let verdicts: Vec<Verdict> = rows.iter().map(|r| verdict::of(r, &costs)).collect();
+        assert_eq!(
+            summary(&rows, &verdicts),
+            ["One hook, one cost: 4 per-hit costs beside another experiment's; 1 within 25% of it, 0 not resolved at their precision, 1 negative (traced faster than untraced), 1 apart by what a mechanism measured in this report accounts for (the reference plus it within 25% of the cost, or the residual's interval holding 0), 1 unexplained by anything measured: 1 in `npt` on `rtrace_marker_hit` (18.96×)."]
+        );
+        assert_eq!(interval(&costs[1].ns).as_deref(), Some("−120 to −40"));
+        let table = table(
+            TracerKind::Ebpf,
+            &rows.iter().zip(&verdicts).collect::<Vec<_>>(),
+        );
+        let row = &table.rows[2];
+        assert_eq!((&*row[5].shown, &*row[7].shown), ("−80", "-"));
+        assert!(row[8].flagged && row[8].shown.starts_with("negative: "));
     }
 
     #[test]

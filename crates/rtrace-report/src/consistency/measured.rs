@@ -1,0 +1,134 @@
+//! The mechanisms a report measures, the only ones that can explain why two costs differ: the
+//! step between two modes of one tracer on one hook, where a `usdt --decompose` of the same
+//! report measured both. Every size is a difference of ns per hit with the widest interval
+//! its two sides allow.
+
+use super::cost::{Cost, Experiment};
+use crate::format::int;
+use rtrace_measure::interval::Estimate;
+
+/// ns per hit with an interval; a side without one counts as its estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Span {
+    pub fn of(e: &Estimate) -> Span {
+        Span {
+            estimate: e.estimate,
+            low: e.low.unwrap_or(e.estimate),
+            high: e.high.unwrap_or(e.estimate),
+        }
+    }
+
+    /// `self − other`, from `self`'s low minus `other`'s high to the other way round.
+    pub fn minus(self, other: Span) -> Span {
+        Span {
+            estimate: self.estimate - other.estimate,
+            low: self.low - other.high,
+            high: self.high - other.low,
+        }
+    }
+
+    pub fn plus(self, other: Span) -> Span {
+        Span {
+            estimate: self.estimate + other.estimate,
+            low: self.low + other.low,
+            high: self.high + other.high,
+        }
+    }
+
+    pub fn contains(self, x: f64) -> bool {
+        (self.low..=self.high).contains(&x)
+    }
+
+    pub const ZERO: Span = Span {
+        estimate: 0.0,
+        low: 0.0,
+        high: 0.0,
+    };
+}
+
+/// A mechanism's size, measured in this report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// The source that measured it: `decompose`, `decompose [usdt-2]`.
+    pub by: String,
+    pub ns: Span,
+}
+
+/// `+430`, `−35`, `0`: ns with their sign.
+pub fn signed(ns: f64) -> String {
+    match int(ns).as_str() {
+        "0" | "-0" => "0".into(),
+        _ if ns < 0.0 => format!("−{}", int(-ns)),
+        s => format!("+{s}"),
+    }
+}
+
+/// What `c`'s mode costs more than `r`'s on their tracer and hook: a decomposition's step of
+/// `c`'s mode minus its step of `r`'s, both from the same result; `None` where no
+/// decomposition measured both.
+pub fn mode_step(c: &Cost, r: &Cost, costs: &[Cost]) -> Option<Measured> {
+    if (c.tracer, c.hook) != (r.tracer, r.hook) {
+        return None;
+    }
+    let steps = |mode| costs.iter().filter(move |x| is_step(x, c, mode));
+    for a in steps(&c.mode) {
+        if let Some(b) = steps(&r.mode).find(|b| b.source == a.source) {
+            return Some(Measured {
+                by: a.source.clone(),
+                ns: Span::of(&a.ns).minus(Span::of(&b.ns)),
+            });
+        }
+    }
+    None
+}
+
+/// Whether `x` is a decomposition's step of `mode` on `like`'s tracer and hook.
+fn is_step(x: &Cost, like: &Cost, mode: &Option<String>) -> bool {
+    x.experiment == Experiment::Decompose
+        && (x.tracer, x.hook) == (like.tracer, like.hook)
+        && mode.is_some()
+        && x.mode == *mode
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consistency::cost::Experiment::Usdt;
+    use crate::consistency::tests::{cost, decomposed};
+
+    #[test]
+    fn a_difference_s_interval_is_the_widest_its_sides_allow() {
+        let span = |estimate, low, high| Span {
+            estimate,
+            low,
+            high,
+        };
+        let d = span(460.0, 450.0, 470.0).minus(span(380.0, 377.0, 383.0));
+        assert_eq!(d, span(80.0, 67.0, 93.0));
+        assert_eq!(
+            (signed(80.0), signed(-35.2), signed(0.3)),
+            ("+80".into(), "−35".into(), "0".into())
+        );
+    }
+
+    #[test]
+    fn only_a_decomposition_that_measured_both_modes_on_the_hook_gives_a_step() {
+        let row = cost(Usdt, "record", 460.0);
+        let reference = cost(Usdt, "aggregate", 380.0);
+        let measured = [decomposed("record", 455.0), decomposed("aggregate", 375.0)];
+        let step = mode_step(&row, &reference, &measured).expect("both measured");
+        assert_eq!((step.by.as_str(), step.ns.estimate), ("decompose", 80.0));
+        assert!(mode_step(&row, &reference, &measured[..1]).is_none());
+        let mut elsewhere = measured.clone();
+        elsewhere[1].source = "decompose [usdt-3]".into();
+        assert!(mode_step(&row, &reference, &elsewhere).is_none());
+        let plain = [cost(Usdt, "record", 455.0), cost(Usdt, "aggregate", 375.0)];
+        assert!(mode_step(&row, &reference, &plain).is_none());
+    }
+}
