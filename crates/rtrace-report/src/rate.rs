@@ -93,11 +93,11 @@ pub fn poll_sentences(r: &RateResult) -> Vec<String> {
     keys.dedup();
     let mut out = Vec::new();
     for (tracer, kb) in keys {
-        let mut at: Vec<(u64, f64, u64)> = r
+        let mut at: Vec<(u64, f64, u64, bool)> = r
             .searches
             .iter()
             .filter(|s| s.tracer.label(s.variant.as_deref()) == tracer && s.buffer_size_kb == kb)
-            .filter_map(|s| Some((s.poll_ms?, s.max_lossless_hz?, s.capacity_events)))
+            .filter_map(|s| Some((s.poll_ms?, s.max_lossless_hz?, s.capacity_events, s.ceiling)))
             .collect();
         if at.len() < 2 {
             continue;
@@ -107,16 +107,23 @@ pub fn poll_sentences(r: &RateResult) -> Vec<String> {
         let moved = fast.1 / slow.1;
         let each: Vec<String> = at
             .iter()
-            .map(|&(ms, hz, cap)| {
+            .map(|&(ms, hz, cap, ceiling)| {
+                // At the loop's ceiling the limit is higher still.
+                let at_least = if ceiling { "≥ " } else { "" };
                 format!(
-                    "{} polled every {ms} ms (its capacity per period: {})",
+                    "{at_least}{} polled every {ms} ms (its capacity per period: {})",
                     rate(hz),
                     rate(cap as f64 * 1e3 / ms as f64)
                 )
             })
             .collect();
-        let verdict = if moved >= MOVED {
+        let verdict = if slow.3 {
+            "the loop bound the search already at the longest period: the poll period cannot show here"
+        } else if moved >= MOVED {
+            // A ceiling on the fast side only makes the move larger.
             "it moved with the poll period: our reader's wait bounds it, not the tracer"
+        } else if fast.3 {
+            "the loop bound the search at the shorter period: how far it would move is hidden"
         } else if moved <= 1.0 / MOVED {
             "it fell with a shorter poll period: the reader's extra passes cost the tracer more than they drain"
         } else {
