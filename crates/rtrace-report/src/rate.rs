@@ -6,6 +6,7 @@
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::result::Entry;
 use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
+use rtrace_tracer::TracerKind;
 
 /// The section of rate result `r` (entry `e`).
 pub fn section(e: &Entry, r: &RateResult) -> Section {
@@ -148,6 +149,21 @@ fn sustained(s: &Search) -> Cell {
     }
 }
 
+/// Whether our own reader drains `s`'s buffer (ftrace's stream reader, eBPF's ring reader):
+/// a limit its buffer sets is then its capacity over our reader's wait, which `--poll-ms`
+/// measures (measured here: both moved 3–8× with a 10× shorter wait).
+fn our_reader(s: &Search) -> bool {
+    matches!(s.tracer, TracerKind::Ftrace | TracerKind::Ebpf)
+}
+
+/// `the buffer`, or for our readers `the buffer over our reader's wait`.
+fn buffer_words(s: &Search) -> &'static str {
+    match our_reader(s) {
+        true => "the buffer over our reader's wait",
+        false => "the buffer",
+    }
+}
+
 /// What bounds it, in words.
 fn bound(s: &Search) -> String {
     let held = |l: f64| crate::format::duration_s(s.capacity_events as f64 / l);
@@ -160,7 +176,11 @@ fn bound(s: &Search) -> String {
                     100.0 * l
                 );
                 if let (Some(_), Some(lossless)) = (buffer_share(s), s.max_lossless_hz) {
-                    out.push_str(&format!("; lossless: the buffer (≤ {})", held(lossless)));
+                    out.push_str(&format!(
+                        "; lossless: {} (≤ {})",
+                        buffer_words(s),
+                        held(lossless)
+                    ));
                 }
                 out
             }
@@ -168,7 +188,8 @@ fn bound(s: &Search) -> String {
         },
         Some(Bound::Consumer { .. }) => "the consumer (lossless near its drain)".into(),
         Some(Bound::Buffer { lossless_hz, .. }) => format!(
-            "the buffer (≤ {} of events at the lossless rate)",
+            "{} (≤ {} of events at the lossless rate)",
+            buffer_words(s),
             held(lossless_hz)
         ),
     }
@@ -187,7 +208,7 @@ fn buffer_share(s: &Search) -> Option<f64> {
 }
 
 /// What the flood point and the bound column show (results with a flood point).
-const FLOOD_NOTE: &str = "A search first floods: the probe fired as fast as the loop can for at least {flood} and its buffer's turnovers; when that loses events, the events recorded per second of it are the consumer's drain rate (the consumer never waited: the buffer was full), the highest rate the tracer sustains (it counts the buffer's last contents, drained after the loop stopped: at most one capacity over the window); when it loses nothing (or under 5%: the consumer kept up but for a stall), the loop is the bound. Below the sustained rate, after a flood that lost events, the lossless rate is bound by the buffer when it is more than 10% lower: the consumer keeps up on average, but one stretch where it falls behind (a delay, a slower spell) outlasts what the buffer holds at higher rates (its capacity over the rate, an upper bound shown in the bound column), so the lossless rate depends on the buffer and on the window (a longer run meets a longer delay), the drain rate does not";
+const FLOOD_NOTE: &str = "A search first floods: the probe fired as fast as the loop can for at least {flood} and its buffer's turnovers; when that loses events, the events recorded per second of it are the consumer's drain rate (the consumer never waited: the buffer was full), the highest rate the tracer sustains (it counts the buffer's last contents, drained after the loop stopped: at most one capacity over the window); when it loses nothing (or under 5%: the consumer kept up but for a stall), the loop is the bound. Below the sustained rate, after a flood that lost events, the lossless rate is bound by the buffer when it is more than 10% lower: the consumer keeps up on average, but one stretch where it falls behind (a delay, a slower spell) outlasts what the buffer holds at higher rates (its capacity over the rate, an upper bound shown in the bound column), so the lossless rate depends on the buffer and on the window (a longer run meets a longer delay), the drain rate does not. Where the reader is ours (ftrace's stream reader, eBPF's ring reader) the delay is at least our reader's wait between drains: `rate --poll-ms` searches at several waits and says whether the limit moves with them";
 
 /// What the table shows.
 pub const NOTE: &str = "The workload fires its probe at a fixed rate (busy-waiting on the TSC) under each tracer and per-CPU buffer size, for the run's duration and on until the tracer's buffer turned over the times asked for (its capacity an upper bound: its bytes, with a reader's page or sub-buffer, over the smallest event, 16 bytes, LTTng's 12), so that a rate is one the tracer sustains, not a burst its buffer absorbed (Beamonte's rates are a steady state); the climb starts where that takes about a second (halving while the start loses events), the rate doubles until a run loses events, is bisected between the last lossless and the first lossy rate, then confirmed by three runs without a loss (a confirmation that loses events lowers the rate by 15% and starts again, up to 6 times) and runs at 1.5 times it, one of which (up to three) must lose events (near the limit a loss is chance both ways; when none loses, the search resumes above it, up to twice). Every run is accounted exactly (recorded + lost = hits). \"≥\": the loop could not fire faster under this tracer (a hit costs more than the period asked for), so the workload, not the tracer's buffer or consumer, bound the search.";
@@ -341,7 +362,8 @@ pub fn summary(r: &RateResult) -> Vec<String> {
             let hz = s.max_lossless_hz?;
             let by_buffer = buffer_share(s).map_or(String::new(), |share| {
                 format!(
-                    " (bound by the buffer: {:.0}% of the sustained rate)",
+                    " (bound by {}: {:.0}% of the sustained rate)",
+                    buffer_words(s),
                     100.0 * share
                 )
             });
@@ -459,6 +481,14 @@ mod tests {
             }],
             failed: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_buffer_our_reader_drains_is_named_with_its_wait() {
+        let mut s = fixture().searches.remove(0);
+        assert_eq!(buffer_words(&s), "the buffer over our reader's wait");
+        s.tracer = TracerKind::Lttng;
+        assert_eq!(buffer_words(&s), "the buffer");
     }
 
     #[test]
