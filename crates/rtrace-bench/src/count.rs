@@ -241,7 +241,7 @@ pub fn run(o: Options) -> Result<i32> {
             semaphore: semaphore.map(|_| SemaphoreSeen {
                 read: seen.semaphore_read.len(),
                 raised: seen.semaphore_raised.len(),
-                unraised: seen.unraised(),
+                unraised: seen.semaphore_lowered.iter().copied().collect(),
             }),
             left_running,
             outside_tree: stats.outside_tree,

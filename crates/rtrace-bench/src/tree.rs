@@ -157,13 +157,6 @@ pub struct Seen {
     pub semaphore_lowered: BTreeSet<u32>,
 }
 
-impl Seen {
-    /// The processes whose semaphore was last seen 0 while the probe was attached.
-    pub fn unraised(&self) -> Vec<u32> {
-        self.semaphore_lowered.iter().copied().collect()
-    }
-}
-
 /// Samples the tree in a thread until dropped or [`Watch::stop`]ped.
 pub struct Watch {
     stop: Arc<AtomicBool>,

@@ -15,9 +15,12 @@ use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
 use std::path::Path;
 
-const PAGE: usize = 4096;
-const PAGE_HEADER: usize = 16;
-const COMMIT_MASK: u64 = 0xf_ffff;
+/// Size of a ring-buffer page as `trace_pipe_raw` returns it.
+pub(crate) const PAGE: usize = 4096;
+/// Page header: u64 timestamp, then the commit word (bytes of event data, flags above).
+pub(crate) const PAGE_HEADER: usize = 16;
+/// Mask of the commit word's size bits (the high bits flag missed events).
+pub(crate) const COMMIT_MASK: u64 = 0xf_ffff;
 /// The page header's flag: the writer dropped events before this page.
 const MISSED_EVENTS: u64 = 1 << 31;
 /// Data bytes a kernel page holds (`BUF_PAGE_SIZE`).

@@ -1,6 +1,7 @@
 //! Stream mode: a consumer thread on a non-measured CPU drains each CPU's `trace_pipe_raw` of our
 //! instance into `ftrace-cpuN.raw` files, so every event is kept (the thesis' "storing all logs").
 
+use crate::pages::{COMMIT_MASK, PAGE, PAGE_HEADER};
 use anyhow::{Context, Result};
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -133,12 +134,6 @@ fn drain_until(mut pipes: Vec<Pipe>, stop: &AtomicBool, poll: Option<Duration>) 
 /// ~80 ms of events.
 const BETWEEN_PASSES: Duration = Duration::from_millis(5);
 
-/// Size of a ring-buffer page as `trace_pipe_raw` returns it.
-const PAGE: usize = 4096;
-/// Page header: u64 timestamp, then the commit word (bytes of event data, flags above).
-const PAGE_HEADER: usize = 16;
-/// Mask of the commit word's size bits (the high bits flag missed events).
-const COMMIT_MASK: u64 = 0xf_ffff;
 /// Room an event may need: a page with more free space than this was not full.
 const LARGEST_EVENT: usize = 256;
 

@@ -111,56 +111,49 @@ pub fn each_line(dir: &Path, args: &[&str], mut f: impl FnMut(&str) -> Result<()
     Ok(())
 }
 
-/// Sub-buffer switches on CPU `cpu` in every trace below `dir`: the `timestamp_begin` of each
-/// packet but a stream's first, in the trace's clock (LTTng-UST's `monotonic`: raw
-/// `CLOCK_MONOTONIC` ns). The writer that filled a sub-buffer opens the next at the time of the
-/// event that did not fit, and wakes the consumer then. A kernel trace beside the UST trace
-/// (a session's `kernel/` directory, `npt --lttng-kernel`) is not read: its sub-buffers are
-/// not the traced event's.
-pub fn switches(dir: &Path, cpu: u32) -> Result<Vec<u64>> {
-    let traces: Vec<PathBuf> = traces(dir)?.into_iter().filter(|t| !is_kernel(t)).collect();
-    for trace in &traces {
-        crate::overwrite::check_layout(&metadata(trace)?)
-            .with_context(|| format!("{}", trace.display()))?;
-    }
-    let mut out: Vec<u64> = crate::overwrite::streams(dir, &traces)?
-        .iter()
-        .flat_map(|s| {
-            s.packets
-                .iter()
-                .filter(|p| p.cpu == cpu)
-                .skip(1)
-                .map(|p| p.begin)
-        })
-        .collect();
-    out.sort_unstable();
-    Ok(out)
+/// The sub-buffer switches of one CPU's streams.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// Each switch's `timestamp_begin` (the trace's clock), sorted.
+    pub times: Vec<u64>,
+    /// The hit number of each switch's first event (its payload, the probe's argument), in
+    /// file order; `None` when the events are not what this reads (one 8-byte integer each,
+    /// large headers: see `overwrite::fixed_payload`).
+    pub hits: Option<Vec<u64>>,
 }
 
-/// The hits that began a packet on CPU `cpu` (the first event's payload, the probe's hit
-/// number), but a stream's first packet, in every trace below `dir`: the switches of
-/// [`switches`] by hit, with no clock involved. `None` when the events are not what this reads
-/// (one 8-byte integer each, large headers: see `overwrite::fixed_payload`).
-pub fn switch_hits(dir: &Path, cpu: u32) -> Result<Option<Vec<u64>>> {
+/// Sub-buffer switches on CPU `cpu` in every trace below `dir`: each packet but a stream's
+/// first, by its `timestamp_begin` in the trace's clock (LTTng-UST's `monotonic`: raw
+/// `CLOCK_MONOTONIC` ns) and by the hit of its first event (no clock involved). The writer that
+/// filled a sub-buffer opens the next at the time of the event that did not fit, and wakes the
+/// consumer then. A kernel trace beside the UST trace (a session's `kernel/` directory, `npt
+/// --lttng-kernel`) is not read: its sub-buffers are not the traced event's.
+pub fn switches(dir: &Path, cpu: u32) -> Result<Switches> {
     let traces: Vec<PathBuf> = traces(dir)?.into_iter().filter(|t| !is_kernel(t)).collect();
+    let mut by_hit = true;
     for trace in &traces {
         let flat = metadata(trace)?;
         crate::overwrite::check_layout(&flat).with_context(|| format!("{}", trace.display()))?;
-        if crate::overwrite::fixed_payload(&flat) != Ok(8) {
-            return Ok(None);
-        }
+        by_hit &= crate::overwrite::fixed_payload(&flat) == Ok(8);
     }
-    let mut out = Vec::new();
+    let mut out = Switches {
+        times: Vec::new(),
+        hits: by_hit.then(Vec::new),
+    };
     for s in crate::overwrite::streams(dir, &traces)? {
-        let bytes =
-            std::fs::read(&s.file).with_context(|| format!("cannot read {}", s.file.display()))?;
+        let bytes = match out.hits {
+            Some(_) => std::fs::read(&s.file)
+                .with_context(|| format!("cannot read {}", s.file.display()))?,
+            None => Vec::new(),
+        };
         let mut off = 0usize;
         let mut first = true;
         for p in &s.packets {
             if p.cpu == cpu {
                 if !first {
-                    if let Some(hit) = crate::overwrite::first_payload(&bytes, off, p)? {
-                        out.push(hit);
+                    out.times.push(p.begin);
+                    if let Some(hits) = &mut out.hits {
+                        hits.extend(crate::overwrite::first_payload(&bytes, off, p)?);
                     }
                 }
                 first = false;
@@ -168,7 +161,8 @@ pub fn switch_hits(dir: &Path, cpu: u32) -> Result<Option<Vec<u64>>> {
             off += usize::try_from(p.size)?;
         }
     }
-    Ok(Some(out))
+    out.times.sort_unstable();
+    Ok(out)
 }
 
 /// Whether `trace` is a session's kernel trace (LTTng writes it to `<session>/kernel`).

@@ -59,7 +59,7 @@
 
 mod cli;
 mod ctf;
-pub use ctf::{switch_hits, switches};
+pub use ctf::{switches, Switches};
 mod daemon;
 mod events;
 pub mod kernel;

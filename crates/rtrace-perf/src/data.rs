@@ -253,7 +253,7 @@ pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
             "perf lost {} records of its buffers, its fork and exit records among them perhaps: the process tree cannot be followed exactly (pass a larger --buffer-size-kb)",
             counts.lost_records
         );
-        let (inside, outside) = replay(root, side)?;
+        let (inside, outside) = replay(root, side);
         counts.samples = inside;
         counts.outside_tree = outside;
     }
@@ -307,14 +307,14 @@ impl Side {
 
 /// Samples in the tree rooted at `root` (one thread when perf starts: `count`'s held command)
 /// and outside it, replaying `side` in time order.
-fn replay(root: u32, mut side: Vec<Side>) -> Result<(u64, u64)> {
+fn replay(root: u32, mut side: Vec<Side>) -> (u64, u64) {
     side.sort_unstable();
     // Thread group → its live threads.
     let mut live: HashMap<u32, u64> = HashMap::from([(root, 1)]);
     let (mut inside, mut outside) = (0, 0);
     for s in side {
         match s.what {
-            What::Fork { pid, ppid, .. } if pid != ppid => {
+            What::Fork { pid, ppid } if pid != ppid => {
                 if live.contains_key(&ppid) {
                     live.insert(pid, 1);
                 }
@@ -326,7 +326,7 @@ fn replay(root: u32, mut side: Vec<Side>) -> Result<(u64, u64)> {
             }
             What::Sample { pid } if live.contains_key(&pid) => inside += 1,
             What::Sample { .. } => outside += 1,
-            What::Exit { pid, .. } => {
+            What::Exit { pid } => {
                 if let Some(n) = live.get_mut(&pid) {
                     *n -= 1;
                     if *n == 0 {
@@ -336,7 +336,7 @@ fn replay(root: u32, mut side: Vec<Side>) -> Result<(u64, u64)> {
             }
         }
     }
-    Ok((inside, outside))
+    (inside, outside)
 }
 
 /// The fields of a sample that counting needs.

@@ -9,6 +9,20 @@ pub fn int(ns: f64) -> String {
     format!("{ns:.0}")
 }
 
+/// Whole nanoseconds with a typographic minus: `480`, `−80`.
+pub fn int_signed(ns: f64) -> String {
+    int(ns).replace('-', "−")
+}
+
+/// Whole nanoseconds with their sign: `+430`, `−35`, `0`.
+pub fn int_plus(ns: f64) -> String {
+    match int(ns).as_str() {
+        "0" | "-0" => "0".into(),
+        s if s.starts_with('-') => int_signed(ns),
+        s => format!("+{s}"),
+    }
+}
+
 /// Two decimals (Table 3.1's mean and standard deviation).
 pub fn dec2(v: f64) -> String {
     format!("{v:.2}")

@@ -6,7 +6,6 @@
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::result::Entry;
 use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
-use rtrace_tracer::TracerKind;
 
 /// The section of rate result `r` (entry `e`).
 pub fn section(e: &Entry, r: &RateResult) -> Section {
@@ -80,10 +79,28 @@ pub fn label(s: &Search) -> String {
 /// Limits this far apart moved with the poll period.
 const MOVED: f64 = 1.25;
 
-/// Per tracer and buffer size searched at several poll periods of our reader (`--poll-ms`):
-/// whether the lossless rate moved with the period, beside the rate at which the buffer's
-/// capacity fills in one period (what a reader polling that often can hold at most).
-pub fn poll_sentences(r: &RateResult) -> Vec<String> {
+/// One tracer at one buffer size searched at several waits of our reader between drains
+/// (`--poll-ms`).
+struct PollMove {
+    tracer: String,
+    kb: u64,
+    /// (wait in ms, lossless rate, capacity in events, at the loop's ceiling), longest first.
+    at: Vec<(u64, f64, u64, bool)>,
+    /// The lossless rate at the shortest wait over the one at the longest.
+    moved: f64,
+    /// The longest wait over the shortest.
+    shorter: f64,
+}
+
+impl PollMove {
+    /// The limit moved with the wait, measured (not at the loop's ceiling at the longest).
+    fn bound_by_wait(&self) -> bool {
+        !self.at[0].3 && self.moved >= MOVED
+    }
+}
+
+/// Every tracer and buffer size `r` searched at two or more waits of our reader.
+fn poll_moves(r: &RateResult) -> Vec<PollMove> {
     let mut keys: Vec<(String, u64)> = r
         .searches
         .iter()
@@ -105,38 +122,60 @@ pub fn poll_sentences(r: &RateResult) -> Vec<String> {
         }
         at.sort_by_key(|&(ms, ..)| std::cmp::Reverse(ms));
         let (slow, fast) = (at[0], at[at.len() - 1]);
-        let moved = fast.1 / slow.1;
-        let each: Vec<String> = at
-            .iter()
-            .map(|&(ms, hz, cap, ceiling)| {
-                // At the loop's ceiling the limit is higher still.
-                let at_least = if ceiling { "≥ " } else { "" };
-                format!(
-                    "{at_least}{} polled every {ms} ms (its capacity per period: {})",
-                    rate(hz),
-                    rate(cap as f64 * 1e3 / ms as f64)
-                )
-            })
-            .collect();
-        let verdict = if slow.3 {
-            "the loop bound the search already at the longest period: the poll period cannot show here"
-        } else if moved >= MOVED {
-            // A ceiling on the fast side only makes the move larger.
-            "it moved with the poll period: our reader's wait bounds it, not the tracer"
-        } else if fast.3 {
-            "the loop bound the search at the shorter period: how far it would move is hidden"
-        } else if moved <= 1.0 / MOVED {
-            "it fell with a shorter poll period: the reader's extra passes cost the tracer more than they drain"
-        } else {
-            "it did not move with the poll period: not our reader's wait"
-        };
-        out.push(format!(
-            "{tracer} at {kb} KiB, lossless rate by our reader's poll period: {}; ×{moved:.2} for a {:.0}× shorter period: {verdict}.",
-            each.join(", "),
-            slow.0 as f64 / fast.0 as f64
-        ));
+        out.push(PollMove {
+            moved: fast.1 / slow.1,
+            shorter: slow.0 as f64 / fast.0 as f64,
+            tracer,
+            kb,
+            at,
+        });
     }
     out
+}
+
+/// Per tracer and buffer size searched at several poll periods of our reader (`--poll-ms`):
+/// whether the lossless rate moved with the period, beside the rate at which the buffer's
+/// capacity fills in one period (what a reader polling that often can hold at most).
+pub fn poll_sentences(r: &RateResult) -> Vec<String> {
+    poll_moves(r)
+        .into_iter()
+        .map(|m| {
+            let each: Vec<String> = m
+                .at
+                .iter()
+                .map(|&(ms, hz, cap, ceiling)| {
+                    // At the loop's ceiling the limit is higher still.
+                    let at_least = if ceiling { "≥ " } else { "" };
+                    format!(
+                        "{at_least}{} polled every {ms} ms (its capacity per period: {})",
+                        rate(hz),
+                        rate(cap as f64 * 1e3 / ms as f64)
+                    )
+                })
+                .collect();
+            let fast_ceiling = m.at[m.at.len() - 1].3;
+            let verdict = if m.at[0].3 {
+                "the loop bound the search already at the longest period: the poll period cannot show here"
+            } else if m.bound_by_wait() {
+                // A ceiling on the fast side only makes the move larger.
+                "it moved with the poll period: our reader's wait bounds it, not the tracer"
+            } else if fast_ceiling {
+                "the loop bound the search at the shorter period: how far it would move is hidden"
+            } else if m.moved <= 1.0 / MOVED {
+                "it fell with a shorter poll period: the reader's extra passes cost the tracer more than they drain"
+            } else {
+                "it did not move with the poll period: not our reader's wait"
+            };
+            format!(
+                "{} at {} KiB, lossless rate by our reader's poll period: {}; ×{:.2} for a {:.0}× shorter period: {verdict}.",
+                m.tracer,
+                m.kb,
+                each.join(", "),
+                m.moved,
+                m.shorter
+            )
+        })
+        .collect()
 }
 
 /// The rate sustained: `930 k/s`, `≥ 6.10 M/s (the loop's limit under this tracer)`, or `-`
@@ -149,23 +188,24 @@ fn sustained(s: &Search) -> Cell {
     }
 }
 
-/// Whether our own reader drains `s`'s buffer (ftrace's stream reader, eBPF's ring reader):
-/// a limit its buffer sets is then its capacity over our reader's wait, which `--poll-ms`
-/// measures (measured here: both moved 3–8× with a 10× shorter wait).
-fn our_reader(s: &Search) -> bool {
-    matches!(s.tracer, TracerKind::Ftrace | TracerKind::Ebpf)
-}
-
-/// `the buffer`, or for our readers `the buffer over our reader's wait`.
-fn buffer_words(s: &Search) -> &'static str {
-    match our_reader(s) {
-        true => "the buffer over our reader's wait",
-        false => "the buffer",
+/// What bounds `s` where its buffer seems to: our reader's wait where `r` measured that the
+/// lossless rate moved with it (`--poll-ms`), with the size of the move; else the buffer.
+fn buffer_words(s: &Search, r: &RateResult) -> String {
+    let label = s.tracer.label(s.variant.as_deref());
+    match poll_moves(r)
+        .into_iter()
+        .find(|m| m.tracer == label && m.kb == s.buffer_size_kb && m.bound_by_wait())
+    {
+        Some(m) => format!(
+            "our reader's wait (the limit moved ×{:.2} with a {:.0}× shorter wait)",
+            m.moved, m.shorter
+        ),
+        None => "the buffer".into(),
     }
 }
 
 /// What bounds it, in words.
-fn bound(s: &Search) -> String {
+fn bound(s: &Search, r: &RateResult) -> String {
     let held = |l: f64| crate::format::duration_s(s.capacity_events as f64 / l);
     match s.bound() {
         None => "-".into(),
@@ -178,7 +218,7 @@ fn bound(s: &Search) -> String {
                 if let (Some(_), Some(lossless)) = (buffer_share(s), s.max_lossless_hz) {
                     out.push_str(&format!(
                         "; lossless: {} (≤ {})",
-                        buffer_words(s),
+                        buffer_words(s, r),
                         held(lossless)
                     ));
                 }
@@ -189,7 +229,7 @@ fn bound(s: &Search) -> String {
         Some(Bound::Consumer { .. }) => "the consumer (lossless near its drain)".into(),
         Some(Bound::Buffer { lossless_hz, .. }) => format!(
             "{} (≤ {} of events at the lossless rate)",
-            buffer_words(s),
+            buffer_words(s, r),
             held(lossless_hz)
         ),
     }
@@ -247,7 +287,7 @@ pub fn table(r: &RateResult) -> Table {
                 Cell::count_shown(s.buffer_size_kb, format!("{} KiB/CPU", s.buffer_size_kb)),
             ];
             if flooded {
-                row.extend([sustained(s), Cell::text(bound(s))]);
+                row.extend([sustained(s), Cell::text(bound(s, r))]);
             }
             row.extend([
                 match s.max_lossless_hz {
@@ -363,7 +403,7 @@ pub fn summary(r: &RateResult) -> Vec<String> {
             let by_buffer = buffer_share(s).map_or(String::new(), |share| {
                 format!(
                     " (bound by {}: {:.0}% of the sustained rate)",
-                    buffer_words(s),
+                    buffer_words(s, r),
                     100.0 * share
                 )
             });
@@ -484,11 +524,22 @@ mod tests {
     }
 
     #[test]
-    fn a_buffer_our_reader_drains_is_named_with_its_wait() {
-        let mut s = fixture().searches.remove(0);
-        assert_eq!(buffer_words(&s), "the buffer over our reader's wait");
-        s.tracer = TracerKind::Lttng;
-        assert_eq!(buffer_words(&s), "the buffer");
+    fn a_buffer_bound_is_our_readers_wait_only_where_that_was_measured() {
+        let mut r = fixture();
+        let base = r.searches[0].clone();
+        assert_eq!(buffer_words(&base, &r), "the buffer");
+        let at = |ms, hz| Search {
+            poll_ms: Some(ms),
+            max_lossless_hz: Some(hz),
+            ..base.clone()
+        };
+        r.searches = vec![at(50, 100_000.0), at(5, 600_000.0)];
+        assert_eq!(
+            buffer_words(&r.searches[0], &r),
+            "our reader's wait (the limit moved ×6.00 with a 10× shorter wait)"
+        );
+        r.searches = vec![at(50, 100_000.0), at(5, 104_000.0)];
+        assert_eq!(buffer_words(&r.searches[0], &r), "the buffer");
     }
 
     #[test]

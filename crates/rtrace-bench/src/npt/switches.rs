@@ -28,42 +28,39 @@ pub struct Placed {
 pub fn place(kind: TracerKind, dir: &Path, cpu: usize, done: &NptDone) -> Result<Option<Placed>> {
     Ok(match kind {
         TracerKind::Lttng => {
-            let times = rtrace_lttng::switches(dir, cpu as u32)?;
+            let found = rtrace_lttng::switches(dir, cpu as u32)?;
+            let times = &found.times;
             let inside = times
                 .iter()
                 .filter(|&&t| (done.start_mono_ns..=done.end_mono_ns).contains(&t))
                 .count() as u64;
-            let largest = near_switches(&done.largest, &times);
-            // Each packet's first event carries its hit number: which hits switched is exact,
-            // and only the time since a switch needs the clocks.
-            Some(match rtrace_lttng::switch_hits(dir, cpu as u32)? {
+            let mut largest = near_switches(&done.largest, times);
+            // Each packet's first event carries its hit number: which hits switched is then
+            // exact, and only the time since a switch needs the clocks.
+            let (how, at_switches) = match &found.hits {
                 Some(hits) => {
-                    let set: std::collections::HashSet<u64> = hits.iter().copied().collect();
-                    Placed {
-                        switches: Switches {
-                            what: "LTTng sub-buffer switch".into(),
-                            count: inside,
-                            how: "each CTF packet but a stream's first: the hit number of its first event (which gap switched), its timestamp_begin (CLOCK_MONOTONIC) against the gap's end converted from the TSC (how long since)".into(),
-                        },
-                        largest: largest
-                            .into_iter()
-                            .map(|g| LargestGap {
-                                switched: Some(set.contains(&g.gap.hit)),
-                                ..g
-                            })
-                            .collect(),
-                        at_switches: at_switch_hits(done, &hits),
+                    let set: std::collections::HashSet<&u64> = hits.iter().collect();
+                    for g in &mut largest {
+                        g.switched = Some(set.contains(&g.gap.hit));
                     }
+                    (
+                        "each CTF packet but a stream's first: the hit number of its first event (which gap switched), its timestamp_begin (CLOCK_MONOTONIC) against the gap's end converted from the TSC (how long since)",
+                        at_switch_hits(done, hits),
+                    )
                 }
-                None => Placed {
-                    switches: Switches {
-                        what: "LTTng sub-buffer switch".into(),
-                        count: inside,
-                        how: "each CTF packet's timestamp_begin (CLOCK_MONOTONIC) but a stream's first, against the gap's end converted from the TSC".into(),
-                    },
-                    largest,
-                    at_switches: at_switch_times(done, &times),
+                None => (
+                    "each CTF packet's timestamp_begin (CLOCK_MONOTONIC) but a stream's first, against the gap's end converted from the TSC",
+                    at_switch_times(done, times),
+                ),
+            };
+            Some(Placed {
+                switches: Switches {
+                    what: "LTTng sub-buffer switch".into(),
+                    count: inside,
+                    how: how.into(),
                 },
+                largest,
+                at_switches,
             })
         }
         TracerKind::Ftrace => {

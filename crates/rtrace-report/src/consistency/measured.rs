@@ -4,7 +4,6 @@
 //! its two sides allow.
 
 use super::cost::{Cost, Experiment};
-use crate::format::int;
 use rtrace_measure::interval::Estimate;
 
 /// ns per hit with an interval; a side without one counts as its estimate.
@@ -60,15 +59,6 @@ pub struct Measured {
     pub ns: Span,
 }
 
-/// `+430`, `−35`, `0`: ns with their sign.
-pub fn signed(ns: f64) -> String {
-    match int(ns).as_str() {
-        "0" | "-0" => "0".into(),
-        _ if ns < 0.0 => format!("−{}", int(-ns)),
-        s => format!("+{s}"),
-    }
-}
-
 /// What `c`'s mode costs more than `r`'s on their tracer and hook: a decomposition's step of
 /// `c`'s mode minus its step of `r`'s, both from the same result; `None` where no
 /// decomposition measured both.
@@ -101,6 +91,7 @@ mod tests {
     use super::*;
     use crate::consistency::cost::Experiment::Usdt;
     use crate::consistency::tests::{cost, decomposed};
+    use crate::format::int_plus;
 
     #[test]
     fn a_difference_s_interval_is_the_widest_its_sides_allow() {
@@ -112,7 +103,7 @@ mod tests {
         let d = span(460.0, 450.0, 470.0).minus(span(380.0, 377.0, 383.0));
         assert_eq!(d, span(80.0, 67.0, 93.0));
         assert_eq!(
-            (signed(80.0), signed(-35.2), signed(0.3)),
+            (int_plus(80.0), int_plus(-35.2), int_plus(0.3)),
             ("+80".into(), "−35".into(), "0".into())
         );
     }

@@ -13,7 +13,7 @@ pub mod sources;
 pub mod verdict;
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
-use crate::format::int;
+use crate::format::{int, int_signed};
 use crate::result::{Entry, Report};
 use cost::Cost;
 use pairs::Row;
@@ -109,14 +109,9 @@ fn costs(entries: &[&Entry]) -> Vec<Cost> {
 pub fn interval(e: &Estimate) -> Option<String> {
     let (l, h) = (e.low?, e.high?);
     Some(match l < 0.0 {
-        true => format!("{} to {}", whole(l), whole(h)),
+        true => format!("{} to {}", int_signed(l), int_signed(h)),
         false => format!("{}–{}", int(l), int(h)),
     })
-}
-
-/// `480`, `−80`: whole ns, a negative one with a minus sign.
-fn whole(ns: f64) -> String {
-    int(ns).replace('-', "−")
 }
 
 /// One tracer's rows.
@@ -150,7 +145,7 @@ fn table(tracer: TracerKind, rows: &[(&Row, &Verdict)]) -> Table {
                 Cell::text(&c.source),
                 Cell::text(c.site_label()),
                 class,
-                Cell::estimate(&c.ns, 1.0, whole(c.ns.estimate)),
+                Cell::estimate(&c.ns, 1.0, int_signed(c.ns.estimate)),
                 Cell::or_missing(interval(&c.ns), Cell::text),
                 match (verdict.ratio(), verdict) {
                     (Some(x), _) => Cell::num(x, format!("{x:.2}")),

@@ -6,9 +6,9 @@
 //! dearer stays in view as `contrary`. A cost wholly below zero is shown as negative.
 
 use super::cost::{wakes, work, Cost, Spacing};
-use super::measured::{self, signed, Measured, Span};
+use super::measured::{self, Measured, Span};
 use super::pairs::Row;
-use crate::format::int;
+use crate::format::{int, int_plus};
 use rtrace_measure::interval::Estimate;
 use std::cmp::Ordering;
 
@@ -99,7 +99,7 @@ impl Why {
         for d in differences(c, r, costs) {
             match d.measured {
                 Some(m) => {
-                    let ns = signed(m.ns.estimate);
+                    let ns = int_plus(m.ns.estimate);
                     why.measured
                         .push(format!("{}: {ns} ns measured ({})", d.what, m.by));
                     size = Some(size.unwrap_or(Span::ZERO).plus(m.ns));
@@ -128,13 +128,17 @@ impl Why {
         let mut out = Vec::new();
         if let Some((rest, share)) = self.residual {
             let interval = match rest.low < rest.high {
-                true => format!(", interval {} to {}", signed(rest.low), signed(rest.high)),
+                true => format!(
+                    ", interval {} to {}",
+                    int_plus(rest.low),
+                    int_plus(rest.high)
+                ),
                 false => String::new(),
             };
             out.push(format!(
                 "{}, residual {} ns ({:.0}% of the cost{interval})",
                 self.measured.join("; "),
-                signed(rest.estimate),
+                int_plus(rest.estimate),
                 share.abs() * 100.0
             ));
         }
