@@ -3,6 +3,7 @@
 
 use super::style;
 use anyhow::Result;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use rtrace_measure::rate::RateResult;
 
@@ -69,12 +70,17 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
             .draw()?;
         for (label, look, pts, max) in &series {
             let (look, line) = (*look, look.colour.stroke_width(2));
-            chart
-                .draw_series(LineSeries::new(pts.clone(), line))?
-                .label(label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], look.colour.stroke_width(3))
-                });
+            // A tracer's further searches (buffer sizes, poll periods) are shaded and dashed.
+            let anno = match look.dash {
+                None => chart.draw_series(LineSeries::new(pts.clone(), line))?,
+                Some((d, g)) => {
+                    chart.draw_series(DashedLineSeries::new(pts.clone(), d, g, line))?
+                }
+            };
+            let (d, g) = look.dash.unwrap_or((24, 0));
+            anno.label(label.clone()).legend(move |(x, y)| {
+                DashedPathElement::new(vec![(x, y), (x + 24, y)], d, g, look.colour.stroke_width(3))
+            });
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, look.colour.filled())))?;
             if let Some(m) = max {
                 chart.draw_series([PathElement::new(
