@@ -172,7 +172,8 @@ mod tests {
         let sleeps: Vec<i32> = super::children_of(pid);
         assert_eq!(sleeps.len(), 2, "{below:?}");
         assert!(below.contains(&pid) && sleeps.iter().all(|s| below.contains(s)));
-        for p in sleeps.iter().chain([&pid]) {
+        // The shell first: killed after its sleeps, its `wait` could return and it exit 0.
+        for p in [&pid].into_iter().chain(sleeps.iter()) {
             // SAFETY: kill with our own descendants' pids.
             unsafe { libc::kill(*p, libc::SIGKILL) };
         }
