@@ -260,6 +260,7 @@ fn more_threads_than_cpus() {
         &["usdt", "--threads", "0", "-n", "1000"],
         "pass --threads 1..",
     );
+    rejected(&["usdt", "--spacing-us", "0", "-n", "1000"], "--spacing-us");
 }
 
 #[test]

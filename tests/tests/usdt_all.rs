@@ -150,3 +150,56 @@ fn nop5_and_stepped_probes_account_and_record_the_optimization() {
     );
     assert_eq!(tracefs_snapshot(), before);
 }
+
+/// `--spacing-us`: every timed hit after a sleep (the cold path the consistency section
+/// measures): the option is recorded, each run took at least its sleeps, and every traced hit
+/// is accounted.
+#[test]
+fn spaced_hits_sleep_first_and_account_exactly() {
+    let before = tracefs_snapshot();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("spaced.json");
+    let out = bench(&[
+        "usdt",
+        "--rounds",
+        "2",
+        "--tracer",
+        "ftrace,ebpf",
+        "--bpf-mode",
+        "record",
+        "--case",
+        "0,1",
+        "--spacing-us",
+        "200",
+        "-n",
+        "4000",
+        "--warmup",
+        "100",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ok(&out);
+    let v = read_json(&json);
+    assert_eq!(v["config"]["spacing_us"], 200);
+    assert!(v["config"]["pacing"].is_null(), "{}", v["config"]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "case 0, ftrace and ebpf");
+    for r in runs {
+        // 2 rounds of 2,000 hits, each after a 200 µs sleep: at least 0.8 s of sleeps.
+        let wall = r["wall_s"].as_f64().unwrap();
+        assert!(wall >= 0.8, "{} case {}: {wall} s", r["tracer"], r["case"]);
+        if r["case"] == 1 {
+            let ev = &r["events"];
+            assert_eq!(ev["hits"], 4200, "{r}");
+            assert_eq!(ev["recorded"], 4200, "{} {ev}", r["tracer"]);
+        }
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("hits after a sleep (usdt --spacing-us)"),
+        "{stdout}"
+    );
+    assert_eq!(tracefs_snapshot(), before);
+}

@@ -155,7 +155,11 @@ fn timed(
             pacer.between(tsc::start());
         }
     }
+    let spacing = c.spacing_us.map(Duration::from_micros);
     for i in 0..c.iterations {
+        if let Some(gap) = spacing {
+            std::thread::sleep(gap);
+        }
         let t0 = tsc::start();
         body(i);
         let t1 = tsc::stop();

@@ -51,6 +51,8 @@ struct Scale {
     event_rounds: u32,
     /// `rate --buffer-sizes-kb`: a steady state at 4 MiB takes 10 buffer-fulls per point.
     rate_sizes_kb: &'static str,
+    /// usdt-spaced's timed hits per case, each after a sleep.
+    spaced_iterations: u64,
 }
 
 impl Scale {
@@ -67,6 +69,7 @@ impl Scale {
             reads: 50_000,
             event_rounds: 2,
             rate_sizes_kb: "256",
+            spaced_iterations: 20_000,
         }
     }
 
@@ -81,9 +84,13 @@ impl Scale {
             reads: 1_000_000,
             event_rounds: 5,
             rate_sizes_kb: "256,4096",
+            spaced_iterations: 200_000,
         }
     }
 }
+
+/// The sweep's period (the thesis' 30 µs), also usdt-spaced's sleep before every hit.
+const SWEEP_INTERVAL_US: &str = "30";
 
 const ALL_HOOKS: &str = "usdt,usdt-nop5,usdt-stepped,uprobe,uretprobe";
 
@@ -110,6 +117,9 @@ mod reference {
     /// columns on two hooks add about a fifth (2026-11-27: 3 rounds of 100,000, 70 s).
     pub const DECOMPOSE_PER_ROUND_S: f64 = 13.8;
     pub const DECOMPOSE_PER_MILLION_S: f64 = 62.0;
+    /// usdt-spaced (cases 0 and 1, the sweep's modes, every tracer): 3 hooks, 5 rounds of
+    /// 20,000 hits 30 µs apart took 34 s without bpftrace (2026-11-28).
+    pub const SPACED_PER_HOOK_1K_S: f64 = 0.75;
     /// cyclictest-sweep --configs all: 100,000 wake-ups in 20 rounds 453 s, 40,000 in 10 215 s.
     pub const SWEEP_PER_ROUND_S: f64 = 16.9;
     pub const SWEEP_PER_1K_LOOPS_S: f64 = 1.15;
@@ -169,10 +179,30 @@ fn steps(s: &Scale) -> Vec<Step> {
                     + reference::DECOMPOSE_PER_MILLION_S * millions,
             ),
         },
+        // The cold path: every hit after a sleep of the sweep's period, in the sweep's modes;
+        // the consistency section takes its step from the hot loop as the measured cost of
+        // the sweep's spacing.
+        Step {
+            name: "usdt-spaced",
+            args: [
+                args(&["usdt", "--tracer", "all", "--priority", "99"]),
+                args(&["--bpf-mode", "record", "--lttng-event", "tracepoint"]),
+                args(&["--hook", s.hooks, "--case", "0,1"]),
+                args(&["--spacing-us", SWEEP_INTERVAL_US]),
+                vec!["--iterations".into(), n(s.spaced_iterations)],
+                vec!["--rounds".into(), s.usdt_rounds.to_string()],
+            ]
+            .concat(),
+            result: "usdt-spaced/usdt.json",
+            estimate: secs(
+                hooks * s.spaced_iterations as f64 / 1e3 * reference::SPACED_PER_HOOK_1K_S,
+            ),
+        },
         Step {
             name: "cyclictest-sweep",
             args: [
                 args(&["cyclictest-sweep", "--configs", "all"]),
+                args(&["--interval-us", SWEEP_INTERVAL_US]),
                 vec!["--loops".into(), n(s.loops)],
                 vec!["--rounds".into(), s.sweep_rounds.to_string()],
             ]

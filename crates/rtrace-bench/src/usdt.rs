@@ -36,6 +36,8 @@ pub struct Options {
     /// `--steady-state`: case-1 runs warm up until the tracer's buffer is full (see
     /// [`steady_warmup`]).
     pub steady_state: bool,
+    /// `--spacing-us`: the loop sleeps this long before every timed hit (the cold path).
+    pub spacing_us: Option<u64>,
 }
 
 impl Options {
@@ -160,7 +162,12 @@ pub fn run(o: Options) -> Result<i32> {
             warmup: o.warmup,
             run: Default::default(),
             hooks: o.hooks.clone(),
-            pacing: rtrace_measure::pacing::for_this_machine(o.common.priority),
+            // A loop that sleeps before every hit never spins long enough to need pauses.
+            pacing: match o.spacing_us {
+                Some(_) => None,
+                None => rtrace_measure::pacing::for_this_machine(o.common.priority),
+            },
+            spacing_us: o.spacing_us,
             allow_loss: o.allow_loss,
             thread_cpus: Vec::new(),
             steady_state: Default::default(),
@@ -425,6 +432,7 @@ fn run_case(
         timer_samples: TIMER_SAMPLES,
         pacing,
         more_threads: o.thread_cpus().into_iter().skip(1).collect(),
+        spacing_us: o.spacing_us,
     });
     let tracer_kind = col.map_or(TracerKind::None, |c| c.kind);
     let variant = variant(col, hook_kind);

@@ -322,6 +322,10 @@ pub struct UsdtConfig {
     /// runs warm up `warmup` iterations. Absent without it (and in files of older versions).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub steady_state: std::collections::BTreeMap<String, SteadyState>,
+    /// `--spacing-us`: the loop slept this long before every timed iteration (the probe's path
+    /// goes cold between hits, as in the sweep); absent: back to back (and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spacing_us: Option<u64>,
 }
 
 /// One column's steady-state warm-up (`usdt --steady-state`).

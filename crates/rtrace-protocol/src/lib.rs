@@ -87,6 +87,11 @@ pub struct MicroConfig {
     /// loop on its own CPU at the same time as the first; empty: one thread.
     #[serde(default)]
     pub more_threads: Vec<usize>,
+    /// `usdt --spacing-us`: sleep this long before every timed iteration (outside the timed
+    /// interval), so that each hit finds the probe's path cold as the sweep's wake-ups do;
+    /// `None`: back to back.
+    #[serde(default)]
+    pub spacing_us: Option<u64>,
 }
 
 /// Sleep `rest_ns` whenever the loop has spun for `burst_ns` since its last pause. A SCHED_FIFO
@@ -216,6 +221,7 @@ mod tests {
                 timer_samples: 5,
                 pacing,
                 more_threads: vec![0],
+                spacing_us: Some(30),
             }),
             Cyclic(CyclicConfig {
                 interval_ns: 200_000,

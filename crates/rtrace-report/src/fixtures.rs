@@ -160,6 +160,7 @@ pub fn usdt() -> UsdtResult {
             allow_loss: false,
             thread_cpus: Vec::new(),
             steady_state: Default::default(),
+            spacing_us: None,
         },
         runs,
         warnings: Vec::new(),

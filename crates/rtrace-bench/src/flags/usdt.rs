@@ -103,6 +103,12 @@ pub struct UsdtArgs {
     /// to a consumer, so their ring is written through once without overwriting.
     #[arg(long, conflicts_with = "decompose")]
     pub steady_state: bool,
+    /// Sleep this many µs before every timed iteration (outside the timed interval): each hit
+    /// finds the probe's path cold, as the sweep's hits after a wake-up do (pass its
+    /// --interval-us); the consistency section takes the step from the hot loop as the cold
+    /// path's measured cost. Warm-up iterations stay back to back.
+    #[arg(long, value_name = "US", conflicts_with_all = ["decompose", "steady_state"])]
+    pub spacing_us: Option<u64>,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]
@@ -112,6 +118,9 @@ pub struct UsdtArgs {
 impl UsdtArgs {
     pub fn lower(self) -> Result<Options, OptionsError> {
         check_nonzero(self.iterations, "iterations")?;
+        if let Some(us) = self.spacing_us {
+            check_nonzero(us, "spacing-us")?;
+        }
         let rounds_given = self.common.rounds.is_some();
         super::common::refuse_strace("usdt", &tracer_choice(&self.tracer).kinds().0)?;
         let mut common = self.common.lower(&SPEC, self.tracer_args)?;
@@ -133,6 +142,7 @@ impl UsdtArgs {
             decompose: false,
             threads: self.threads,
             steady_state: self.steady_state,
+            spacing_us: self.spacing_us,
         };
         if o.steady_state {
             check_steady_state(&o)?;

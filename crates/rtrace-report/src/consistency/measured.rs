@@ -1,9 +1,11 @@
 //! The mechanisms a report measures, the only ones that can explain why two costs differ: the
 //! step between two modes of one tracer on one hook, where a `usdt --decompose` of the same
-//! report measured both. Every size is a difference of ns per hit with the widest interval
-//! its two sides allow.
+//! report measured both; the cold path, where a `usdt --spacing-us` measured the tracer, hook
+//! and mode with hits apart beside a hot loop; the site, where plain `usdt` measured the
+//! tracer and mode on both hooks. Every size is a difference of ns per hit with the widest
+//! interval its two sides allow.
 
-use super::cost::{Cost, Experiment};
+use super::cost::{Cost, Experiment, Hook, Spacing};
 use rtrace_measure::interval::Estimate;
 
 /// ns per hit with an interval; a side without one counts as its estimate.
@@ -76,6 +78,55 @@ pub fn mode_step(c: &Cost, r: &Cost, costs: &[Cost]) -> Option<Measured> {
         }
     }
     None
+}
+
+/// What hits after a sleep cost more than back to back on `c`'s tracer, hook and mode: a
+/// `usdt --spacing-us` cost minus plain `usdt`'s hot one; `None` unless `c`'s hits came after
+/// sleeps and `r`'s back to back, or where no spaced `usdt` measured them.
+pub fn cold_step(c: &Cost, r: &Cost, costs: &[Cost]) -> Option<Measured> {
+    if !matches!(c.spacing, Spacing::AfterSleep { .. }) || r.spacing != Spacing::Hot {
+        return None;
+    }
+    let spaced = usdt_cost(costs, c, c.hook, |s| {
+        matches!(s, Spacing::AfterSleep { .. })
+    })?;
+    let hot = usdt_cost(costs, c, c.hook, |s| s == Spacing::Hot)?;
+    Some(Measured {
+        by: format!("{}, {}", spaced.source, spaced.spacing.label()),
+        ns: Span::of(&spaced.ns).minus(Span::of(&hot.ns)),
+    })
+}
+
+/// What `c`'s hook costs more than `r`'s on their tracer and mode, both hot: plain `usdt`'s
+/// two costs; `None` on one hook, or where `usdt` did not measure both.
+pub fn site_step(c: &Cost, r: &Cost, costs: &[Cost]) -> Option<Measured> {
+    if c.tracer != r.tracer || c.mode != r.mode || c.hook == r.hook {
+        return None;
+    }
+    let hot = |s| s == Spacing::Hot;
+    let (a, b) = (
+        usdt_cost(costs, c, c.hook, hot)?,
+        usdt_cost(costs, c, r.hook, hot)?,
+    );
+    Some(Measured {
+        by: format!("{}, {} vs {} hot", a.source, a.hook.name(), b.hook.name()),
+        ns: Span::of(&a.ns).minus(Span::of(&b.ns)),
+    })
+}
+
+/// Plain `usdt`'s cost of `like`'s tracer and mode on `hook` with a spacing `spacing` takes.
+fn usdt_cost<'a>(
+    costs: &'a [Cost],
+    like: &Cost,
+    hook: Hook,
+    spacing: impl Fn(Spacing) -> bool,
+) -> Option<&'a Cost> {
+    costs.iter().find(|x| {
+        x.experiment == Experiment::Usdt
+            && (x.tracer, x.hook) == (like.tracer, hook)
+            && x.mode == like.mode
+            && spacing(x.spacing)
+    })
 }
 
 /// Whether `x` is a decomposition's step of `mode` on `like`'s tracer and hook.

@@ -22,7 +22,7 @@ use rtrace_tracer::TracerKind;
 use verdict::Verdict;
 
 /// How to read the tables.
-pub const NOTE: &str = "The per-hit cost of one tracer on one kind of hook, from every experiment that measured it in the same mode (an experiment that measured the hook only in modes no other did, as events' empty programs, beside the hook's first row), and its ratio to the reference: plain `usdt`'s hot loop in the same mode, else the hook's first row. What each source measures: `usdt`, `decompose`: case 1 minus case 0 by mean without disturbed samples; events 04–07: (traced − untraced time) / reads, per round; `npt`: the mean gap of the iterations that fired the probe minus the same with no tracer (rounds pooled: no interval); `sweep`: the median latency of the traced wake-ups minus the same runs' untraced ones (`--probe-at alternate`), else minus `none`'s; `cyclictest`: the median wake-up latency minus `none`'s (its uretprobe's entry trap fires before the sleep: only the return is in the window). A ratio beyond 0.80–1.25 whose range from the two intervals excludes 1 is explained only by a mechanism measured in this report: where the two differ in mode on one tracer and hook and a `usdt --decompose` of the report measured both modes, that step (its interval from the two steps' intervals, low minus high and high minus low) is taken from the difference between the costs and the rest is shown as the residual with its share of the cost; the pair is explained when the reference plus the measured step lies within 0.80–1.25 of the cost, or the residual's interval holds 0, else `unexplained`. What else the results record differs between the two (how far apart the hits came, the probed site's class, whether the site is a function's entry, the buffer) no result here measures: it is listed as `not measured` and explains nothing, and what differs the other way (would make the cheaper side the dearer) as `contrary`; a site whose class the result does not record says so. A cost whose interval lies wholly below 0 is shown as negative (the traced runs were faster), one whose interval holds 0 has no ratio (`unresolved`). Hook kinds are never mixed: a uretprobe (entry trap and return trampoline) faces uretprobes only. `rate` is not here: it records rates and losses, no time per event";
+pub const NOTE: &str = "The per-hit cost of one tracer on one kind of hook, from every experiment that measured it in the same mode (an experiment that measured the hook only in modes no other did, as events' empty programs, beside the hook's first row), and its ratio to the reference: plain `usdt`'s hot loop in the same mode, else the hook's first row. What each source measures: `usdt`, `usdt spaced`, `decompose`: case 1 minus case 0 by mean without disturbed samples; events 04–07: (traced − untraced time) / reads, per round; `npt`: the mean gap of the iterations that fired the probe minus the same with no tracer (rounds pooled: no interval); `sweep`: the median latency of the traced wake-ups minus the same runs' untraced ones (`--probe-at alternate`), else minus `none`'s; `cyclictest`: the median wake-up latency minus `none`'s (its uretprobe's entry trap fires before the sleep: only the return is in the window). A ratio beyond 0.80–1.25 whose range from the two intervals excludes 1 is explained only by mechanisms measured in this report, each a difference of two of its costs (its interval from theirs, low minus high and high minus low): a mode step, where a `usdt --decompose` measured both modes on the tracer and hook; the cold path, where a `usdt --spacing-us` (every hit after a sleep) measured the tracer, hook and mode beside the hot loop; the hook, where plain `usdt` measured the tracer and mode on both hooks. Their sizes are taken from the difference between the costs and the rest is shown as the residual with its share of the cost; the pair is explained when the reference plus the measured sizes lies within 0.80–1.25 of the cost, or the residual's interval holds 0, else `unexplained`. A `usdt --spacing-us` row is itself the cold path's measurement and says so. What else the results record differs between the two and no result here measures (a paced loop's spacing, the probed site's class, the buffer, whether only a uretprobe's return lies in the window) is listed as `not measured` and explains nothing, and what differs the other way (would make the cheaper side the dearer) as `contrary`; a site whose class the result does not record says so. A cost whose interval lies wholly below 0 is shown as negative (the traced runs were faster), one whose interval holds 0 has no ratio (`unresolved`). Hook kinds are never mixed: a uretprobe (entry trap and return trampoline) faces uretprobes only. `rate` is not here: it records rates and losses, no time per event";
 
 /// The consistency section of `report`: its entries measured on the first one's machine;
 /// `None` unless they are more than one experiment.
@@ -86,17 +86,18 @@ fn kind(e: &Entry) -> (&'static str, Option<cost::Experiment>) {
     (e.result.experiment(), sources::experiment(&e.result))
 }
 
-/// Every entry's costs; an experiment with several entries names each source after its entry.
+/// Every entry's costs; a source several entries give is named after each entry.
 fn costs(entries: &[&Entry]) -> Vec<Cost> {
-    let experiments: Vec<_> = entries
-        .iter()
-        .map(|e| sources::experiment(&e.result))
-        .collect();
+    let each: Vec<Vec<Cost>> = entries.iter().map(|e| sources::costs(&e.result)).collect();
+    let given_by = |source: &str| {
+        each.iter()
+            .filter(|costs| costs.iter().any(|c| c.source == source))
+            .count()
+    };
     let mut out = Vec::new();
-    for (e, x) in entries.iter().zip(&experiments) {
-        let several = experiments.iter().filter(|y| *y == x).count() > 1;
-        out.extend(sources::costs(&e.result).into_iter().map(|mut c| {
-            if several {
+    for (e, costs) in entries.iter().zip(&each) {
+        out.extend(costs.iter().cloned().map(|mut c| {
+            if given_by(&c.source) > 1 {
                 c.source = format!("{} [{}]", c.source, e.id);
             }
             c
@@ -203,7 +204,11 @@ fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
         false => format!(": {}", places.join(", ")),
     };
     vec![format!(
-        "One hook, one cost: {compared} per-hit costs beside another experiment's; {} within {band:.0}% of it, {} not resolved at their precision, {} negative (traced faster than untraced), {} apart by what a mechanism measured in this report accounts for (the reference plus it within {band:.0}% of the cost, or the residual's interval holding 0), {n} unexplained by anything measured{places}.",
+        "One hook, one cost: {compared} per-hit costs beside another experiment's; {}{} within {band:.0}% of it, {} not resolved at their precision, {} negative (traced faster than untraced), {} apart by what a mechanism measured in this report accounts for (the reference plus it within {band:.0}% of the cost, or the residual's interval holding 0), {n} unexplained by anything measured{places}.",
+        match count(|v| matches!(v, Verdict::Measures { .. })) {
+            0 => String::new(),
+            m => format!("{m} measure the cold path (usdt --spacing-us), "),
+        },
         count(|v| matches!(v, Verdict::Agrees(_))),
         count(|v| matches!(v, Verdict::Unresolved | Verdict::Undecided { .. })),
         count(|v| matches!(v, Verdict::Negative(_))),

@@ -46,7 +46,9 @@ fn kind(c: &Cost) -> Kind {
 pub fn rows(costs: &[Cost]) -> Vec<Row<'_>> {
     let mut sorted: Vec<&Cost> = costs.iter().collect();
     let tracer_at = |t: TracerKind| TracerKind::ALL.iter().position(|&x| x == t);
-    sorted.sort_by_key(|c| (tracer_at(c.tracer), kind(c), c.experiment, c.hook));
+    // Within an experiment the hot loop comes first: a mode's reference is plain usdt's.
+    let order = |c: &Cost| (kind(c), c.experiment, c.spacing.apart(), c.hook);
+    sorted.sort_by_key(|c| (tracer_at(c.tracer), order(c)));
     let mut out = Vec::new();
     for group in sorted.chunk_by(|a, b| (a.tracer, kind(a)) == (b.tracer, kind(b))) {
         out.extend(hook_rows(group));

@@ -70,9 +70,18 @@ impl Cost {
 }
 
 fn usdt(r: &UsdtResult) -> Vec<Cost> {
-    let (experiment, source) = match is_decomposition(r) {
-        true => (Experiment::Decompose, "decompose"),
-        false => (Experiment::Usdt, "usdt"),
+    let (experiment, source) = match (is_decomposition(r), r.config.spacing_us) {
+        (true, _) => (Experiment::Decompose, "decompose"),
+        (false, Some(_)) => (Experiment::Usdt, "usdt spaced"),
+        (false, None) => (Experiment::Usdt, "usdt"),
+    };
+    // Sleeps before every hit: each finds the path cold, as after the sweep's wake-ups.
+    let spacing = match r.config.spacing_us {
+        Some(interval_us) => Spacing::AfterSleep {
+            interval_us,
+            every: 1,
+        },
+        None => Spacing::Hot,
     };
     let traced = r.runs.iter().filter(|c| c.case == Case::Traced);
     traced
@@ -87,7 +96,7 @@ fn usdt(r: &UsdtResult) -> Vec<Cost> {
                 site: c.hook.as_deref().map(site_name),
                 class: site::of_usdt(r, c),
                 ns: per_hit(r, c)?,
-                spacing: Spacing::Hot,
+                spacing,
                 buffer: None,
                 kept: None,
                 return_only: false,

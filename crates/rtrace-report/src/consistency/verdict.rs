@@ -1,11 +1,13 @@
 //! A row's ratio to its reference and its flag. Two costs farther apart than [`BAND`] are
-//! explained only by a mechanism measured in the same report ([`measured`]): its size is taken
-//! from their difference and the rest, the residual, is shown. What else the results record
-//! differs (hit spacing, the probed site's class, buffer) no result here measures: it is listed
-//! as `not measured` and never explains, and a difference that would make the cheaper side the
-//! dearer stays in view as `contrary`. A cost wholly below zero is shown as negative.
+//! explained only by mechanisms measured in the same report ([`measured`]: a mode step, the
+//! cold path, the hook): their sizes are taken from the difference and the rest, the residual,
+//! is shown. What else differs and no result here measures (the probed site's class, a buffer,
+//! how far apart a paced loop's hits came) is listed as `not measured` and never explains, and
+//! a difference that would make the cheaper side the dearer stays in view as `contrary`. A cost
+//! wholly below zero is shown as negative. A `usdt --spacing-us` row measures the cold path:
+//! its flag says so.
 
-use super::cost::{wakes, work, Cost, Spacing};
+use super::cost::{wakes, work, Cost, Experiment, Spacing};
 use super::measured::{self, Measured, Span};
 use super::pairs::Row;
 use crate::format::{int, int_plus};
@@ -33,6 +35,8 @@ pub enum Verdict {
     Explained { ratio: f64, why: Why },
     /// Beyond [`BAND`], and nothing measured accounts for it.
     Unexplained { ratio: f64, why: Why },
+    /// A `usdt --spacing-us` cost against the hot loop: the cold path's measurement.
+    Measures { ratio: f64, step: Span },
 }
 
 /// What differs between a row and its reference, as its flag says it.
@@ -59,7 +63,8 @@ impl Verdict {
             Verdict::Agrees(r)
             | Verdict::Undecided { ratio: r, .. }
             | Verdict::Explained { ratio: r, .. }
-            | Verdict::Unexplained { ratio: r, .. } => Some(r),
+            | Verdict::Unexplained { ratio: r, .. }
+            | Verdict::Measures { ratio: r, .. } => Some(r),
         }
     }
 
@@ -77,6 +82,12 @@ impl Verdict {
                 let ns = int(-e.estimate);
                 format!("negative: traced ran faster than untraced by {ns} ns{by}")
             }
+            Verdict::Measures { step, .. } => format!(
+                "measures the cold path: {} ns over the hot loop ({} to {})",
+                int_plus(step.estimate),
+                int_plus(step.low),
+                int_plus(step.high)
+            ),
             Verdict::Undecided { low, high, .. } => {
                 format!("not resolved (ratio {low:.2}–{high:.2})")
             }
@@ -172,6 +183,10 @@ pub fn of(row: &Row, costs: &[Cost]) -> Verdict {
         return Verdict::Unresolved;
     }
     let ratio = c.ns.estimate / r.ns.estimate;
+    if c.experiment == Experiment::Usdt && c.spacing.apart() && !r.spacing.apart() {
+        let step = Span::of(&c.ns).minus(Span::of(&r.ns));
+        return Verdict::Measures { ratio, step };
+    }
     if (1.0 / BAND..=BAND).contains(&ratio) {
         return Verdict::Agrees(ratio);
     }
@@ -223,10 +238,10 @@ fn differences(c: &Cost, r: &Cost, costs: &[Cost]) -> Vec<Difference> {
             Spacing::Hot => c.spacing.label(),
             _ => format!("{} vs {}", c.spacing.label(), r.spacing.label()),
         };
-        out.push(Difference::new(
-            what,
-            (order != Ordering::Equal).then_some(order),
-        ));
+        out.push(Difference {
+            measured: measured::cold_step(c, r, costs),
+            ..Difference::new(what, (order != Ordering::Equal).then_some(order))
+        });
     }
     if c.mode != r.mode {
         let order = match (&c.mode, &r.mode) {
@@ -257,11 +272,14 @@ fn differences(c: &Cost, r: &Cost, costs: &[Cost]) -> Vec<Difference> {
     if let (Some(a), Some(b)) = (entry(c), entry(r)) {
         if a != b {
             let at = |e: bool| match e {
-                true => "at a function entry (its ret follows the trap)",
+                true => "at a function entry",
                 false => "inline",
             };
             let what = format!("site {} vs {}", at(a), at(b));
-            out.push(Difference::new(what, Some(a.cmp(&b))));
+            out.push(Difference {
+                measured: measured::site_step(c, r, costs),
+                ..Difference::new(what, Some(a.cmp(&b)))
+            });
         }
     }
     if c.return_only != r.return_only {
@@ -288,9 +306,11 @@ fn differences(c: &Cost, r: &Cost, costs: &[Cost]) -> Vec<Difference> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consistency::cost::{Experiment, EMPTY_ACTION};
+    use crate::consistency::cost::{Hook, EMPTY_ACTION};
     use crate::consistency::site::{Mechanism, SiteClass};
     use crate::consistency::tests::{cost, decomposed};
+    use rtrace_measure::interval::mean_of;
+    use rtrace_measure::usdt::HookKind;
 
     fn verdict(c: &Cost, r: &Cost) -> Verdict {
         measured_by(c, r, &[])
@@ -382,8 +402,8 @@ mod tests {
         ));
     }
 
-    /// The same emulated class, one site at a function's entry: its `ret` after the trap is a
-    /// recorded difference no result measures.
+    /// The same emulated class, one site at a function's entry: a recorded difference that
+    /// explains only where usdt measured both hooks.
     #[test]
     fn a_function_entry_is_a_candidate_not_an_explanation() {
         let class = |op: &str, entry| {
@@ -397,7 +417,8 @@ mod tests {
         (usdt.site, usdt.class) = (Some("rtrace:event".into()), class("nop", false));
         let mut uprobe = cost(Experiment::Usdt, "aggregate", 709.0);
         (uprobe.site, uprobe.class) = (Some("rtrace_marker_hit".into()), class("push", true));
-        let entry = "site at a function entry (its ret follows the trap) vs inline";
+        usdt.hook = Hook::User(HookKind::Usdt);
+        let entry = "site at a function entry vs inline";
         assert_eq!(
             verdict(&uprobe, &usdt).flag(),
             format!("unexplained — not measured: {entry}")
@@ -406,6 +427,54 @@ mod tests {
         assert_eq!(
             verdict(&uprobe, &usdt).flag(),
             format!("unexplained — contrary: {entry}")
+        );
+    }
+
+    /// The sweep's uprobe row against usdt's hot USDT reference: the cold path (a spaced usdt
+    /// run on the uprobe) and the hook (usdt's hot uprobe) measured, the rest the residual.
+    #[test]
+    fn the_cold_path_and_the_hook_measured_explain_a_sweep_row() {
+        let function_entry = |mut c: Cost, e, hook| {
+            c.class = Some(SiteClass {
+                instruction: String::new(),
+                mechanism: Mechanism::Emulated("push".into()),
+                function_entry: Some(e),
+            });
+            c.hook = Hook::User(hook);
+            c
+        };
+        let usdt = function_entry(
+            cost(Experiment::Usdt, "record", 550.0),
+            false,
+            HookKind::Usdt,
+        );
+        let uprobe = function_entry(
+            cost(Experiment::Usdt, "record", 630.0),
+            true,
+            HookKind::Uprobe,
+        );
+        let mut spaced = cold(uprobe.clone());
+        (spaced.source, spaced.ns) = ("usdt spaced".into(), mean_of(&[1100.0], 0.0).unwrap());
+        let sweep = function_entry(
+            cold(cost(Experiment::Sweep, "record", 1150.0)),
+            true,
+            HookKind::Uprobe,
+        );
+        let costs = [usdt.clone(), uprobe.clone(), spaced.clone()];
+        let v = measured_by(&sweep, &usdt, &costs);
+        assert!(matches!(v, Verdict::Explained { .. }), "{v:?}");
+        assert_eq!(
+            v.flag(),
+            "cold, 1 hit per 30 µs wake-up: +470 ns measured (usdt spaced, cold, 1 hit per 30 µs wake-up); site at a function entry vs inline: +80 ns measured (Usdt record, uprobe vs usdt hot), residual +50 ns (4% of the cost)"
+        );
+        // Without the spaced run the cold path is a label again.
+        let v = measured_by(&sweep, &usdt, &costs[..2]);
+        assert!(matches!(v, Verdict::Unexplained { .. }), "{v:?}");
+        // The spaced row itself is the measurement.
+        let v = measured_by(&spaced, &uprobe, &costs);
+        assert_eq!(
+            v.flag(),
+            "measures the cold path: +470 ns over the hot loop (+470 to +470)"
         );
     }
 

@@ -17,19 +17,24 @@ use rtrace_measure::usdt::UsdtResult;
 /// The section of usdt result `r` (entry `e` of `report`).
 pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
     let decomposition = rtrace_measure::decompose::is_decomposition(r);
-    let title = if decomposition {
-        "per-hit cost decomposition (usdt --decompose)"
-    } else {
-        "per-probe duration"
+    let title = match (decomposition, r.config.spacing_us) {
+        (true, _) => "per-hit cost decomposition (usdt --decompose)",
+        (false, Some(_)) => "per-probe duration, hits after a sleep (usdt --spacing-us)",
+        (false, None) => "per-probe duration",
     };
     let mut s = Section::new(
         e,
         title,
         format!(
-            "{} iterations per case (after {} warm-up{}) on CPU {}; {}; {}. Durations in ns.",
+            "{} iterations per case (after {} warm-up{}){} on CPU {}; {}; {}. Durations in ns.",
             r.config.iterations,
             r.config.warmup,
             steady_state(r),
+            match r.config.spacing_us {
+                Some(us) =>
+                    format!(", each timed one after a {us} µs sleep (the probe's path cold)"),
+                None => String::new(),
+            },
             r.config.run.cpu,
             e.kernel(),
             r.environment.cpu_model
