@@ -71,20 +71,14 @@ fn descendants(pid: i32) -> Vec<i32> {
     found
 }
 
-/// The processes whose parent is `pid` (from `/proc/*/stat`).
+/// The processes whose parent is `pid`.
 fn children_of(pid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+    let Ok(all) = procfs::process::all_processes() else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
-                // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
-                stat.rsplit_once(')')
-                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok())
-                    == Some(pid)
-            })
-        })
+    all.filter_map(|p| p.ok()?.stat().ok())
+        .filter(|s| s.ppid == pid)
+        .map(|s| s.pid)
         .collect()
 }
 

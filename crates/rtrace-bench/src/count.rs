@@ -180,7 +180,7 @@ pub fn run(o: Options) -> Result<i32> {
     crate::tree::become_subreaper()?;
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     // Held until the tracer is attached (see [`crate::hold::held_command`]).
-    let mut child = crate::hold::held_command(&o.command, &[], &read_end)?
+    let mut child = crate::hold::held_command(&o.command, &[], &read_end, None)?
         .spawn()
         .context("cannot start the command")?;
     drop(read_end);

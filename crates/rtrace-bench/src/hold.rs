@@ -35,11 +35,13 @@ pub fn run(env: &[String], command: &[String]) -> Result<i32> {
 /// `rtrace-bench __hold-exec -- CMD...` with the pipe's `read_end` as fd 3: once spawned, it
 /// waits for one byte on that pipe, then execs the command (same pid, so a tracer can attach to
 /// it first) with `env` added to its environment. It dies with us (PR_SET_PDEATHSIG survives
-/// the exec). Drop `read_end` after spawn.
+/// the exec). `on`: the CPU it runs on from the start, and its SCHED_FIFO priority if any
+/// (the hold's exec keeps both). Drop `read_end` after spawn.
 pub fn held_command(
     command: &[String],
     env: &[(String, String)],
     read_end: &OwnedFd,
+    on: Option<(usize, Option<i32>)>,
 ) -> Result<Command> {
     let me = std::env::current_exe()?;
     let fd = read_end.as_raw_fd();
@@ -49,9 +51,23 @@ pub fn held_command(
         cmd.arg(format!("--env={k}={v}"));
     }
     cmd.arg("--").args(command);
-    // SAFETY: dup2, fcntl and prctl are async-signal-safe.
+    // SAFETY: dup2, fcntl, prctl, sched_setaffinity and sched_setscheduler are
+    // async-signal-safe system calls.
     unsafe {
         cmd.pre_exec(move || {
+            if let Some((cpu, priority)) = on {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(p) = priority {
+                    let param = libc::sched_param { sched_priority: p };
+                    if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+            }
             // dup2 onto itself keeps O_CLOEXEC: clear it explicitly in that case.
             let moved = if fd == GO_FD {
                 libc::fcntl(fd, libc::F_SETFD, 0)

@@ -25,28 +25,10 @@ pub fn become_subreaper() -> Result<()> {
 
 /// pid → (parent pid, state) of every live process.
 fn processes() -> BTreeMap<u32, (u32, char)> {
-    let mut out = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) S ppid ...`: comm may hold spaces and parentheses.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut f = rest.split_whitespace();
-        let state = f.next().and_then(|s| s.chars().next()).unwrap_or('?');
-        if let Some(ppid) = f.next().and_then(|p| p.parse().ok()) {
-            out.insert(pid, (ppid, state));
-        }
-    }
-    out
+    rtrace_tracer::procs::all()
+        .into_iter()
+        .map(|p| (p.pid, (p.ppid, p.state)))
+        .collect()
 }
 
 /// The command's tree: our descendants but those of `others` (our children that are not the

@@ -31,7 +31,9 @@ mod uprobe;
 
 pub use stats::{account, CpuStats};
 pub use tracefs::Tracefs;
-pub use uprobe::{definitions, function_definition, UprobeDef};
+pub use uprobe::{
+    check_tracepoint, definitions, function_definition, hook_definitions, register, UprobeDef,
+};
 
 use anyhow::{bail, ensure, Context, Result};
 use features::{FeatureEvent, FtracePlan};
@@ -148,30 +150,12 @@ impl Tracer for FtraceTracer {
             bail!("ftrace mode `off` counts hits from uprobe_profile, which kernel tracepoints are not in: use it with USDT or uprobe hooks");
         }
         match hook {
-            Hook::Usdt { binary, sites } => uprobe::definitions("check", binary, sites).map(drop),
-            Hook::KernelTracepoint { category, name } => {
-                rtrace_tracer::validate_name("tracepoint category", category)?;
-                rtrace_tracer::validate_name("tracepoint", name)?;
-                if let Some(fs) = Tracefs::find() {
-                    if !fs.path(format!("events/{category}/{name}")).exists() {
-                        bail!("kernel tracepoint {category}:{name} does not exist here (see {}/available_events)", fs.root().display());
-                    }
-                }
-                Ok(())
-            }
+            Hook::KernelTracepoint { category, name } => check_tracepoint(category, name),
             Hook::LttngUst { .. } => {
                 bail!("ftrace cannot trace LTTng-UST tracepoints: use --tracer lttng")
             }
             Hook::Read { .. } => unreachable!("checked above"),
-            Hook::Uprobe {
-                binary,
-                function,
-                offset,
-                ret,
-            } => {
-                hook.check_binary()?;
-                uprobe::function_definition("check", binary, function, *offset, *ret).map(drop)
-            }
+            Hook::Usdt { .. } | Hook::Uprobe { .. } => hook_definitions("check", hook).map(drop),
         }
     }
 
@@ -246,28 +230,11 @@ impl Tracer for FtraceTracer {
             None => None,
         };
         let events: Vec<(String, String)> = match &target.hook {
-            Hook::Usdt { binary, sites } => {
-                let mut out = Vec::new();
-                for def in uprobe::definitions(&tag, binary, sites)? {
-                    fs.append_event("uprobe_events", &def.line)?;
-                    a.uprobes.push(format!("{}/{}", def.group, def.event));
-                    out.push((def.group, def.event));
-                }
-                out
-            }
             Hook::KernelTracepoint { category, name } => vec![(category.clone(), name.clone())],
-            Hook::Uprobe {
-                binary,
-                function,
-                offset,
-                ret,
-            } => {
-                let def = uprobe::function_definition(&tag, binary, function, *offset, *ret)?;
-                fs.append_event("uprobe_events", &def.line)?;
-                a.uprobes.push(format!("{}/{}", def.group, def.event));
-                vec![(def.group, def.event)]
+            hook => {
+                let defs = hook_definitions(&tag, hook)?.expect("rejected by check");
+                register(&fs, defs, &mut a.uprobes)?
             }
-            Hook::LttngUst { .. } | Hook::Read { .. } => unreachable!("rejected by check"),
         };
         let inst = a.instance.as_ref().expect("created above");
         if mode == FtraceMode::Stream {
@@ -482,13 +449,11 @@ impl Drop for FtraceAttachment {
 
 /// Thread ids of `pid` (just `pid` if /proc cannot be read).
 fn thread_ids(pid: u32) -> Vec<String> {
-    let mut tids: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut tids: Vec<String> = rtrace_tracer::procs::threads(pid)
+        .unwrap_or_default()
+        .iter()
+        .map(|t| t.pid.to_string())
+        .collect();
     if tids.is_empty() {
         tids.push(pid.to_string());
     }

@@ -1,7 +1,9 @@
 //! uprobe event definitions (`p:GROUP/EVENT PATH:OFFSET(REF_CTR) ARGS`) built from USDT sites.
 
+use crate::Tracefs;
 use anyhow::{bail, Context, Result};
 use rtrace_sdt::Probe;
+use rtrace_tracer::Hook;
 use std::path::Path;
 
 /// One uprobe event to create.
@@ -64,6 +66,59 @@ pub fn function_definition(
         event,
         line,
     })
+}
+
+/// The uprobe events a USDT or uprobe hook needs, in `group` (`check` to check the hook
+/// only); `None` for a hook that needs none.
+pub fn hook_definitions(group: &str, hook: &Hook) -> Result<Option<Vec<UprobeDef>>> {
+    Ok(Some(match hook {
+        Hook::Usdt { binary, sites } => {
+            hook.check_binary()?;
+            definitions(group, binary, sites)?
+        }
+        Hook::Uprobe {
+            binary,
+            function,
+            offset,
+            ret,
+        } => {
+            hook.check_binary()?;
+            vec![function_definition(group, binary, function, *offset, *ret)?]
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// Creates `defs` in `fs`'s `uprobe_events`, each named `GROUP/EVENT` in `owned` as soon as it
+/// exists (whoever owns `owned` removes them, also on error); their `(group, event)`.
+pub fn register(
+    fs: &Tracefs,
+    defs: Vec<UprobeDef>,
+    owned: &mut Vec<String>,
+) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for def in defs {
+        fs.append_event("uprobe_events", &def.line)?;
+        owned.push(format!("{}/{}", def.group, def.event));
+        out.push((def.group, def.event));
+    }
+    Ok(out)
+}
+
+/// Fails unless kernel tracepoint `category:name` has a valid name and, where tracefs is
+/// mounted, exists.
+pub fn check_tracepoint(category: &str, name: &str) -> Result<()> {
+    rtrace_tracer::validate_name("tracepoint category", category)?;
+    rtrace_tracer::validate_name("tracepoint", name)?;
+    if let Some(fs) = Tracefs::find() {
+        if !fs.path(format!("events/{category}/{name}")).exists() {
+            bail!(
+                "kernel tracepoint {category}:{name} does not exist here (see {}/available_events)",
+                fs.root().display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A tracefs event name for `function`: `[A-Za-z0-9_]`, not starting with a digit, at most 64

@@ -1,8 +1,12 @@
 //! Running the LTTng command-line tools.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use rtrace_tracer::tool::Spawn;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
+/// What installs [`TOOLS`].
+const PACKAGES: &str = "lttng-tools liblttng-ust-dev babeltrace2";
 
 /// The tools are missing → one line naming the fix.
 #[derive(Debug, thiserror::Error)]
@@ -33,54 +37,39 @@ pub fn require_tools() -> Result<(), ToolsMissing> {
 /// Runs `lttng --no-sessiond ARGS` (never auto-spawns a session daemon behind our back) and
 /// returns its standard output. Fails with the command line and lttng's own error message.
 pub fn lttng(args: &[&str]) -> Result<String> {
-    run(Command::new("lttng").arg("--no-sessiond").args(args))
+    run("lttng", &[&["--no-sessiond"], args].concat(), &[], &[])
 }
 
 /// [`lttng`] with the machine interface (`--mi xml`): stable output for parsing.
 pub fn lttng_mi(args: &[&str]) -> Result<String> {
-    run(Command::new("lttng")
-        .args(["--no-sessiond", "--mi", "xml"])
-        .args(args))
+    run(
+        "lttng",
+        &[&["--no-sessiond", "--mi", "xml"], args].concat(),
+        &[],
+        &[],
+    )
 }
 
-/// Runs `cmd` to completion; fails with its command line and the first lines of its stderr.
-pub fn run(cmd: &mut Command) -> Result<String> {
-    let line = command_line(cmd);
-    let out = rtrace_tracer::die_with_parent(cmd)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run `{line}`"))?;
-    if !out.status.success() {
-        bail!(
-            "`{line}` failed ({}): {}",
-            out.status,
-            first_lines(&String::from_utf8_lossy(&out.stderr), 3)
-        );
-    }
-    String::from_utf8(out.stdout).with_context(|| format!("`{line}` printed non-UTF-8"))
-}
-
-fn command_line(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|a| a.to_string_lossy())
-        .collect::<Vec<_>>()
-        .join(" ")
+/// Runs one of [`TOOLS`] to completion on `cpus` (none: anywhere; its children inherit them)
+/// with `env` besides ours; fails with its command line and the first lines of its stderr.
+/// Untagged: a session daemon it starts serves later runs too.
+pub fn run(
+    program: &'static str,
+    args: &[&str],
+    env: &[(String, String)],
+    cpus: &[usize],
+) -> Result<String> {
+    let args = args.iter().map(OsString::from).collect();
+    rtrace_tracer::tool::output(Spawn {
+        env: env.to_vec(),
+        tagged: false,
+        ..Spawn::new(program, PACKAGES, Path::new(program), args, cpus)
+    })
 }
 
 /// The first `n` non-empty lines of `s`, joined with ` / ` (error messages stay one line).
 pub fn first_lines(s: &str, n: usize) -> String {
-    let lines: Vec<&str> = s
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .take(n)
-        .collect();
-    if lines.is_empty() {
-        "no error message".to_owned()
-    } else {
-        lines.join(" / ")
-    }
+    rtrace_tracer::tool::first_lines(&s.lines().collect::<Vec<_>>(), n)
 }
 
 /// `path` as a `&str` for a command line (LTTng takes paths as text).

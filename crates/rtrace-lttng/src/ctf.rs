@@ -2,9 +2,10 @@
 
 use crate::cli;
 use anyhow::{bail, Context, Result};
+use rtrace_tracer::tool::{Spawn, Stdout, Tool};
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// CTF traces (directories holding a `metadata` file) below `dir`, sorted.
 pub fn traces(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -34,10 +35,12 @@ pub fn count_events(dir: &Path) -> Result<u64> {
     if traces(dir)?.is_empty() {
         return Ok(0);
     }
+    let counter = ["--component=sink.utils.counter", "--params=step=+0"];
     let out = cli::run(
-        Command::new("babeltrace2")
-            .arg(cli::path_arg(dir)?)
-            .args(["--component=sink.utils.counter", "--params=step=+0"]),
+        "babeltrace2",
+        &[&[cli::path_arg(dir)?], &counter[..]].concat(),
+        &[],
+        &[],
     )?;
     parse_counter(&out).with_context(|| {
         format!(
@@ -50,11 +53,8 @@ pub fn count_events(dir: &Path) -> Result<u64> {
 /// The metadata of `trace` as TSDL text, its whitespace collapsed (babeltrace2's
 /// `ctf-metadata` output).
 pub fn metadata(trace: &Path) -> Result<String> {
-    let text = cli::run(
-        Command::new("babeltrace2")
-            .args(["--output-format=ctf-metadata"])
-            .arg(cli::path_arg(trace)?),
-    )?;
+    let args = ["--output-format=ctf-metadata", cli::path_arg(trace)?];
+    let text = cli::run("babeltrace2", &args, &[], &[])?;
     Ok(crate::overwrite::flat(&text))
 }
 
@@ -84,28 +84,30 @@ pub fn each_line(dir: &Path, args: &[&str], mut f: impl FnMut(&str) -> Result<()
     if traces(dir)?.is_empty() {
         return Ok(());
     }
-    let mut child = rtrace_tracer::die_with_parent(&mut Command::new("babeltrace2"))
-        .args(args)
-        .arg(cli::path_arg(dir)?)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot run babeltrace2")?;
-    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
-        let line = line.context("reading babeltrace2 output")?;
-        if let Err(e) = f(&line) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
+    let mut all: Vec<OsString> = args.iter().map(OsString::from).collect();
+    all.push(dir.into());
+    let mut bt = Tool::spawn(Spawn {
+        stdout: Stdout::Pipe,
+        tagged: false,
+        ..Spawn::new(
+            "babeltrace2",
+            "babeltrace2",
+            Path::new("babeltrace2"),
+            all,
+            &[],
+        )
+    })?;
+    let stdout = bt.take_stdout().expect("piped");
+    for line in BufReader::new(stdout).lines() {
+        // An error of `f` stops babeltrace2: dropping the tool kills it.
+        f(&line.context("reading babeltrace2 output")?)?;
     }
-    let out = child.wait_with_output()?;
+    let out = bt.finish()?;
     if !out.status.success() {
         bail!(
             "babeltrace2 {} failed: {}",
             dir.display(),
-            cli::first_lines(&String::from_utf8_lossy(&out.stderr), 3)
+            rtrace_tracer::tool::first_lines(&out.stderr, 3)
         );
     }
     Ok(())

@@ -15,7 +15,6 @@ use nix::fcntl::Flock;
 use rtrace_tracer::owner;
 use std::fs::File;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Environment variable marking a session daemon started by a run: `RTRACE_BENCH_DAEMON=<tag>`.
@@ -48,20 +47,9 @@ impl Sessiond {
                 users,
             });
         }
-        let mut cmd = Command::new("lttng-sessiond");
-        cmd.arg("--daemonize").env(DAEMON_ENV, owner::run_id()?);
-        if !cpus.is_empty() {
-            let set = rtrace_tracer::cpu_set(cpus)?;
-            // SAFETY: sched_setaffinity is a plain syscall, async-signal-safe; nothing else runs
-            // between fork and exec.
-            unsafe {
-                std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
-                        .map_err(std::io::Error::from)
-                });
-            }
-        }
-        cli::run(&mut cmd).context("cannot start lttng-sessiond")?;
+        let marked = [(DAEMON_ENV.to_owned(), owner::run_id()?.to_owned())];
+        cli::run("lttng-sessiond", &["--daemonize"], &marked, cpus)
+            .context("cannot start lttng-sessiond")?;
         // `--daemonize` returns once the daemon is ready; its pid file appears with it.
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -105,9 +93,7 @@ pub fn stop_if_unused() -> Result<Vec<String>> {
         owner::marked_processes(DAEMON_ENV)
             .into_iter()
             .map(|(pid, _)| pid)
-            .filter(|pid| {
-                std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
-            })
+            .filter(|&pid| rtrace_tracer::procs::comm(pid).is_some_and(|c| c == comm))
             .collect()
     };
     let mut stopped = Vec::new();
@@ -143,38 +129,16 @@ pub fn pid_file() -> PathBuf {
 /// run uses a session daemon it finds as it is (it is not ours to pin), so the report says so.
 /// One `comm (pid N, CPUs L)` per daemon.
 pub fn daemons_allowed_on(cpu: usize) -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for e in dir.filter_map(|e| e.ok()) {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-            continue;
-        };
-        let field = |k: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k).map(|v| v.trim().to_owned()))
-        };
-        let (Some(name), Some(cpus)) = (field("Name:"), field("Cpus_allowed_list:")) else {
-            continue;
-        };
-        if (name == "lttng-sessiond" || name == "lttng-consumerd") && cpu_in_list(&cpus, cpu) {
-            out.push(format!("{name} (pid {pid}, CPUs {cpus})"));
-        }
-    }
-    out
-}
-
-/// Whether a kernel CPU list (`0-3,5`) holds `cpu`.
-fn cpu_in_list(list: &str, cpu: usize) -> bool {
-    list.split(',').any(|r| match r.split_once('-') {
-        Some((a, b)) => matches!((a.parse::<usize>(), b.parse::<usize>()), (Ok(a), Ok(b)) if (a..=b).contains(&cpu)),
-        None => r.parse() == Ok(cpu),
-    })
+    use rtrace_tracer::procs;
+    procs::all()
+        .into_iter()
+        .filter(|p| matches!(p.comm.as_str(), "lttng-sessiond" | "lttng-consumerd"))
+        .filter_map(|p| {
+            let cpus = procs::cpus_allowed(p.pid)?;
+            let on = rtrace_tracer::parse_cpu_list(&cpus)?.contains(&cpu);
+            on.then(|| format!("{} (pid {}, CPUs {cpus})", p.comm, p.pid))
+        })
+        .collect()
 }
 
 /// Pid of this user's live session daemon, from its pid file.
@@ -185,17 +149,4 @@ pub fn running_pid() -> Option<u32> {
         .parse()
         .ok()?;
     rtrace_tracer::is_running(pid).then_some(pid)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert!(cpu_in_list("0-1", 1));
-        assert!(cpu_in_list("0,2-3", 3));
-        assert!(!cpu_in_list("0,2-3", 1));
-        assert!(!cpu_in_list("", 0));
-    }
 }

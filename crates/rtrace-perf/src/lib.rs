@@ -209,29 +209,11 @@ impl Tracer for PerfTracer {
         }
         Tracefs::available()?;
         match hook {
-            Hook::Usdt { binary, sites } => {
-                hook.check_binary()?;
-                rtrace_ftrace::definitions("check", binary, sites).map(drop)
-            }
-            Hook::Uprobe {
-                binary,
-                function,
-                offset,
-                ret,
-            } => {
-                hook.check_binary()?;
-                rtrace_ftrace::function_definition("check", binary, function, *offset, *ret)
-                    .map(drop)
+            Hook::Usdt { .. } | Hook::Uprobe { .. } => {
+                rtrace_ftrace::hook_definitions("check", hook).map(drop)
             }
             Hook::KernelTracepoint { category, name } => {
-                rtrace_tracer::validate_name("tracepoint category", category)?;
-                rtrace_tracer::validate_name("tracepoint", name)?;
-                if let Some(fs) = Tracefs::find() {
-                    if !fs.path(format!("events/{category}/{name}")).exists() {
-                        bail!("kernel tracepoint {category}:{name} does not exist here (see {}/available_events)", fs.root().display());
-                    }
-                }
-                Ok(())
+                rtrace_ftrace::check_tracepoint(category, name)
             }
             Hook::LttngUst { .. } => {
                 bail!("perf cannot trace LTTng-UST tracepoints: use --tracer lttng")
@@ -300,33 +282,14 @@ impl PerfTracer {
         }
         // Every step registers what it created in `a` first, so dropping `a` on error undoes it.
         let events: Vec<String> = match &target.hook {
-            Hook::Usdt { binary, sites } => {
-                let tag = rtrace_tracer::run_tag()?;
-                let mut out = Vec::new();
-                for def in rtrace_ftrace::definitions(&tag, binary, sites)? {
-                    let def = parsable(def);
-                    fs.append_event("uprobe_events", &def.line)?;
-                    a.uprobes.push(format!("{}/{}", def.group, def.event));
-                    out.push(format!("{}:{}", def.group, def.event));
-                }
-                out
-            }
-            Hook::Uprobe {
-                binary,
-                function,
-                offset,
-                ret,
-            } => {
-                let tag = rtrace_tracer::run_tag()?;
-                let def = parsable(rtrace_ftrace::function_definition(
-                    &tag, binary, function, *offset, *ret,
-                )?);
-                fs.append_event("uprobe_events", &def.line)?;
-                a.uprobes.push(format!("{}/{}", def.group, def.event));
-                vec![format!("{}:{}", def.group, def.event)]
-            }
             Hook::KernelTracepoint { category, name } => vec![format!("{category}:{name}")],
-            Hook::LttngUst { .. } | Hook::Read(_) => unreachable!("rejected by check"),
+            hook => {
+                let tag = rtrace_tracer::run_tag()?;
+                let defs = rtrace_ftrace::hook_definitions(&tag, hook)?.expect("rejected by check");
+                let defs = defs.into_iter().map(parsable).collect();
+                let events = rtrace_ftrace::register(&fs, defs, &mut a.uprobes)?;
+                events.iter().map(|(g, e)| format!("{g}:{e}")).collect()
+            }
         };
         // Kernel tracepoints' samples read their count; uprobe events are counted by tracefs.
         let read_counts = overwrite && a.uprobes.is_empty();

@@ -6,16 +6,15 @@
 use anyhow::{anyhow, bail, Context, Result};
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
+use rtrace_tracer::tool::{Spawn, Tool};
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+pub use rtrace_tracer::tool::Exited;
 
 /// perf opens its events (one per CPU and thread) before it reads its control pipe.
 pub const ENABLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -25,30 +24,11 @@ pub const STOP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A running `perf record` whose events are enabled.
 pub struct Record {
-    child: Option<Child>,
-    stderr: Option<JoinHandle<Vec<String>>>,
+    tool: Tool,
     /// Our end of perf's control pipe, open while perf runs: perf 6.1 fails its main loop
     /// ("Thread and evlist pollfd index mismatch") and writes no data section once the control
     /// pipe hangs up.
     _ctl: Option<std::fs::File>,
-}
-
-/// How a `perf record` ended.
-pub struct Exited {
-    pub status: ExitStatus,
-    pub stderr: Vec<String>,
-}
-
-impl Exited {
-    /// The line that explains a failure.
-    pub fn why(&self) -> String {
-        self.stderr
-            .iter()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .cloned()
-            .unwrap_or_else(|| format!("perf exited with {}", self.status))
-    }
 }
 
 /// A pipe whose one end perf inherits: that end's descriptor stays open across exec.
@@ -57,73 +37,32 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
 }
 
 impl Record {
-    /// Starts `program record ARGS --control fd:..` and returns once perf acknowledged `enable`.
+    /// Starts `program record ARGS --control fd:..` on `cpus` and returns once perf
+    /// acknowledged `enable`. It dies with us: a SIGKILLed harness must not leave perf's
+    /// uprobes on the workload.
     pub fn start(program: &Path, args: &[OsString], cpus: &[usize]) -> Result<Record> {
         let (ctl_r, ctl_w) = pipe()?;
         let (ack_r, ack_w) = pipe()?;
         let (ctl_fd, ack_fd) = (ctl_r.as_raw_fd(), ack_w.as_raw_fd());
-        let mut cmd = Command::new(program);
-        // Dies with us (a SIGKILLed harness must not leave perf's uprobes on the workload), and
-        // carries our run's tag in case it ever outlives us (`crate::remove_stale`).
-        rtrace_tracer::die_with_parent(&mut cmd)
-            .arg("record")
-            .args(args)
-            .arg("--control")
-            .arg(format!("fd:{ctl_fd},{ack_fd}"))
-            .env(
-                rtrace_tracer::owner::RUN_ENV,
-                rtrace_tracer::owner::run_id()?,
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            // Only our SIGINT stops it, not a Ctrl-C meant for rtrace-bench.
-            .process_group(0);
-        // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec of perf's two ends.
-        unsafe {
-            cmd.pre_exec(move || {
-                for fd in [ctl_fd, ack_fd] {
-                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().with_context(|| {
-            format!(
-                "cannot run {} (apt-get install linux-perf)",
-                program.display()
-            )
+        let mut all: Vec<OsString> = vec!["record".into()];
+        all.extend(args.iter().cloned());
+        all.push("--control".into());
+        all.push(format!("fd:{ctl_fd},{ack_fd}").into());
+        let tool = Tool::spawn(Spawn {
+            inherit: vec![ctl_fd, ack_fd],
+            ..Spawn::new("perf", "linux-perf", program, all, cpus)
         })?;
         // perf's ends live in perf only: its exit then closes the ack pipe.
         drop((ctl_r, ack_w));
-        let pid = child.id();
-        let err = child.stderr.take().expect("piped stderr");
-        let stderr = std::thread::spawn(move || {
-            BufReader::new(err)
-                .lines()
-                .map_while(Result::ok)
-                .collect::<Vec<_>>()
-        });
-        let mut rec = Record {
-            child: Some(child),
-            stderr: Some(stderr),
-            _ctl: None,
-        };
-        if let Err(e) = rtrace_tracer::pin(pid, cpus, "perf") {
-            rec.kill();
-            return Err(e);
-        }
+        let mut rec = Record { tool, _ctl: None };
         let ctl = rec._ctl.insert(std::fs::File::from(ctl_w));
         match enable(ctl, &ack_r) {
             Ok(()) => Ok(rec),
             Err(e) => {
                 // Exited already, or hung: its words explain either.
-                let exited = rec.wait(Duration::from_secs(2));
-                let why = match exited {
-                    Ok(x) => x.why(),
-                    Err(_) => "perf did not exit either".into(),
+                let why = match rec.tool.wait(Duration::from_secs(2)) {
+                    Ok(Some(x)) => x.why(),
+                    _ => "perf did not exit either".into(),
                 };
                 Err(anyhow!("perf record failed to start tracing: {e:#}: {why}"))
             }
@@ -131,57 +70,20 @@ impl Record {
     }
 
     /// SIGINT (perf exits by itself once its `-p` process ends), then waits for it to write
-    /// its file and exit.
+    /// its file and exit; SIGKILL after [`STOP_TIMEOUT`].
     pub fn stop(mut self) -> Result<Exited> {
-        if let Some(child) = self.child.as_mut() {
-            if child.try_wait()?.is_none() {
-                // ESRCH: it exited in between; wait() tells.
-                let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGINT);
+        self.tool.signal(Signal::SIGINT)?;
+        match self.tool.wait(STOP_TIMEOUT)? {
+            Some(exited) => Ok(exited),
+            None => {
+                let (_, stderr) = self.tool.kill();
+                bail!(
+                    "perf record did not exit within {} s after SIGINT and was killed: its data is lost; rerun with fewer events or a smaller --buffer-size-kb (its last words: {})",
+                    STOP_TIMEOUT.as_secs(),
+                    stderr.last().map_or("none", String::as_str)
+                )
             }
         }
-        self.wait(STOP_TIMEOUT)
-    }
-
-    /// Waits up to `timeout` for exit; SIGKILL after it.
-    fn wait(&mut self, timeout: Duration) -> Result<Exited> {
-        let mut child = self.child.take().expect("child present until waited");
-        let waited =
-            rtrace_tracer::wait_or_kill(&mut child, timeout).context("waiting for perf")?;
-        let Some(status) = waited else {
-            let stderr = self.join_stderr();
-            bail!(
-                "perf record did not exit within {} s after SIGINT and was killed: its data is lost; rerun with fewer events or a smaller --buffer-size-kb (its last words: {})",
-                timeout.as_secs(),
-                stderr.last().map_or("none", String::as_str)
-            );
-        };
-        Ok(Exited {
-            status,
-            stderr: self.join_stderr(),
-        })
-    }
-
-    fn join_stderr(&mut self) -> Vec<String> {
-        self.stderr
-            .take()
-            .map(|h| h.join().unwrap_or_default())
-            .unwrap_or_default()
-    }
-
-    /// SIGKILL and reap (the kernel drops perf's events, and with them the uprobes they
-    /// registered).
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        self.join_stderr();
-    }
-}
-
-impl Drop for Record {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

@@ -27,7 +27,6 @@ use anyhow::{bail, Context, Result};
 use rtrace_tracer::features::{Evidence, Feature, ReadHook, ReadProgram, Unsupported};
 use rtrace_tracer::{Attachment, EventStats, Hook, Target, Tracer, TracerKind};
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Where Debian installs strace.
 pub const STRACE: &str = "/usr/bin/strace";
@@ -199,22 +198,13 @@ impl Attachment for StraceAttachment {
 /// `RTRACE_BENCH_RUN`, see [`rtrace_tracer::owner`]): a strace that outlived its run would keep
 /// stopping its process at every system call. Returns what was stopped.
 pub fn remove_stale() -> Result<Vec<String>> {
-    let mut stale = rtrace_tracer::owner::Stale::new();
-    let orphans: Vec<(u32, String)> =
-        rtrace_tracer::owner::marked_processes(rtrace_tracer::owner::RUN_ENV)
-            .into_iter()
-            .filter(|(pid, _)| child::is_strace(*pid))
-            .filter(|(_, tag)| stale.is_dead(tag))
-            .collect();
-    let pids: Vec<u32> = orphans.iter().map(|(p, _)| *p).collect();
     // SIGTERM: strace detaches, and its process runs on untraced.
-    rtrace_tracer::owner::stop_processes(&pids, Duration::from_secs(2));
-    // Dead runs' lock files go last, in `owner::remove_dead_locks`.
-    drop(stale);
-    Ok(orphans
-        .into_iter()
-        .map(|(pid, tag)| format!("strace (pid {pid}) of run {tag}"))
-        .collect())
+    Ok(
+        rtrace_tracer::owner::stop_dead_runs_processes(Some("strace"))
+            .into_iter()
+            .map(|(pid, tag, _)| format!("strace (pid {pid}) of run {tag}"))
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -14,13 +14,16 @@ pub mod features;
 mod names;
 pub mod owner;
 mod process;
+pub mod procs;
+pub mod tool;
 
 pub use names::{validate_name, NameError};
 pub use owner::{run_tag, PREFIX};
 pub use process::{
-    cpu_set, die_with_parent, in_initial_pid_namespace, is_alive, is_running, pin, require_root,
+    cpu_list, cpu_set, in_initial_pid_namespace, is_alive, parse_cpu_list, pin, require_root,
     wait_or_kill, NotRoot,
 };
+pub use procs::is_running;
 
 use features::{Evidence, Read};
 use serde::{Deserialize, Serialize};

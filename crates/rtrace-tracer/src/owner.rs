@@ -138,10 +138,7 @@ fn random_tag() -> Result<String> {
 /// What a lock file says about its holder, for people and error messages.
 fn describe_self() -> String {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let start = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| Some(s.rsplit_once(')')?.1.split_whitespace().nth(19)?.to_owned()))
-        .unwrap_or_default();
+    let start = crate::procs::myself().map_or(0, |s| s.start_ticks);
     let cmd: Vec<String> = std::env::args().collect();
     format!(
         "pid {} (start {start} ticks, boot {}): {}\n",
@@ -260,20 +257,7 @@ pub fn remove_dead_locks() {
 
 /// Processes that carry `var` in their environment, with its value.
 pub fn marked_processes(var: &str) -> Vec<(u32, String)> {
-    let prefix = format!("{var}=");
-    let Ok(proc) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    proc.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != std::process::id())
-        .filter_map(|pid| {
-            let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-            let value = env
-                .split(|&b| b == 0)
-                .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))?;
-            Some((pid, String::from_utf8_lossy(value).into_owned()))
-        })
-        .collect()
+    crate::procs::with_env_var(var)
 }
 
 /// Stops the processes tagged with a run that is gone ([`RUN_ENV`]) whose command name is
@@ -282,11 +266,7 @@ pub fn marked_processes(var: &str) -> Vec<(u32, String)> {
 /// each process stopped.
 pub fn stop_dead_runs_processes(comm: Option<&str>) -> Vec<(u32, String, String)> {
     let mut stale = Stale::new();
-    let comm_of = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .map(|c| c.trim().to_owned())
-            .unwrap_or_default()
-    };
+    let comm_of = |pid: u32| crate::procs::comm(pid).unwrap_or_default();
     let orphans: Vec<(u32, String, String)> = marked_processes(RUN_ENV)
         .into_iter()
         .map(|(pid, tag)| (pid, tag, comm_of(pid)))
@@ -309,12 +289,12 @@ pub fn stop_processes(pids: &[u32], grace: Duration) {
     for &p in pids {
         let _ = kill(pid(p), Signal::SIGTERM);
     }
-    let gone = |pids: &[u32]| pids.iter().all(|&p| !crate::process::is_running(p));
+    let gone = |pids: &[u32]| pids.iter().all(|&p| !crate::procs::is_running(p));
     let deadline = Instant::now() + grace;
     while !gone(pids) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    for &p in pids.iter().filter(|&&p| crate::process::is_running(p)) {
+    for &p in pids.iter().filter(|&&p| crate::procs::is_running(p)) {
         let _ = kill(pid(p), Signal::SIGKILL);
     }
     let deadline = Instant::now() + Duration::from_secs(1);

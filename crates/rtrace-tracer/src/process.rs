@@ -5,19 +5,6 @@ pub fn is_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Whether `pid` exists and is not a zombie (a daemonized process is reaped by whoever adopted
-/// it, maybe late).
-pub fn is_running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state is the first field after the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(true),
-        Err(_) => false,
-    }
-}
-
 /// Inode number of the initial PID namespace (`PROC_PID_INIT_INO`).
 const INITIAL_PID_NS: &str = "pid:[4026531836]";
 
@@ -27,21 +14,6 @@ pub fn in_initial_pid_namespace() -> bool {
     std::fs::read_link("/proc/self/ns/pid")
         .map(|l| l.to_string_lossy() == INITIAL_PID_NS)
         .unwrap_or(true)
-}
-
-/// Makes the child `cmd` starts die (SIGKILL) when the thread that starts it ends: children that
-/// hold kernel state or write trace data must not outlive a SIGKILLed harness. The signal fires
-/// when the *starting thread* exits, so start such children from a thread that lives as long as
-/// them (the main thread). It does not pass to a daemon's double fork.
-pub fn die_with_parent(cmd: &mut std::process::Command) -> &mut std::process::Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(std::io::Error::from)
-        })
-    }
 }
 
 /// The CPU set of `cpus`; the error names the fix.
@@ -68,6 +40,36 @@ pub fn pin(pid: u32, cpus: &[usize], what: &str) -> anyhow::Result<()> {
     nix::sched::sched_setaffinity(pid, &cpu_set(cpus)?).with_context(|| {
         format!("cannot pin {what} to CPUs {cpus:?}: pass online CPUs (see `nproc`)")
     })
+}
+
+/// The kernel's CPU list syntax, `0-3,5,7-8` (surrounding whitespace allowed): the one parser.
+pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => cpus.extend(a.trim().parse::<usize>().ok()?..=b.trim().parse().ok()?),
+            None => cpus.push(part.trim().parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+/// `cpus` (sorted) in the kernel's CPU list syntax.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(match i == j {
+            true => cpus[i].to_string(),
+            false => format!("{}-{}", cpus[i], cpus[j]),
+        });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 /// Not root → one line naming the fix.
@@ -111,8 +113,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn this_process_runs() {
-        assert!(is_running(std::process::id()));
-        assert!(!is_running(4_194_303), "above pid_max");
+    fn cpu_lists_parse_and_print() {
+        assert_eq!(parse_cpu_list("0-1\n"), Some(vec![0, 1]));
+        assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("x"), None);
+        assert_eq!(cpu_list(&[0, 2, 3, 4, 7]), "0,2-4,7");
+        assert_eq!(cpu_list(&[]), "");
     }
 }

@@ -6,7 +6,6 @@
 use super::Ran;
 use anyhow::{bail, Context, Result};
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 
 /// Starts dd held, lets `attach` put the tracer on its pid, releases and times it.
@@ -19,27 +18,12 @@ pub fn run<A>(
     let (read_end, write_end) = nix::unistd::pipe().context("cannot make a pipe")?;
     let count = format!("count={blocks}");
     let command = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", &count].map(String::from);
-    let mut cmd = crate::hold::held_command(&command, &[("LC_ALL".into(), "C".into())], &read_end)?;
+    let env = [("LC_ALL".into(), "C".into())];
+    let on = Some((cpu, priority));
+    let mut cmd = crate::hold::held_command(&command, &env, &read_end, on)?;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    // SAFETY: sched_setaffinity and sched_setscheduler are async-signal-safe system calls.
-    unsafe {
-        cmd.pre_exec(move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(p) = priority {
-                let param = libc::sched_param { sched_priority: p };
-                if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
     let mut child = cmd
         .spawn()
         .context("cannot start dd (coreutils): check that `dd` is on PATH")?;

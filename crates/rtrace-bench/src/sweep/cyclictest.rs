@@ -143,7 +143,7 @@ pub fn run<A>(
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let stderr = std::fs::File::create(stderr_file)
         .with_context(|| format!("cannot create {}", stderr_file.display()))?;
-    let child = held_command(&command, env, &read_end)?
+    let child = held_command(&command, env, &read_end, None)?
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr)

@@ -80,9 +80,9 @@ pub fn mode_step(c: &Cost, r: &Cost, costs: &[Cost]) -> Option<Measured> {
     None
 }
 
-/// What hits after a sleep cost more than back to back on `c`'s tracer, hook and mode: a
+/// What hits after a sleep cost more than back to back on `c`'s tracer, hook, site and mode: a
 /// `usdt --spacing-us` cost minus plain `usdt`'s hot one; `None` unless `c`'s hits came after
-/// sleeps and `r`'s back to back, or where no spaced `usdt` measured them.
+/// sleeps and `r`'s back to back, or where no spaced `usdt` measured that site.
 pub fn cold_step(c: &Cost, r: &Cost, costs: &[Cost]) -> Option<Measured> {
     if !matches!(c.spacing, Spacing::AfterSleep { .. }) || r.spacing != Spacing::Hot {
         return None;
@@ -114,7 +114,8 @@ pub fn site_step(c: &Cost, r: &Cost, costs: &[Cost]) -> Option<Measured> {
     })
 }
 
-/// Plain `usdt`'s cost of `like`'s tracer and mode on `hook` with a spacing `spacing` takes.
+/// Plain `usdt`'s cost of `like`'s tracer and mode on `hook` (at `like`'s site, on its own hook)
+/// with a spacing `spacing` takes.
 fn usdt_cost<'a>(
     costs: &'a [Cost],
     like: &Cost,
@@ -124,6 +125,7 @@ fn usdt_cost<'a>(
     costs.iter().find(|x| {
         x.experiment == Experiment::Usdt
             && (x.tracer, x.hook) == (like.tracer, hook)
+            && (hook != like.hook || x.site == like.site)
             && x.mode == like.mode
             && spacing(x.spacing)
     })

@@ -467,9 +467,13 @@ mod tests {
             v.flag(),
             "cold, 1 hit per 30 µs wake-up: +470 ns measured (usdt spaced, cold, 1 hit per 30 µs wake-up); site at a function entry vs inline: +80 ns measured (Usdt record, uprobe vs usdt hot), residual +50 ns (4% of the cost)"
         );
-        // Without the spaced run the cold path is a label again.
+        // Without the spaced run the cold path is a label again, and on another site too.
         let v = measured_by(&sweep, &usdt, &costs[..2]);
         assert!(matches!(v, Verdict::Unexplained { .. }), "{v:?}");
+        let mut elsewhere = sweep.clone();
+        elsewhere.site = Some("clock_nanosleep".into());
+        let v = measured_by(&elsewhere, &usdt, &costs);
+        assert!(v.flag().contains("not measured: cold"), "{}", v.flag());
         // The spaced row itself is the measurement.
         let v = measured_by(&spaced, &uprobe, &costs);
         assert_eq!(
