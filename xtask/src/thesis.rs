@@ -65,7 +65,7 @@ impl Scale {
         }
         Scale {
             iterations: o.iterations,
-            usdt_rounds: 5,
+            usdt_rounds: 4,
             loops: o.loops,
             hooks: "usdt,uprobe,uretprobe",
             sweep_rounds: 6,
