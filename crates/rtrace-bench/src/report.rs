@@ -3,7 +3,8 @@
 //! every run so their run directory always holds a report of what was measured so far.
 
 use anyhow::{Context, Result};
-use rtrace_report::terminal::{self, Paint};
+use rtrace_report::doc::terminal::{self, Paint};
+use rtrace_report::doc::Document;
 use rtrace_report::{AnyResult, Report};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -75,9 +76,9 @@ fn names_an_experiment(text: &str) -> bool {
         .is_ok_and(|v| v.get("experiment").is_some_and(|e| e.is_string()))
 }
 
-/// Writes every file of `report` under `dir`; returns the HTML page's path.
-pub fn write_dir(dir: &Path, report: &Report) -> Result<PathBuf> {
-    for out in rtrace_report::render(report)? {
+/// Writes every file of `doc` under `dir`; returns the HTML page's path.
+pub fn write_dir(dir: &Path, doc: &Document) -> Result<PathBuf> {
+    for out in rtrace_report::doc::render(doc)? {
         let path = dir.join(&out.path);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
@@ -106,15 +107,16 @@ pub fn run(results: &[PathBuf], out: Option<&Path>, left_out: Vec<String>) -> Re
         Some(d) => crate::output::claim_dir("--out", d, true)?,
         None => crate::output::claim_dir("--out", &crate::options::default_out("report"), false)?,
     };
-    let index = write_dir(&dir.path, &report)?;
-    print!("{}", terminal(&report));
+    let doc = rtrace_report::document(&report)?;
+    let index = write_dir(&dir.path, &doc)?;
+    print!("{}", terminal(&doc));
     eprintln!("report: {}", index.display());
     Ok(0)
 }
 
-/// The terminal text of `report`: what every experiment prints at its end.
-pub fn terminal(report: &Report) -> String {
-    terminal::text(report, paint())
+/// The terminal text of `doc`: what every experiment prints at its end.
+pub fn terminal(doc: &Document) -> String {
+    terminal::render(doc, paint())
 }
 
 #[cfg(test)]

@@ -236,8 +236,9 @@ pub fn run<E: Experiment>(exp: &mut E) -> Result<i32> {
     };
     let failures = measure(exp, &files)?;
     let report = Report::one(exp.result());
-    let index = crate::report::write_dir(&session.out, &report)?;
-    print!("{}", crate::report::terminal(&report));
+    let doc = rtrace_report::document(&report)?;
+    let index = crate::report::write_dir(&session.out, &doc)?;
+    print!("{}", crate::report::terminal(&doc));
     for n in &notes {
         println!("note: {n}");
     }

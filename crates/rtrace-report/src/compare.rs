@@ -51,7 +51,7 @@ pub fn sweeps(c: &Comparison) -> String {
     if c.pairs.is_empty() {
         out.push_str("no (configuration, source) was measured in both files\n");
     } else {
-        out.push_str(&crate::terminal::table::plain(&t));
+        out.push_str(&crate::doc::terminal::table::plain(&t));
     }
     if !c.only_a.is_empty() {
         out.push_str(&format!("\nonly in A: {}\n", c.only_a.join(", ")));

@@ -66,8 +66,12 @@ fn table(s: &Staircase, alone: &[&crate::result::Entry]) -> Table {
                 Cell::text(s.hook.to_string()),
                 Cell::text(st.run.clone()),
                 Cell::text(st.adds),
-                Cell::estimate(&st.increment, 1.0, cell(&st.increment)),
-                Cell::estimate(&st.height, 1.0, cell(&st.height)),
+                Cell::estimate(
+                    crate::doc::interval(&st.increment),
+                    1.0,
+                    cell(&st.increment),
+                ),
+                Cell::estimate(crate::doc::interval(&st.height), 1.0, cell(&st.height)),
                 Cell::text(counters_cell(st)),
             ]
         })
@@ -249,13 +253,13 @@ mod tests {
     #[test]
     fn a_decomposition_is_headed_as_one_with_its_staircases_and_no_thesis_figures() {
         let report = Report::one(AnyResult::Usdt(decomposed()));
-        let doc = crate::doc::Document::of(&report);
+        let doc = crate::document(&report).unwrap();
         let title = "per-hit cost decomposition (usdt --decompose)";
         assert_eq!(doc.sections[0].title, title);
         let mut tables = doc.tables().into_iter();
         assert!(tables.any(|(_, t)| t.title.as_deref() == Some("ebpf (maps) on usdt")));
         let plain = Report::one(AnyResult::Usdt(crate::fixtures::usdt()));
-        let plain = crate::doc::Document::of(&plain);
+        let plain = crate::document(&plain).unwrap();
         assert_eq!(plain.sections[0].title, "per-probe duration");
         let plan = crate::figures::plan(&report);
         let titles: Vec<&str> = plan.iter().map(|f| f.title.as_str()).collect();

@@ -13,7 +13,7 @@ use rtrace_tracer::TracerKind;
 
 /// The section of events result `r` (entry `e`).
 pub fn section(e: &Entry, r: &EventsResult) -> Section {
-    let mut s = Section::new(
+    let mut s = crate::doc::section(
         e,
         "per-event cost of tracer features (Gregg's benchmark)",
         format!(
@@ -47,7 +47,7 @@ pub fn section(e: &Entry, r: &EventsResult) -> Section {
         summary: "Programs, Gregg's fastest-run statistic, output checked".into(),
         blocks: vec![Block::Table(programs(r))],
     });
-    s.close(e, &r.failed, &r.config);
+    crate::doc::close(&mut s, e, &r.failed, &r.config);
     s
 }
 
@@ -83,7 +83,7 @@ fn interval(e: &rtrace_measure::interval::Estimate, decimals: usize) -> Cell {
         (Some(l), Some(h)) => format!("{:.decimals$} [{l:.decimals$}, {h:.decimals$}]", e.estimate),
         _ => format!("{:.decimals$}", e.estimate),
     };
-    Cell::estimate(e, 1.0, shown)
+    Cell::estimate(crate::doc::interval(e), 1.0, shown)
 }
 
 /// A cell of the cost table: `mean [low, high]` in ns, or why there is no number.

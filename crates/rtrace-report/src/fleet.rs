@@ -507,7 +507,7 @@ fn cost_table(f: &Fleet, experiment: &str, tracer: Option<TracerKind>) -> Option
             for col in &cols {
                 let e = f.find(experiment, tracer, r, col).map(|c| c.ns);
                 cells.push(Cell::or_missing(e.as_ref(), |e| {
-                    Cell::estimate(e, 1.0, int(e.estimate))
+                    Cell::estimate(crate::doc::interval(e), 1.0, int(e.estimate))
                 }));
                 cells.push(Cell::or_missing(e.as_ref().and_then(interval), Cell::text));
             }

@@ -201,7 +201,7 @@ pub fn case0_ratio_value(r: &UsdtResult, c: &CaseResult) -> Option<f64> {
 
 /// `1 warning`, `3 warnings`.
 pub fn count(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+    rtrace_doc::count(n, noun)
 }
 
 #[cfg(test)]

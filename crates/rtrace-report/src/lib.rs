@@ -1,36 +1,32 @@
-//! Reports: the only place that formats results. Each experiment builds its report section
-//! once, as a format-neutral document (`doc.rs`; one module per experiment: `usdt`, `decompose`,
-//! `sweep`, `rate`, `npt`, `events`), and every exporter renders any document (one module per
-//! format behind one [`Exporter`] interface: `terminal`, `markdown`, `html`, `csv`, `json`,
-//! `svg`). `result.rs` loads any result file, `figures/` draws the thesis' figures,
-//! `consistency/` sets one hook's cost in every experiment side by side.
+//! Reports: the only place that turns results into a document (`rtrace-doc` renders it in
+//! every format). Each experiment builds its section once (one module per experiment: `usdt`,
+//! `decompose`, `sweep`, `rate`, `npt`, `events`); `assemble.rs` puts a report's sections, its
+//! figures (drawn by `figures/`), the fleet and consistency sections and the summary into one
+//! document; `result.rs` loads any result file; `consistency/` sets one hook's cost in every
+//! experiment side by side.
 
+pub mod assemble;
 pub mod bootstrap;
 pub mod compare;
 pub mod consistency;
-pub mod csv;
 pub mod decompose;
 pub mod doc;
 pub mod events;
-pub mod export;
+#[cfg(test)]
+mod exported;
 pub mod figures;
 pub mod fixtures;
 pub mod fleet;
 pub mod format;
-pub mod html;
-pub mod json;
-pub mod markdown;
 pub mod npt;
 pub mod probes;
 pub mod rate;
 pub mod ratios;
 pub mod result;
 pub mod summary;
-pub mod svg;
 pub mod sweep;
-pub mod terminal;
 pub mod usdt;
 
+pub use assemble::{document, render, text};
 pub use doc::Document;
-pub use export::{exporters, render, Exporter, Output};
 pub use result::{AnyResult, Report};

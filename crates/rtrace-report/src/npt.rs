@@ -11,7 +11,7 @@ use rtrace_measure::npt::{LargestGap, NptResult, NptRun, Osnoise, INTERRUPTION_N
 
 /// The section of npt result `r` (entry `e`).
 pub fn section(e: &Entry, r: &NptResult) -> Section {
-    let mut s = Section::new(
+    let mut s = crate::doc::section(
         e,
         "the Non-Preempt Test (npt, gaps of a tight loop)",
         format!(
@@ -30,7 +30,7 @@ pub fn section(e: &Entry, r: &NptResult) -> Section {
         s.push(Block::Note(line));
     }
     s.push(Block::Pre(osnoise_line(r).trim_end().to_owned()));
-    s.close(e, &r.failed, &r.config);
+    crate::doc::close(&mut s, e, &r.failed, &r.config);
     s
 }
 

@@ -1,7 +1,7 @@
 //! The listings of `rtrace-bench probes`.
 
+use crate::doc::terminal::table::plain;
 use crate::doc::{columns, Table};
-use crate::terminal::table::plain;
 use rtrace_sdt::{Function, ProbeSite, RawProbe};
 use serde::Serialize;
 

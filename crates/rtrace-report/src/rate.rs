@@ -9,7 +9,7 @@ use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
 
 /// The section of rate result `r` (entry `e`).
 pub fn section(e: &Entry, r: &RateResult) -> Section {
-    let mut s = Section::new(
+    let mut s = crate::doc::section(
         e,
         "sustained and lossless event rate",
         format!(
@@ -34,7 +34,7 @@ pub fn section(e: &Entry, r: &RateResult) -> Section {
         summary: "Every run".into(),
         blocks: vec![Block::Table(points(r))],
     });
-    s.close(e, &r.failed, &r.config);
+    crate::doc::close(&mut s, e, &r.failed, &r.config);
     s
 }
 

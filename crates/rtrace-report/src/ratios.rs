@@ -134,7 +134,7 @@ pub fn table(rows: &[RatioRow]) -> String {
             r.median.map_or("-".into(), |x| x.to_string()),
         ]);
     }
-    crate::terminal::table::plain(&t)
+    crate::doc::terminal::table::plain(&t)
 }
 
 /// B / A of the extra ns per hit of every case-1 run measured in both usdt results.

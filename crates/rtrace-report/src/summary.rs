@@ -233,7 +233,7 @@ mod tests {
         assert!(lines.iter().any(|l| l.starts_with(dormant)), "{lines:?}");
         // The section's sentences close with the conditions its warnings name.
         let report = crate::Report::one(crate::AnyResult::Usdt(r.clone()));
-        let summary = &crate::Document::of(&report).sections[0].summary;
+        let summary = &crate::document(&report).unwrap().sections[0].summary;
         assert_eq!(summary[..lines.len()], lines);
         assert!(
             summary.last().unwrap().starts_with("Conditions: "),

@@ -3,9 +3,9 @@
 //! `testdata/snapshots/`. After an intended change, `UPDATE_SNAPSHOTS=1 cargo test -p
 //! rtrace-report --test snapshots` rewrites them: review their diff before committing.
 
-use rtrace_report::doc::{items, Block, Document, Value};
-use rtrace_report::terminal::{self, Paint};
-use rtrace_report::{markdown, AnyResult, Report};
+use rtrace_report::doc::terminal::{self, Paint};
+use rtrace_report::doc::{items, markdown, Block, Document, Value};
+use rtrace_report::{AnyResult, Report};
 use std::path::PathBuf;
 
 /// The thesis job's result files, in the order its report takes them.
@@ -72,16 +72,14 @@ fn check(name: &str, text: &str) -> Option<String> {
 #[test]
 fn every_section_renders_as_its_snapshot() {
     let report = report();
-    let doc = Document::of(&report);
+    let doc = rtrace_report::document(&report).unwrap();
     let mut failures = Vec::new();
     for (s, name) in doc.sections.iter().zip(FIXTURES) {
         let one = Document {
-            report: &report,
             summary: vec![Block::List(items(s.summary.iter().cloned()))],
-            fleet: None,
-            consistency: None,
             sections: vec![s.clone()],
-            shared: Vec::new(),
+            warnings: doc.warnings,
+            ..Document::default()
         };
         failures.extend(check(&format!("{name}.md"), &markdown::render(&one)));
         failures.extend(check(
@@ -95,7 +93,7 @@ fn every_section_renders_as_its_snapshot() {
 #[test]
 fn every_kind_of_table_has_rows_and_full_precision_numbers() {
     let report = report();
-    let doc = Document::of(&report);
+    let doc = rtrace_report::document(&report).unwrap();
     let ids: Vec<String> = doc
         .tables()
         .iter()
@@ -222,12 +220,10 @@ fn the_consistency_table_of_the_thesis_job_holds_the_results_numbers_and_its_sna
         r[FLAG]
     );
     let doc = Document {
-        report: &report,
         summary: vec![Block::List(items(section.summary.iter().cloned()))],
-        fleet: None,
         consistency: Some(section),
-        sections: Vec::new(),
-        shared: Vec::new(),
+        warnings: report.entries.iter().map(|e| e.warnings.len()).sum(),
+        ..Document::default()
     };
     let failures: Vec<String> = [
         check("consistency.md", &markdown::render(&doc)),

@@ -146,7 +146,7 @@ fn table(tracer: TracerKind, rows: &[(&Row, &Verdict)]) -> Table {
                 Cell::text(&c.source),
                 Cell::text(c.site_label()),
                 class,
-                Cell::estimate(&c.ns, 1.0, int_signed(c.ns.estimate)),
+                Cell::estimate(crate::doc::interval(&c.ns), 1.0, int_signed(c.ns.estimate)),
                 Cell::or_missing(interval(&c.ns), Cell::text),
                 match (verdict.ratio(), verdict) {
                     (Some(x), _) => Cell::num(x, format!("{x:.2}")),

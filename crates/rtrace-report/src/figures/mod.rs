@@ -78,6 +78,19 @@ impl Figure {
         format!("figures/{}", self.file)
     }
 
+    /// The figure drawn, as the document shows it.
+    pub fn draw(&self, report: &Report) -> Result<crate::doc::Figure> {
+        let svg = self
+            .render(report)
+            .with_context(|| format!("cannot draw {}", self.file))?;
+        Ok(crate::doc::Figure {
+            file: self.file.clone(),
+            title: self.title.clone(),
+            caption: self.caption.clone(),
+            svg,
+        })
+    }
+
     /// Draws the figure as an SVG document.
     pub fn render(&self, report: &Report) -> Result<String> {
         let entries: Vec<&Entry> = self

@@ -12,7 +12,7 @@ use rtrace_measure::sweep::{Accounting, AccountingRule, Skipped, SweepResult};
 /// The section of sweep result `r` (entry `e` of `report`).
 pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
     let (c, usdt) = (&r.config, shift::usdt_beside(report, r));
-    let mut s = Section::new(
+    let mut s = crate::doc::section(
         e,
         "wake-up latency",
         format!(
@@ -47,7 +47,7 @@ pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
             "No ratios to no tracer: {err:#}."
         ))),
     }
-    s.close(e, &[], &r.config);
+    crate::doc::close(&mut s, e, &[], &r.config);
     s
 }
 

@@ -150,8 +150,11 @@ fn signed(ns: f64) -> String {
 
 /// The shifts as a table, in µs; `None` without a `none` run.
 pub fn table(r: &SweepResult, usdt: Option<&UsdtResult>) -> Option<Table> {
-    let cell =
-        |e: Option<Estimate>| Cell::or_missing(e, |e| Cell::estimate(&e, 1000.0, us_interval(&e)));
+    let cell = |e: Option<Estimate>| {
+        Cell::or_missing(e, |e| {
+            Cell::estimate(crate::doc::interval(&e), 1000.0, us_interval(&e))
+        })
+    };
     // A shift whose interval spans zero has no ratio: say so rather than leave it blank.
     let ratio = |x: Option<f64>, shift: Option<Estimate>, per_hit: Option<Estimate>| match x {
         None if per_hit.is_some() && shift.is_some_and(|e| !resolved(&e)) => {
@@ -169,7 +172,11 @@ pub fn table(r: &SweepResult, usdt: Option<&UsdtResult>) -> Option<Table> {
                 cell(s.mean),
                 cell(s.paired),
                 Cell::or_missing(s.per_hit, |e| {
-                    Cell::estimate(&e, 1000.0, us_interval(&e).trim_start_matches('+').into())
+                    Cell::estimate(
+                        crate::doc::interval(&e),
+                        1000.0,
+                        us_interval(&e).trim_start_matches('+').into(),
+                    )
                 }),
                 ratio(s.ratio(), s.p50, s.per_hit),
                 ratio(s.paired_ratio(), s.paired, s.per_hit),

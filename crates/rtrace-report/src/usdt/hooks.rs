@@ -142,7 +142,7 @@ mod tests {
 
     fn blocks(r: &UsdtResult) -> Vec<Block> {
         let e = crate::result::Report::one(crate::AnyResult::Usdt(r.clone()));
-        let mut s = Section::new(&e.entries[0], "", String::new(), Vec::new(), None);
+        let mut s = crate::doc::section(&e.entries[0], "", String::new(), Vec::new(), None);
         s.blocks.clear();
         push(&mut s, r);
         s.blocks

@@ -22,7 +22,7 @@ pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
         (false, Some(_)) => "per-probe duration, hits after a sleep (usdt --spacing-us)",
         (false, None) => "per-probe duration",
     };
-    let mut s = Section::new(
+    let mut s = crate::doc::section(
         e,
         title,
         format!(
@@ -77,7 +77,7 @@ pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
     s.list("Reference comparisons (same run)", reference::items(r));
     hooks::push(&mut s, r);
     crate::decompose::push(&mut s, r, &crate::decompose::alone_beside(report, r));
-    s.close(e, &[], &r.config);
+    crate::doc::close(&mut s, e, &[], &r.config);
     s
 }
 

@@ -60,7 +60,9 @@ pub fn table(r: &UsdtResult) -> Option<Table> {
                         .collect();
                     interval::mean_of(&diffs, 0.0)
                 })
-                .map_or_else(Cell::missing, |e| Cell::estimate(&e, 1.0, cell(&e)));
+                .map_or_else(Cell::missing, |e| {
+                    Cell::estimate(crate::doc::interval(&e), 1.0, cell(&e))
+                });
             let means = t.round_means();
             let mean = means.iter().sum::<f64>() / means.len().max(1) as f64;
             rows.push(vec![

@@ -4,7 +4,7 @@
 //! groups, then its text columns and headers wrap (numbers never do).
 
 use super::Paint;
-use crate::doc::Table;
+use crate::Table;
 use comfy_table::{
     Attribute, CellAlignment, Color, ColumnConstraint, ContentArrangement, ContentLineStyle,
     LineStyle, TableStyle, Width,
@@ -105,7 +105,7 @@ fn layout(t: &Table, paint: Paint) -> comfy_table::Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{columns, Cell, Group};
+    use crate::{columns, Cell, Group};
 
     #[test]
     fn grouped_tables_name_their_groups_above_their_first_column_and_split_to_fit() {
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_note_after_the_numbers_wraps_between_words_left_aligned() {
-        use crate::doc::Column;
+        use crate::Column;
         let mut names = columns(&["what", "n"]);
         names.push(Column::new("note").text());
         let mut t = Table::new("t", 1, names);

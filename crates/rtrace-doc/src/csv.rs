@@ -3,8 +3,8 @@
 //! (ns)`); a column of estimates with intervals is three (`increment (ns)`, `increment low
 //! (ns)`, `increment high (ns)`); a missing value is an empty field.
 
-use crate::doc::{Document, Table, Value};
 use crate::export::{Exporter, Output};
+use crate::{Document, Table, Value};
 use anyhow::Result;
 
 /// The CSV files.
@@ -78,54 +78,4 @@ fn file(t: &Table) -> Result<Vec<u8>> {
         )?;
     }
     Ok(w.into_inner()?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fixtures;
-
-    fn read(out: &[Output], path: &str) -> Vec<Vec<String>> {
-        let o = out.iter().find(|o| o.path == path).expect(path);
-        let mut r = ::csv::ReaderBuilder::new()
-            .has_headers(false)
-            .from_reader(&o.bytes[..]);
-        r.records()
-            .map(|r| r.unwrap().iter().map(str::to_owned).collect())
-            .collect()
-    }
-
-    #[test]
-    fn every_table_with_exact_numbers() {
-        let (u, s) = (fixtures::usdt(), fixtures::sweep("PREEMPT", 2));
-        let report = fixtures::report();
-        let doc = Document::of(&report);
-        let out = Csv.export(&doc).unwrap();
-        assert_eq!(out.len(), doc.tables().len());
-        let t31 = read(&out, "csv/usdt-table31-usdt.csv");
-        let ftrace = [
-            "ftrace min (ns)",
-            "ftrace max (ns)",
-            "ftrace x̄ (ns)",
-            "ftrace s (ns)",
-        ];
-        assert_eq!(t31[0][..5], [&["Case"][..], &ftrace].concat());
-        let mean: f64 = t31[2][3].parse().unwrap();
-        assert_eq!(mean, u.runs[1].summary.mean_ns, "the lossy mean, unrounded");
-        let p = read(&out, "csv/usdt-percentiles.csv");
-        assert_eq!((&*p[0][3], &*p[2][0]), ("p50 (ns)", "ftrace [lossy]"));
-        assert_eq!(p[1][13], "", "untraced: no trace data");
-        let latency = read(&out, "csv/cyclictest-sweep-latency.csv");
-        let mean_us: f64 = latency[1][4].parse().unwrap();
-        assert_eq!(mean_us, s.runs[0].latency.mean_ns / 1000.0);
-        let shift = read(&out, "csv/cyclictest-sweep-shift.csv");
-        let p50 = [
-            "p50 − none (µs)",
-            "p50 − none low (µs)",
-            "p50 − none high (µs)",
-        ];
-        assert_eq!(shift[0][2..5], p50);
-        let (est, low): (f64, f64) = (shift[1][2].parse().unwrap(), shift[1][3].parse().unwrap());
-        assert!(low < est, "{:?}", shift[1]);
-    }
 }

@@ -5,13 +5,11 @@
 
 pub mod table;
 
-use crate::doc::{Block, Document, Item, Section};
 use crate::export::{Exporter, Output};
-use crate::format::count;
-use crate::result::Report;
+use crate::{count, Notice};
+use crate::{Block, Document, Item, Section};
 use anstyle::{AnsiColor, Style};
 use anyhow::Result;
-use rtrace_measure::Warning;
 use table::cols;
 
 /// Styles of the terminal report; all plain without colour.
@@ -49,17 +47,12 @@ impl Paint {
     }
 }
 
-/// The terminal report of every result of `report`.
-pub fn text(report: &Report, paint: Paint) -> String {
-    render(&Document::of(report), paint)
-}
-
 /// The terminal rendering of `doc`.
 pub fn render(doc: &Document, paint: Paint) -> String {
     let n = count(doc.sections.len(), "result");
     let mut out = paint.bold(&format!(
         "rtrace-bench report: {n}, {}",
-        count(doc.warnings(), "warning")
+        count(doc.warnings, "warning")
     ));
     out.push('\n');
     if !doc.summary.is_empty() {
@@ -149,7 +142,7 @@ fn item(i: &Item) -> String {
 
 /// `Warning: ...` lines, hyperfine style, each with its details on one line; a line saying
 /// there are none otherwise.
-fn warnings(list: &[Warning], paint: Paint) -> String {
+fn warnings(list: &[Notice], paint: Paint) -> String {
     if list.is_empty() {
         return "No warnings.\n".into();
     }
@@ -188,30 +181,5 @@ impl Exporter for Text {
             "report.txt",
             render(doc, Paint::new(false)),
         )])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fixtures::{self, assert_has};
-
-    #[test]
-    fn text_file_has_every_result_and_colour_only_when_asked() {
-        let out = Text.export(&Document::of(&fixtures::report())).unwrap();
-        let text = String::from_utf8(out[0].bytes.clone()).unwrap();
-        assert!(!text.contains('\x1b'));
-        assert_has(
-            &text,
-            &[
-                "usdt: per-probe duration",
-                "cyclictest-sweep: wake-up latency",
-                "Warning: ftrace case 1: 5000 of 20000 events",
-                "Warning: measured in a virtual machine",
-                "Figure: ",                   // figures are one line each
-                "Configuration: folded here", // and so are details
-            ],
-        );
-        assert!(super::text(&fixtures::report(), Paint::new(true)).contains("\x1b["));
     }
 }

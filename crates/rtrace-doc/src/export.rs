@@ -1,8 +1,7 @@
 //! The one exporter interface: a format turns a [`Document`] into files. Exporters return
 //! bytes; only the CLI writes them.
 
-use crate::doc::Document;
-use crate::result::Report;
+use crate::Document;
 use anyhow::Result;
 
 /// One file of a report directory.
@@ -44,13 +43,12 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
     ]
 }
 
-/// Builds `report`'s document once and renders it in every format.
-pub fn render(report: &Report) -> Result<Vec<Output>> {
-    let doc = Document::of(report);
+/// Renders `doc` in every format.
+pub fn render(doc: &Document) -> Result<Vec<Output>> {
     let mut out = Vec::new();
     for e in exporters() {
         out.extend(
-            e.export(&doc)
+            e.export(doc)
                 .map_err(|err| err.context(format!("{} export failed", e.name())))?,
         );
     }

@@ -2,11 +2,11 @@
 //! groups, the thesis' layout (two tracers per table), each column named with its group;
 //! folded details are `<details>` blocks.
 
-use crate::doc::{Block, Document, Item, Section, Table};
 use crate::export::{Exporter, Output};
 use crate::html::esc;
+use crate::Notice;
+use crate::{Block, Document, Item, Section, Table};
 use anyhow::Result;
-use rtrace_measure::Warning;
 
 /// Column groups per table part, as in the thesis (two tracers per Table 3.1).
 const GROUPS_PER_TABLE: usize = 2;
@@ -91,14 +91,14 @@ fn item(i: &Item) -> String {
 
 /// `- **kind** scope: message` per warning under a count, its details folded; a line saying
 /// there are none.
-fn warnings(list: &[Warning]) -> String {
+fn warnings(list: &[Notice]) -> String {
     if list.is_empty() {
         return "No warnings.\n".into();
     }
-    let warnings = crate::format::count(list.len(), "warning");
+    let warnings = crate::count(list.len(), "warning");
     let mut out = format!("**{warnings}** — each says what to do:\n\n");
     for w in list {
-        let kind = crate::format::warning_kind(w);
+        let kind = &w.kind;
         out.push_str(&format!("- **{kind}** {w}\n"));
         if !w.details.is_empty() {
             let items: Vec<String> = w.details.iter().map(|d| esc(d)).collect();
@@ -154,69 +154,4 @@ fn part(t: &Table) -> String {
         out.push_str(&line(r.iter().map(|c| cell(&c.shown)).collect()));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fixtures::{self, assert_has};
-    use crate::format::{dec2, int, LOSSY};
-
-    #[test]
-    fn table31_has_thesis_layout_and_the_result_numbers() {
-        let r = fixtures::usdt();
-        let md = render(&Document::of(&crate::Report::one(crate::AnyResult::Usdt(
-            r.clone(),
-        ))));
-        let from = md
-            .find("### Table 3.1, usdt hook: routine duration (ns)")
-            .unwrap();
-        let header = "| Case | ftrace min | ftrace max | ftrace x̄ | ftrace s | lttng min | lttng max | lttng x̄ | lttng s |";
-        assert_eq!(md[from..].lines().nth(2).unwrap(), header);
-        let c1 = &r.runs[1].summary; // ftrace case 1
-        let row = md.lines().find(|l| l.starts_with("| Case 1 |")).unwrap();
-        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        assert_eq!(cells[2], int(c1.min_ns));
-        let lossy = format!("{}{LOSSY}", dec2(c1.mean_ns));
-        assert_eq!(cells[4], lossy, "ftrace case 1 lost events: marked");
-        let table: Vec<&str> = md.lines().filter(|l| l.starts_with("| Case ")).collect();
-        assert_eq!(table.len(), 5, "a header and four cases: {md}");
-        for l in &table[1..] {
-            assert!(!l.split('|').any(|c| c.trim() == "-"), "an empty cell: {l}");
-        }
-        assert!(md.contains(crate::usdt::table31::NOTE));
-    }
-
-    #[test]
-    fn the_summary_ends_with_what_the_job_left_out() {
-        let left = "the usdt-nop5 hook: rtrace-bench usdt --hook usdt-nop5".to_owned();
-        let report = fixtures::report().leaving_out(vec![left.clone()]);
-        let md = render(&Document::of(&report));
-        let heading = md.find("Left out").expect("a heading");
-        let line = md.find(&format!("- {left}"));
-        assert!(line.is_some_and(|l| l > heading), "{md}");
-        let first_section = md.find("\n## `").unwrap();
-        assert!(
-            heading < first_section,
-            "in the summary, before the sections"
-        );
-    }
-
-    #[test]
-    fn report_has_every_section() {
-        let md = render(&Document::of(&fixtures::report()));
-        assert_has(
-            &md,
-            &[
-                "## `usdt`: per-probe duration (`a/usdt.json`)",
-                "## `cyclictest-sweep-2`: wake-up latency",
-                "| usdt-ftrace | builtin |",
-                "- **events-lost** ftrace case 1:",
-                "![",
-                "## Across results",
-                "| preemption | PREEMPT_RT |",
-                "<details><summary>Configuration</summary>",
-            ],
-        );
-    }
 }

@@ -1,8 +1,6 @@
 //! A table of a document: columns with names and units, optional column groups, leading text
 //! columns, and typed cells (the text shown and the full-precision value behind it).
 
-use rtrace_measure::interval::Estimate;
-
 /// A table with typed cells.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Table {
@@ -259,11 +257,15 @@ impl Cell {
         Cell::of(shown, Value::Count(n))
     }
 
-    /// An estimate divided by `per_unit` into the column's unit (1000 for ns to µs), shown as
-    /// `shown`.
-    pub fn estimate(e: &Estimate, per_unit: f64, shown: String) -> Cell {
-        let estimate = e.estimate / per_unit;
-        let (low, high) = (e.low.map(|l| l / per_unit), e.high.map(|h| h / per_unit));
+    /// An estimate and its interval divided by `per_unit` into the column's unit (1000 for ns
+    /// to µs), shown as `shown`.
+    pub fn estimate(
+        (estimate, low, high): (f64, Option<f64>, Option<f64>),
+        per_unit: f64,
+        shown: String,
+    ) -> Cell {
+        let estimate = estimate / per_unit;
+        let (low, high) = (low.map(|l| l / per_unit), high.map(|h| h / per_unit));
         Cell::of(
             shown,
             Value::Interval {
