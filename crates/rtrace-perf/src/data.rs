@@ -10,8 +10,13 @@
 //!   in overwrite mode). One CPU writes one event at a time, so a second sample of one CPU and
 //!   time is such a copy, and must equal the first byte for byte: otherwise the file is refused.
 //!   That needs sample times finer than the events: perf records with `-k monotonic` (its
-//!   default clock ticks in jiffies in a TCG guest). Where the kernel counts the hits (uprobe
-//!   events, `uprobe_profile`), the backend checks the result against that count.
+//!   default clock ticks in jiffies in a TCG guest). The time is the copy's identity, not the
+//!   payload (which carries the hit index only for our workload's probes): two events of one CPU
+//!   in one nanosecond cannot both be real, each takes a trap of a microsecond or more. A real
+//!   event taken for a copy would still not pass unseen: every perf run is counted against an
+//!   exact count besides perf's, the kernel's hits of its uprobe events (`uprobe_profile`, equal
+//!   to samples + lost) or the workload's own hits (the runner's accounting), and a shortfall
+//!   fails the run.
 //! - Losses: `PERF_RECORD_LOST_SAMPLES` of the traced events, which perf writes at its exit
 //!   from the kernel's per-event lost count (`PERF_FORMAT_LOST`, Linux 6.0 and perf 6.0 or
 //!   later): that includes the losses of a buffer still full at the end, which no
