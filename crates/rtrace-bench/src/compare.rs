@@ -5,6 +5,7 @@
 
 use anyhow::{bail, Result};
 use rtrace_measure::sweep::SweepResult;
+use rtrace_measure::usdt::UsdtResult;
 use rtrace_report::ratios::{self, RatioRow};
 use rtrace_report::AnyResult;
 use std::path::Path;
@@ -15,9 +16,11 @@ pub fn run(a_file: &Path, b_file: &Path, json: Option<&Path>) -> Result<i32> {
         crate::output::check_file("--json", j)?;
     }
     let (a, b) = (crate::report::load(a_file)?, crate::report::load(b_file)?);
-    let (value, rows) = match (&a, &b) {
-        (AnyResult::Sweep(a), AnyResult::Sweep(b)) => sweeps(a_file, a, b_file, b)?,
-        (AnyResult::Usdt(a), AnyResult::Usdt(b)) => {
+    let sweeps_of = (a.get::<SweepResult>(), b.get::<SweepResult>());
+    let usdt_of = (a.get::<UsdtResult>(), b.get::<UsdtResult>());
+    let (value, rows) = match (sweeps_of, usdt_of) {
+        ((Some(a), Some(b)), _) => sweeps(a_file, a, b_file, b)?,
+        (_, (Some(a), Some(b))) => {
             println!(
                 "compare: extra ns per hit of case 1, B / A\n  A: {} — kernel {} ({}), {} iterations\n  B: {} — kernel {} ({}), {} iterations\n",
                 a_file.display(), a.environment.kernel_release, a.environment.preemption, a.config.iterations,
@@ -89,11 +92,11 @@ mod tests {
     fn same_experiments_compare_and_mixed_ones_are_rejected_with_the_fix() {
         use rtrace_report::fixtures;
         let dir = tempfile::tempdir().unwrap();
-        let usdt = write(dir.path(), "usdt.json", &AnyResult::Usdt(fixtures::usdt()));
+        let usdt = write(dir.path(), "usdt.json", &AnyResult::from(fixtures::usdt()));
         let sweep = write(
             dir.path(),
             "s.json",
-            &AnyResult::Sweep(fixtures::sweep("PREEMPT", 1)),
+            &AnyResult::from(fixtures::sweep("PREEMPT", 1)),
         );
         let json = dir.path().join("c.json");
         let compare = |a: &Path, b: &Path| run(a, b, Some(&json));

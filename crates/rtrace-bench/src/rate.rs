@@ -285,7 +285,7 @@ impl runner::Experiment for Rate {
     }
 
     fn result(&mut self) -> rtrace_report::AnyResult {
-        rtrace_report::AnyResult::Rate(self.result.clone())
+        self.result.clone().into()
     }
 }
 

@@ -134,7 +134,7 @@ mod tests {
         let labelled = |label: &str| {
             let mut u = rtrace_report::fixtures::usdt();
             u.environment.label = Some(label.into());
-            AnyResult::Usdt(u).to_json().unwrap()
+            AnyResult::from(u).to_json().unwrap()
         };
         write("a/usdt/usdt.json", &labelled("a"));
         write("a/usdt.json", &labelled("a")); // its report's copy

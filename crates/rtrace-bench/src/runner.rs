@@ -485,7 +485,7 @@ mod tests {
         }
         fn result(&mut self) -> AnyResult {
             self.exports += 1;
-            AnyResult::Usdt(rtrace_report::fixtures::usdt())
+            AnyResult::from(rtrace_report::fixtures::usdt())
         }
     }
 

@@ -369,7 +369,7 @@ impl runner::Experiment for Usdt {
             .runs
             .sort_by_key(|c| display_order(hooks, cols, c));
         self.result.warnings = rtrace_measure::warnings::usdt(&self.result);
-        rtrace_report::AnyResult::Usdt(self.result.clone())
+        self.result.clone().into()
     }
 
     fn notes(&self) -> Vec<String> {

@@ -93,10 +93,9 @@ fn table(s: &Staircase, alone: &[&crate::result::Entry]) -> Table {
 fn check(s: &Staircase, alone: &[&crate::result::Entry]) -> String {
     let sum = s.sum();
     let top = s.steps.last().map_or("", |st| st.run.as_str());
-    let measured = alone.iter().find_map(|e| match &e.result {
-        crate::result::AnyResult::Usdt(u) => Some((*e, measured_alone(s, u)?)),
-        _ => None,
-    });
+    let measured = alone
+        .iter()
+        .find_map(|e| Some((*e, measured_alone(s, e.result.get()?)?)));
     match measured {
         Some((e, m)) => format!(
             "steps sum to {sum:.0} ns; {top} measured alone in a separate invocation ({}): {} ns, the sum {:+.1}% from it",
@@ -252,13 +251,13 @@ mod tests {
 
     #[test]
     fn a_decomposition_is_headed_as_one_with_its_staircases_and_no_thesis_figures() {
-        let report = Report::one(AnyResult::Usdt(decomposed()));
+        let report = Report::one(AnyResult::from(decomposed()));
         let doc = crate::document(&report).unwrap();
         let title = "per-hit cost decomposition (usdt --decompose)";
         assert_eq!(doc.sections[0].title, title);
         let mut tables = doc.tables().into_iter();
         assert!(tables.any(|(_, t)| t.title.as_deref() == Some("ebpf (maps) on usdt")));
-        let plain = Report::one(AnyResult::Usdt(crate::fixtures::usdt()));
+        let plain = Report::one(AnyResult::from(crate::fixtures::usdt()));
         let plain = crate::document(&plain).unwrap();
         assert_eq!(plain.sections[0].title, "per-probe duration");
         let plan = crate::figures::plan(&report);
@@ -299,8 +298,8 @@ mod tests {
             }
         }
         let report = Report::new([
-            (Some("decompose.json".into()), AnyResult::Usdt(r.clone())),
-            (Some("plain.json".into()), AnyResult::Usdt(plain)),
+            (Some("decompose.json".into()), AnyResult::from(r.clone())),
+            (Some("plain.json".into()), AnyResult::from(plain)),
         ]);
         let alone = alone_beside(&report, &r);
         assert_eq!(

@@ -4,7 +4,7 @@
 //! the slowdown table; every experiment that did not run, with why; the accounting checks.
 
 use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
-use crate::result::Entry;
+use crate::result::{Entry, Report};
 use rtrace_measure::events::{
     self as model, piotrowski, EventsResult, Outcome, Workload, PIOTROWSKI_SOURCE,
 };
@@ -446,6 +446,24 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
     out
 }
 
+/// Gregg's per-event cost suite.
+impl crate::result::Reported for EventsResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        section(e, self)
+    }
+    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
+        Some(crate::consistency::cost::Experiment::Events)
+    }
+
+    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
+        crate::consistency::sources::events(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,10 +471,9 @@ mod tests {
     #[test]
     fn strace_is_set_beside_gebai_with_why_it_differs() {
         let text = include_str!("../testdata/events-strace.json");
-        let Ok(crate::AnyResult::Events(r)) = crate::AnyResult::from_json(text) else {
-            panic!("an events result");
-        };
-        let line = summary(&r)
+        let any = crate::AnyResult::from_json(text).unwrap();
+        let r: &EventsResult = any.get().expect("an events result");
+        let line = summary(r)
             .into_iter()
             .find(|l| l.starts_with("read loop, strace: every read"))
             .expect("strace's line");

@@ -30,7 +30,7 @@ fn text_file_has_every_result_and_colour_only_when_asked() {
 #[test]
 fn table31_has_thesis_layout_and_the_result_numbers() {
     let r = fixtures::usdt();
-    let report = crate::Report::one(crate::AnyResult::Usdt(r.clone()));
+    let report = crate::Report::one(crate::AnyResult::from(r.clone()));
     let md = markdown::render(&document(&report).unwrap());
     let from = md
         .find("### Table 3.1, usdt hook: routine duration (ns)")

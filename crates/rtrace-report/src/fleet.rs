@@ -579,7 +579,7 @@ mod tests {
         let mut u = fixtures::usdt();
         u.environment.label = Some(label.into());
         u.started_unix = started;
-        AnyResult::Usdt(u)
+        AnyResult::from(u)
     }
 
     #[test]
@@ -604,7 +604,7 @@ mod tests {
         }
         let r = Report::new([
             (None, labelled("a", 1)),
-            (None, AnyResult::Usdt(b)),
+            (None, AnyResult::from(b)),
             (None, labelled("a", 3)),
         ]);
         let f = of(&r).unwrap();
@@ -649,8 +649,8 @@ mod tests {
         let r = Report::new([
             (None, labelled("a", 1)),
             (None, labelled("a", 2)),
-            (None, AnyResult::Usdt(old)),
-            (None, AnyResult::Sweep(sweep)),
+            (None, AnyResult::from(old)),
+            (None, AnyResult::from(sweep)),
         ]);
         let f = of(&r).unwrap();
         let text = f.not_compared.join("\n");
@@ -670,7 +670,7 @@ mod tests {
         let mut other = fixtures::usdt();
         other.environment.label = Some("a".into());
         other.environment.kernel_release = "6.1.0-rt".into();
-        let r = Report::new([(None, labelled("a", 1)), (None, AnyResult::Usdt(other))]);
+        let r = Report::new([(None, labelled("a", 1)), (None, AnyResult::from(other))]);
         let f = of(&r).unwrap();
         let names: Vec<&str> = f.machines.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["a (6.1.0-test)", "a (6.1.0-rt)"]);

@@ -6,7 +6,7 @@
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::format::{int, us};
-use crate::result::Entry;
+use crate::result::{Entry, Report};
 use rtrace_measure::npt::{LargestGap, NptResult, NptRun, Osnoise, INTERRUPTION_NS};
 
 /// The section of npt result `r` (entry `e`).
@@ -334,6 +334,24 @@ pub fn summary(r: &NptResult) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The Non-Preempt Test.
+impl crate::result::Reported for NptResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        section(e, self)
+    }
+    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
+        Some(crate::consistency::cost::Experiment::Npt)
+    }
+
+    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
+        crate::consistency::sources::npt(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! loss) and the run at 1.5 times it (which must lose events), then every point measured.
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
-use crate::result::Entry;
+use crate::result::{Entry, Report};
 use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
 
 /// The section of rate result `r` (entry `e`).
@@ -458,6 +458,17 @@ pub fn points(r: &RateResult) -> Table {
     cols.extend(columns(&["hits", "recorded", "lost"]));
     cols.push(Column::new("lost").shown_unit("%"));
     Table::new("points", 3, cols).rows(rows)
+}
+
+/// The lossless-rate search: rates and losses, no time per event.
+impl crate::result::Reported for RateResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        section(e, self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 #[cfg(test)]

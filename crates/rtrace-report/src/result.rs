@@ -1,32 +1,63 @@
 //! What a report is made of: any result file, told apart by its `experiment` field, with the
-//! warnings computed from it; and the one place that hands each result to its experiment's
-//! section builder ([`Entry::section`]).
+//! warnings computed from it. Each experiment is one registered unit: its result model
+//! (`rtrace_measure::ResultModel`) and what a report makes of it ([`Reported`], implemented in
+//! the experiment's module), listed once in [`EXPERIMENTS`].
 
+use crate::consistency::cost::{Cost, Experiment};
 use crate::doc::Section;
 use anyhow::{bail, Context, Result};
+use rtrace_measure::events::EventsResult;
+use rtrace_measure::npt::NptResult;
+use rtrace_measure::rate::RateResult;
+use rtrace_measure::result_model::{EVENTS, NPT, RATE, SWEEP, USDT};
 use rtrace_measure::sweep::SweepResult;
 use rtrace_measure::usdt::UsdtResult;
-use rtrace_measure::{warnings, Environment, Warning};
+use rtrace_measure::{Environment, ResultModel, Warning};
+use std::any::Any;
+use std::sync::Arc;
 
-/// `experiment` of a usdt result file.
-pub const USDT: &str = "usdt";
-/// `experiment` of a cyclictest-sweep result file.
-pub const SWEEP: &str = "cyclictest-sweep";
-/// `experiment` of a rate result file.
-pub const RATE: &str = "rate";
-/// `experiment` of an npt result file.
-pub const NPT: &str = "npt";
-/// `experiment` of an events result file.
-pub const EVENTS: &str = "events";
+/// An experiment's result as a report shows it.
+pub trait Reported: ResultModel {
+    /// Its section, built by its experiment's module.
+    fn section(&self, e: &Entry, report: &Report) -> Section;
+    /// The experiment its per-hit costs count as in the consistency section and the fleet;
+    /// `None`: it measures none.
+    fn cost_experiment(&self) -> Option<Experiment> {
+        None
+    }
+    /// Its per-hit costs (`crate::consistency::sources`).
+    fn costs(&self) -> Vec<Cost> {
+        Vec::new()
+    }
+    /// Itself, to be read as its own model ([`AnyResult::get`]).
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Every experiment a report reads: its `experiment` field and how a file of it loads.
+const EXPERIMENTS: [(&str, Load); 5] = [
+    (USDT, load::<UsdtResult>),
+    (SWEEP, load::<SweepResult>),
+    (RATE, load::<RateResult>),
+    (NPT, load::<NptResult>),
+    (EVENTS, load::<EventsResult>),
+];
+
+type Load = fn(serde_json::Value) -> serde_json::Result<AnyResult>;
+
+fn load<R: Reported + serde::de::DeserializeOwned>(
+    v: serde_json::Value,
+) -> serde_json::Result<AnyResult> {
+    Ok(AnyResult::from(serde_json::from_value::<R>(v)?))
+}
 
 /// A result of any experiment.
 #[derive(Debug, Clone)]
-pub enum AnyResult {
-    Usdt(UsdtResult),
-    Sweep(SweepResult),
-    Rate(rtrace_measure::rate::RateResult),
-    Npt(rtrace_measure::npt::NptResult),
-    Events(rtrace_measure::events::EventsResult),
+pub struct AnyResult(Arc<dyn Reported>);
+
+impl<R: Reported> From<R> for AnyResult {
+    fn from(r: R) -> AnyResult {
+        AnyResult(Arc::new(r))
+    }
 }
 
 impl AnyResult {
@@ -36,81 +67,58 @@ impl AnyResult {
             .context("not JSON: give a result file (usdt.json, cyclictest-sweep.json)")?;
         let stale =
             "does not match this rtrace-bench's result format: regenerate it with this version";
-        match v.get("experiment").and_then(|e| e.as_str()) {
-            Some(USDT) => Ok(AnyResult::Usdt(serde_json::from_value(v).context(stale)?)),
-            Some(SWEEP) => Ok(AnyResult::Sweep(serde_json::from_value(v).context(stale)?)),
-            Some(RATE) => Ok(AnyResult::Rate(serde_json::from_value(v).context(stale)?)),
-            Some(NPT) => Ok(AnyResult::Npt(serde_json::from_value(v).context(stale)?)),
-            Some(EVENTS) => Ok(AnyResult::Events(serde_json::from_value(v).context(stale)?)),
-            Some(other) => {
-                bail!("unknown experiment `{other}`: reports cover `{USDT}`, `{SWEEP}`, `{RATE}`, `{NPT}` and `{EVENTS}` results")
+        let Some(name) = v.get("experiment").and_then(|e| e.as_str()) else {
+            bail!("no `experiment` field: not an rtrace-bench result file");
+        };
+        match EXPERIMENTS.iter().find(|(n, _)| *n == name) {
+            Some((_, load)) => load(v).context(stale),
+            None => {
+                let known: Vec<String> = EXPERIMENTS.iter().map(|(n, _)| format!("`{n}`")).collect();
+                bail!(
+                    "unknown experiment `{name}`: reports cover {} and {} results",
+                    known[..known.len() - 1].join(", "),
+                    known[known.len() - 1]
+                )
             }
-            None => bail!("no `experiment` field: not an rtrace-bench result file"),
         }
+    }
+
+    /// The result as its experiment's model, if it is one.
+    pub fn get<R: Reported>(&self) -> Option<&R> {
+        self.0.as_any().downcast_ref()
+    }
+
+    /// What a report makes of it.
+    pub fn model(&self) -> &dyn Reported {
+        &*self.0
     }
 
     /// The result file's bytes, with the warnings computed from the model where the model
     /// stores them (usdt, sweep).
     pub fn to_json(&self) -> Result<Vec<u8>> {
-        let mut v = match self {
-            AnyResult::Usdt(r) => serde_json::to_vec_pretty(&UsdtResult {
-                warnings: self.warnings(),
-                ..r.clone()
-            })?,
-            AnyResult::Sweep(r) => serde_json::to_vec_pretty(&SweepResult {
-                warnings: self.warnings(),
-                ..r.clone()
-            })?,
-            AnyResult::Rate(r) => serde_json::to_vec_pretty(r)?,
-            AnyResult::Npt(r) => serde_json::to_vec_pretty(r)?,
-            AnyResult::Events(r) => serde_json::to_vec_pretty(r)?,
-        };
+        let mut v = self.0.file()?;
         v.push(b'\n');
         Ok(v)
     }
 
     /// The `experiment` field: `usdt`, `cyclictest-sweep`.
     pub fn experiment(&self) -> &'static str {
-        match self {
-            AnyResult::Usdt(_) => USDT,
-            AnyResult::Sweep(_) => SWEEP,
-            AnyResult::Rate(_) => RATE,
-            AnyResult::Npt(_) => NPT,
-            AnyResult::Events(_) => EVENTS,
-        }
+        self.0.experiment()
     }
 
     /// The machine it was measured on.
     pub fn environment(&self) -> &Environment {
-        match self {
-            AnyResult::Usdt(r) => &r.environment,
-            AnyResult::Sweep(r) => &r.environment,
-            AnyResult::Rate(r) => &r.environment,
-            AnyResult::Npt(r) => &r.environment,
-            AnyResult::Events(r) => &r.environment,
-        }
+        self.0.environment()
     }
 
     /// When the run began (seconds since the epoch).
     pub fn started_unix(&self) -> u64 {
-        match self {
-            AnyResult::Usdt(r) => r.started_unix,
-            AnyResult::Sweep(r) => r.started_unix,
-            AnyResult::Rate(r) => r.started_unix,
-            AnyResult::Npt(r) => r.started_unix,
-            AnyResult::Events(r) => r.started_unix,
-        }
+        self.0.started_unix()
     }
 
     /// The version of rtrace-bench that measured it.
     pub fn tool_version(&self) -> &str {
-        match self {
-            AnyResult::Usdt(r) => &r.tool_version,
-            AnyResult::Sweep(r) => &r.tool_version,
-            AnyResult::Rate(r) => &r.tool_version,
-            AnyResult::Npt(r) => &r.tool_version,
-            AnyResult::Events(r) => &r.tool_version,
-        }
+        self.0.tool_version()
     }
 
     /// Whether `other` is this result again (the same experiment, begun at the same second
@@ -124,18 +132,13 @@ impl AnyResult {
 
     /// A `usdt --decompose` result.
     pub fn is_decomposition(&self) -> bool {
-        matches!(self, AnyResult::Usdt(u) if rtrace_measure::decompose::is_decomposition(u))
+        self.get::<UsdtResult>()
+            .is_some_and(rtrace_measure::decompose::is_decomposition)
     }
 
     /// The warnings of this result, computed from the model (old files have none stored).
     pub fn warnings(&self) -> Vec<Warning> {
-        match self {
-            AnyResult::Usdt(r) => warnings::usdt(r),
-            AnyResult::Sweep(r) => warnings::sweep(r),
-            AnyResult::Rate(r) => warnings::environment(&r.environment, r.config.run.cpu),
-            AnyResult::Npt(r) => warnings::environment(&r.environment, r.config.run.cpu),
-            AnyResult::Events(r) => warnings::environment(&r.environment, r.config.run.cpu),
-        }
+        self.0.warnings()
     }
 }
 
@@ -152,16 +155,9 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Its section of the report, built by its experiment's module: the one dispatch on the
-    /// kind of result.
+    /// Its section of the report, built by its experiment's module.
     pub fn section(&self, report: &Report) -> Section {
-        match &self.result {
-            AnyResult::Usdt(r) => crate::usdt::section(self, r, report),
-            AnyResult::Sweep(r) => crate::sweep::section(self, r, report),
-            AnyResult::Rate(r) => crate::rate::section(self, r),
-            AnyResult::Npt(r) => crate::npt::section(self, r),
-            AnyResult::Events(r) => crate::events::section(self, r),
-        }
+        self.result.model().section(self, report)
     }
 
     /// Names the kernel it ran on: `PREEMPT_RT, 6.1.0-rt-amd64`.
@@ -232,20 +228,21 @@ impl Report {
             .collect()
     }
 
+    /// The results of model `R`, in report order.
+    pub fn of<R: Reported>(&self) -> impl Iterator<Item = (&Entry, &R)> {
+        self.entries
+            .iter()
+            .filter_map(|e| Some((e, e.result.get::<R>()?)))
+    }
+
     /// The usdt results, in report order.
     pub fn usdt(&self) -> impl Iterator<Item = (&Entry, &UsdtResult)> {
-        self.entries.iter().filter_map(|e| match &e.result {
-            AnyResult::Usdt(r) => Some((e, r)),
-            _ => None,
-        })
+        self.of()
     }
 
     /// The sweep results, in report order.
     pub fn sweeps(&self) -> impl Iterator<Item = (&Entry, &SweepResult)> {
-        self.entries.iter().filter_map(|e| match &e.result {
-            AnyResult::Sweep(r) => Some((e, r)),
-            _ => None,
-        })
+        self.of()
     }
 }
 
@@ -259,11 +256,11 @@ mod tests {
         use rtrace_measure::warnings::WarningKind;
         let mut s = fixtures::sweep("PREEMPT_RT", 1);
         (s.runs[0].overruns, s.runs[2].overruns) = (Some(3), Some(5));
-        let usdt = AnyResult::Usdt(fixtures::usdt());
+        let usdt = AnyResult::from(fixtures::usdt());
         let r = Report::new([
-            (None, AnyResult::Sweep(s.clone())),
+            (None, AnyResult::from(s.clone())),
             (None, usdt),
-            (None, AnyResult::Sweep(s)),
+            (None, AnyResult::from(s)),
         ]);
         let ids: Vec<&str> = r.entries.iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, ["cyclictest-sweep", "usdt", "cyclictest-sweep-2"]);
@@ -281,12 +278,11 @@ mod tests {
 
     #[test]
     fn result_files_carry_their_warnings_and_reload_and_bad_files_name_the_fix() {
-        let u = AnyResult::Usdt(fixtures::usdt());
+        let u = AnyResult::from(fixtures::usdt());
         let text = String::from_utf8(u.to_json().unwrap()).unwrap();
         assert!(text.ends_with("}\n"));
-        let Ok(AnyResult::Usdt(back)) = AnyResult::from_json(&text) else {
-            panic!("not a usdt result");
-        };
+        let back = AnyResult::from_json(&text).unwrap();
+        let back = back.get::<UsdtResult>().expect("a usdt result");
         assert_eq!(back.warnings, u.warnings());
         assert!(!back.warnings.is_empty(), "the fixture lost events");
         let e = |t: &str| format!("{:#}", AnyResult::from_json(t).unwrap_err());

@@ -232,7 +232,7 @@ mod tests {
         let dormant = "Dormant probes (cases 2 and 3, 4 runs)";
         assert!(lines.iter().any(|l| l.starts_with(dormant)), "{lines:?}");
         // The section's sentences close with the conditions its warnings name.
-        let report = crate::Report::one(crate::AnyResult::Usdt(r.clone()));
+        let report = crate::Report::one(crate::AnyResult::from(r.clone()));
         let summary = &crate::document(&report).unwrap().sections[0].summary;
         assert_eq!(summary[..lines.len()], lines);
         assert!(

@@ -5,6 +5,7 @@
 
 use rtrace_report::doc::terminal::{self, Paint};
 use rtrace_report::doc::{items, markdown, Block, Document, Value};
+use rtrace_measure::{events::EventsResult, sweep::SweepResult, usdt::UsdtResult};
 use rtrace_report::{AnyResult, Report};
 use std::path::PathBuf;
 
@@ -126,9 +127,7 @@ fn every_kind_of_table_has_rows_and_full_precision_numbers() {
         assert!(ids.iter().any(|id| id == want), "no {want} in {ids:?}");
     }
     // Table 3.1's mean of ftrace case 1 is the result file's, unrounded behind its two decimals.
-    let AnyResult::Usdt(u) = &report.entries[0].result else {
-        panic!("usdt first");
-    };
+    let u: &UsdtResult = report.entries[0].result.get().expect("usdt first");
     let ftrace = u
         .runs
         .iter()
@@ -178,11 +177,8 @@ fn the_consistency_table_of_the_thesis_job_holds_the_results_numbers_and_its_sna
         found.unwrap_or_else(|| panic!("no {hook} {source} row"))
     };
     // eBPF on the marker's uprobe in usdt (the reference) and on libc's `read` in events 06.
-    let (AnyResult::Usdt(u), AnyResult::Events(ev)) =
-        (&report.entries[0].result, &report.entries[4].result)
-    else {
-        panic!("usdt first, events last");
-    };
+    let u: &UsdtResult = report.entries[0].result.get().expect("usdt first");
+    let ev: &EventsResult = report.entries[4].result.get().expect("events last");
     let run = u.runs.iter().find(|c| {
         (c.tracer, c.case, c.hook_kind) == (Ebpf, Case::Traced, HookKind::Uprobe)
             && u.run_mode(c).as_deref() == Some("record")
@@ -200,9 +196,7 @@ fn the_consistency_table_of_the_thesis_job_holds_the_results_numbers_and_its_sna
     );
     assert!(r[FLAG].flagged && r[FLAG].shown.starts_with("unexplained — "));
     // cyclictest's uretprobe on clock_nanosleep: its median shift against `none`, after a sleep.
-    let AnyResult::Sweep(sweep) = &report.entries[2].result else {
-        panic!("the sweep third");
-    };
+    let sweep: &SweepResult = report.entries[2].result.get().expect("the sweep third");
     let (config, source) = (Configuration::UretprobeEbpf, Source::Cyclictest);
     let none = sweep.run(Configuration::None, source).unwrap();
     let shift =

@@ -367,7 +367,7 @@ impl runner::Experiment for Events {
     }
 
     fn result(&mut self) -> rtrace_report::AnyResult {
-        rtrace_report::AnyResult::Events(self.result.clone())
+        self.result.clone().into()
     }
 }
 

@@ -171,7 +171,7 @@ impl runner::Experiment for Npt {
     }
 
     fn result(&mut self) -> rtrace_report::AnyResult {
-        rtrace_report::AnyResult::Npt(self.result.clone())
+        self.result.clone().into()
     }
 
     fn notes(&self) -> Vec<String> {

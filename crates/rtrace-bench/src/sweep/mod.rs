@@ -303,7 +303,7 @@ impl runner::Experiment for Sweep {
 
     fn result(&mut self) -> rtrace_report::AnyResult {
         self.result.warnings = rtrace_measure::warnings::sweep(&self.result);
-        rtrace_report::AnyResult::Sweep(self.result.clone())
+        self.result.clone().into()
     }
 
     fn notes(&self) -> Vec<String> {

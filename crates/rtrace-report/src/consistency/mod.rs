@@ -290,16 +290,16 @@ pub(crate) mod tests {
 
     #[test]
     fn one_experiment_has_none_and_another_machine_is_left_out_by_name() {
-        assert!(section(&Report::one(AnyResult::Usdt(fixtures::usdt()))).is_none());
+        assert!(section(&Report::one(AnyResult::from(fixtures::usdt()))).is_none());
         let mut u = fixtures::usdt();
         let s = fixtures::sweep("PREEMPT_RT", 1);
         u.config.run.tracer_options = s.config.run.tracer_options.clone();
         let mut other = s.clone();
         other.environment.kernel_release = "6.12.0-other".into();
         let report = Report::new([
-            (None, AnyResult::Usdt(u)),
-            (None, AnyResult::Sweep(s)),
-            (None, AnyResult::Sweep(other)),
+            (None, AnyResult::from(u)),
+            (None, AnyResult::from(s)),
+            (None, AnyResult::from(other)),
         ]);
         let section = section(&report).expect("usdt and a sweep");
         let left_out = "Left out, measured on another machine than `usdt`";

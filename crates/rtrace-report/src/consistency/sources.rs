@@ -8,7 +8,6 @@ use super::cost::{writes, Cost, Experiment, Hook, Spacing, EMPTY_ACTION};
 use super::site;
 use crate::result::AnyResult;
 use crate::sweep::shift;
-use rtrace_measure::decompose::is_decomposition;
 use rtrace_measure::events::{EventsResult, Workload};
 use rtrace_measure::interval::mean_of;
 use rtrace_measure::npt::NptResult;
@@ -23,27 +22,14 @@ use rtrace_tracer::TracerKind;
 /// attached its tracers to the loop's USDT probe (LTTng: the tracepoint of that name).
 const NPT_SITE: (HookKind, &str) = (HookKind::Usdt, "rtrace:event");
 
-/// The experiment `r` is (`None`: one that measures no per-hit cost).
+/// The experiment `r`'s costs count as (`None`: one that measures no per-hit cost).
 pub fn experiment(r: &AnyResult) -> Option<Experiment> {
-    match r {
-        AnyResult::Usdt(u) if is_decomposition(u) => Some(Experiment::Decompose),
-        AnyResult::Usdt(_) => Some(Experiment::Usdt),
-        AnyResult::Sweep(_) => Some(Experiment::Sweep),
-        AnyResult::Events(_) => Some(Experiment::Events),
-        AnyResult::Npt(_) => Some(Experiment::Npt),
-        AnyResult::Rate(_) => None,
-    }
+    r.model().cost_experiment()
 }
 
 /// Every per-hit cost of `r`.
 pub fn costs(r: &AnyResult) -> Vec<Cost> {
-    match r {
-        AnyResult::Usdt(u) => usdt(u),
-        AnyResult::Sweep(s) => sweep(s),
-        AnyResult::Events(e) => events(e),
-        AnyResult::Npt(n) => npt(n),
-        AnyResult::Rate(_) => Vec::new(),
-    }
+    r.model().costs()
 }
 
 /// `uprobe:libc:read` → `libc:read`, `syscalls:sys_exit_clock_nanosleep` →
@@ -69,7 +55,7 @@ impl Cost {
     }
 }
 
-fn usdt(r: &UsdtResult) -> Vec<Cost> {
+pub(crate) fn usdt(r: &UsdtResult) -> Vec<Cost> {
     let (experiment, source) = match (is_decomposition(r), r.config.spacing_us) {
         (true, _) => (Experiment::Decompose, "decompose"),
         (false, Some(_)) => (Experiment::Usdt, "usdt spaced"),
@@ -106,7 +92,7 @@ fn usdt(r: &UsdtResult) -> Vec<Cost> {
         .collect()
 }
 
-fn sweep(r: &SweepResult) -> Vec<Cost> {
+pub(crate) fn sweep(r: &SweepResult) -> Vec<Cost> {
     let alternate = r.config.probe_at == Some(rtrace_protocol::ProbeAt::Alternate);
     let mut shifts = shift::shifts(r, None);
     shifts.sort_by_key(|s| s.run.source);
@@ -167,7 +153,7 @@ fn events_hook(f: Feature) -> Option<Hook> {
     }
 }
 
-fn events(r: &EventsResult) -> Vec<Cost> {
+pub(crate) fn events(r: &EventsResult) -> Vec<Cost> {
     r.cells
         .iter()
         .filter_map(|cell| {
@@ -200,7 +186,7 @@ fn events(r: &EventsResult) -> Vec<Cost> {
 
 /// Each tracer's mean gap of the iterations that fired the probe minus the same with no tracer
 /// (the same loop and probe site): one value, its rounds pooled.
-fn npt(r: &NptResult) -> Vec<Cost> {
+pub(crate) fn npt(r: &NptResult) -> Vec<Cost> {
     let untraced = r.runs.iter().find(|x| x.tracer == TracerKind::None);
     let Some(none) = untraced.and_then(|x| x.fired) else {
         return Vec::new();

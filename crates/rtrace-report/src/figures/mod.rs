@@ -21,7 +21,7 @@ use data::BoxStats;
 use hdrhistogram::Histogram;
 use rtrace_measure::sweep::{Configuration, Source, Space, SweepResult};
 use rtrace_measure::usdt::Case;
-use rtrace_measure::usdt::HookKind;
+use rtrace_measure::usdt::{HookKind, UsdtResult};
 use sweep::{common_config, latency_histograms, sweep_runs};
 use usdt::{cases, picked, polygon, short, usdt_boxes, Pick};
 
@@ -98,17 +98,16 @@ impl Figure {
             .iter()
             .filter_map(|id| report.entries.iter().find(|e| &e.id == id))
             .collect();
-        let usdt = || match entries.first().map(|e| &e.result) {
-            Some(crate::result::AnyResult::Usdt(r)) => Ok(r),
-            _ => anyhow::bail!("{} needs a usdt result", self.file),
+        let first = entries.first().map(|e| &e.result);
+        let needs = |what: &str| format!("{} needs {what} result", self.file);
+        let usdt = || {
+            let r = first.and_then(|r| r.get::<UsdtResult>());
+            r.with_context(|| needs("a usdt"))
         };
         let sweeps = || -> Vec<(&Entry, &SweepResult)> {
             entries
                 .iter()
-                .filter_map(|e| match &e.result {
-                    crate::result::AnyResult::Sweep(r) => Some((*e, r)),
-                    _ => None,
-                })
+                .filter_map(|e| Some((*e, e.result.get()?)))
                 .collect()
         };
         let svg = match &self.kind {
@@ -146,18 +145,18 @@ impl Figure {
             Kind::Case1Polygon(pick) => {
                 polygon(&self.title, *pick, &picked(usdt()?, *pick, Case::Traced))
             }
-            Kind::LossCurve => match entries.first().map(|e| &e.result) {
-                Some(crate::result::AnyResult::Rate(r)) => rate::figure(&self.title, r),
-                _ => anyhow::bail!("{} needs a rate result", self.file),
-            },
-            Kind::NptGaps => match entries.first().map(|e| &e.result) {
-                Some(crate::result::AnyResult::Npt(r)) => npt::figure(&self.title, r),
-                _ => anyhow::bail!("{} needs an npt result", self.file),
-            },
-            Kind::EventCosts(w) => match entries.first().map(|e| &e.result) {
-                Some(crate::result::AnyResult::Events(r)) => events::figure(&self.title, r, *w),
-                _ => anyhow::bail!("{} needs an events result", self.file),
-            },
+            Kind::LossCurve => {
+                let r = first.and_then(|r| r.get()).with_context(|| needs("a rate"))?;
+                rate::figure(&self.title, r)
+            }
+            Kind::NptGaps => {
+                let r = first.and_then(|r| r.get()).with_context(|| needs("an npt"))?;
+                npt::figure(&self.title, r)
+            }
+            Kind::EventCosts(w) => {
+                let r = first.and_then(|r| r.get()).with_context(|| needs("an events"))?;
+                events::figure(&self.title, r, *w)
+            }
             Kind::Fleet(hook) => {
                 let fleet = crate::fleet::of(report).context("results of one machine")?;
                 fleet::figure(&self.title, &fleet, *hook)
@@ -316,14 +315,14 @@ pub fn plan(report: &Report) -> Vec<Figure> {
         }
     }
     for e in &report.entries {
-        if let crate::result::AnyResult::Rate(r) = &e.result {
+        if let Some(r) = e.result.get::<rtrace_measure::rate::RateResult>() {
             if !r.searches.is_empty() {
                 out.push(fig(e, "loss-curve", "Events lost against the event rate".into(),
                     "The share of events each tracer and buffer size lost at each rate it was driven at (log axis); the thick tick on the axis marks its highest lossless rate.",
                     Kind::LossCurve));
             }
         }
-        if let crate::result::AnyResult::Events(r) = &e.result {
+        if let Some(r) = e.result.get::<rtrace_measure::events::EventsResult>() {
             for w in r.workloads() {
                 if r.cells
                     .iter()
@@ -339,7 +338,7 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 }
             }
         }
-        if let crate::result::AnyResult::Npt(r) = &e.result {
+        if let Some(r) = e.result.get::<rtrace_measure::npt::NptResult>() {
             if !r.runs.is_empty() {
                 out.push(fig(e, "gaps", "npt: gaps of a tight loop, with and without tracing".into(),
                     "How often each gap length occurred (log count axis) while the loop ran with no tracer and with each tracer consuming its events: the loop's own gap is the first bin; everything to its right took the CPU away from it.",

@@ -141,6 +141,24 @@ pub fn latency(r: &SweepResult) -> Table {
     Table::new("latency", 2, cols).rows(rows)
 }
 
+/// The cyclictest sweep.
+impl crate::result::Reported for SweepResult {
+    fn section(&self, e: &Entry, report: &Report) -> Section {
+        section(e, self, report)
+    }
+    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
+        Some(crate::consistency::cost::Experiment::Sweep)
+    }
+
+    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
+        crate::consistency::sources::sweep(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -141,7 +141,7 @@ mod tests {
     }
 
     fn blocks(r: &UsdtResult) -> Vec<Block> {
-        let e = crate::result::Report::one(crate::AnyResult::Usdt(r.clone()));
+        let e = crate::result::Report::one(crate::AnyResult::from(r.clone()));
         let mut s = crate::doc::section(&e.entries[0], "", String::new(), Vec::new(), None);
         s.blocks.clear();
         push(&mut s, r);

@@ -153,6 +153,27 @@ fn steady_state(r: &UsdtResult) -> String {
     )
 }
 
+/// The microbenchmark, and its decomposition (`usdt --decompose`).
+impl crate::result::Reported for UsdtResult {
+    fn section(&self, e: &Entry, report: &Report) -> Section {
+        section(e, self, report)
+    }
+    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
+        match rtrace_measure::decompose::is_decomposition(self) {
+            true => Some(crate::consistency::cost::Experiment::Decompose),
+            false => Some(crate::consistency::cost::Experiment::Usdt),
+        }
+    }
+
+    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
+        crate::consistency::sources::usdt(self)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
