@@ -7,7 +7,6 @@ use anyhow::{bail, Result};
 use rtrace_measure::sweep::SweepResult;
 use rtrace_measure::usdt::UsdtResult;
 use rtrace_report::ratios::{self, RatioRow};
-use rtrace_report::AnyResult;
 use std::path::Path;
 
 /// Compares result file `b_file` with `a_file`; `json`: where the comparison goes too.
@@ -80,6 +79,7 @@ fn print_ratios(rows: &[RatioRow]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rtrace_report::AnyResult;
     use std::path::PathBuf;
 
     fn write(dir: &Path, name: &str, r: &AnyResult) -> PathBuf {

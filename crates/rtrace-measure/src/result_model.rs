@@ -10,7 +10,7 @@ use crate::usdt::UsdtResult;
 use crate::{warnings, Environment, Warning};
 
 /// A result model, whatever its experiment.
-pub trait ResultModel: serde::Serialize + std::fmt::Debug + Send + Sync + 'static {
+pub trait ResultModel: std::fmt::Debug + Send + Sync + 'static {
     /// The `experiment` field every file of this model carries: `usdt`, `cyclictest-sweep`.
     fn experiment(&self) -> &'static str;
     /// The version of rtrace-bench that measured it.
@@ -22,9 +22,7 @@ pub trait ResultModel: serde::Serialize + std::fmt::Debug + Send + Sync + 'stati
     /// Its warnings, computed from the model (files of older versions store none).
     fn warnings(&self) -> Vec<Warning>;
     /// The result file's bytes.
-    fn file(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec_pretty(self)
-    }
+    fn file(&self) -> serde_json::Result<Vec<u8>>;
 }
 
 /// The header's accessors of a model whose fields carry its name.
@@ -89,6 +87,9 @@ impl ResultModel for RateResult {
     fn warnings(&self) -> Vec<Warning> {
         warnings::environment(&self.environment, self.config.run.cpu)
     }
+    fn file(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self)
+    }
 }
 
 impl ResultModel for NptResult {
@@ -96,11 +97,17 @@ impl ResultModel for NptResult {
     fn warnings(&self) -> Vec<Warning> {
         warnings::environment(&self.environment, self.config.run.cpu)
     }
+    fn file(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self)
+    }
 }
 
 impl ResultModel for EventsResult {
     header!(EVENTS);
     fn warnings(&self) -> Vec<Warning> {
         warnings::environment(&self.environment, self.config.run.cpu)
+    }
+    fn file(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self)
     }
 }

@@ -120,12 +120,12 @@ pub fn text(report: &Report, paint: rtrace_doc::terminal::Paint) -> Result<Strin
 mod tests {
     use super::*;
     use crate::fixtures::sweep;
-    use crate::result::AnyResult::{self, Sweep};
+    use crate::result::AnyResult;
 
     #[test]
     fn each_section_has_its_figures_before_the_environment_and_shared_ones_stand_apart() {
         let rate = AnyResult::from_json(include_str!("../testdata/rate.json")).unwrap();
-        let (a, b) = (Sweep(sweep("PREEMPT", 2)), Sweep(sweep("PREEMPT_RT", 1)));
+        let (a, b) = (sweep("PREEMPT", 2).into(), sweep("PREEMPT_RT", 1).into());
         let report = Report::new([(None, a), (None, b), (None, rate)]);
         let doc = document(&report).unwrap();
         for s in &doc.sections {

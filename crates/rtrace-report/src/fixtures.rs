@@ -259,11 +259,10 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
 /// PREEMPT_RT.
 #[cfg(test)]
 pub fn report() -> crate::Report {
-    use crate::AnyResult::{Sweep, Usdt};
     crate::Report::new([
-        (Some("a/usdt.json".into()), Usdt(usdt())),
-        (None, Sweep(sweep("PREEMPT", 2))),
-        (None, Sweep(sweep("PREEMPT_RT", 1))),
+        (Some("a/usdt.json".into()), usdt().into()),
+        (None, sweep("PREEMPT", 2).into()),
+        (None, sweep("PREEMPT_RT", 1).into()),
     ])
 }
 

@@ -73,7 +73,8 @@ impl AnyResult {
         match EXPERIMENTS.iter().find(|(n, _)| *n == name) {
             Some((_, load)) => load(v).context(stale),
             None => {
-                let known: Vec<String> = EXPERIMENTS.iter().map(|(n, _)| format!("`{n}`")).collect();
+                let known: Vec<String> =
+                    EXPERIMENTS.iter().map(|(n, _)| format!("`{n}`")).collect();
                 bail!(
                     "unknown experiment `{name}`: reports cover {} and {} results",
                     known[..known.len() - 1].join(", "),

@@ -3,9 +3,9 @@
 //! `testdata/snapshots/`. After an intended change, `UPDATE_SNAPSHOTS=1 cargo test -p
 //! rtrace-report --test snapshots` rewrites them: review their diff before committing.
 
+use rtrace_measure::{events::EventsResult, sweep::SweepResult, usdt::UsdtResult};
 use rtrace_report::doc::terminal::{self, Paint};
 use rtrace_report::doc::{items, markdown, Block, Document, Value};
-use rtrace_measure::{events::EventsResult, sweep::SweepResult, usdt::UsdtResult};
 use rtrace_report::{AnyResult, Report};
 use std::path::PathBuf;
 

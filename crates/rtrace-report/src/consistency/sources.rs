@@ -8,6 +8,7 @@ use super::cost::{writes, Cost, Experiment, Hook, Spacing, EMPTY_ACTION};
 use super::site;
 use crate::result::AnyResult;
 use crate::sweep::shift;
+use rtrace_measure::decompose::is_decomposition;
 use rtrace_measure::events::{EventsResult, Workload};
 use rtrace_measure::interval::mean_of;
 use rtrace_measure::npt::NptResult;

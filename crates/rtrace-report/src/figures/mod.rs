@@ -146,15 +146,21 @@ impl Figure {
                 polygon(&self.title, *pick, &picked(usdt()?, *pick, Case::Traced))
             }
             Kind::LossCurve => {
-                let r = first.and_then(|r| r.get()).with_context(|| needs("a rate"))?;
+                let r = first
+                    .and_then(|r| r.get())
+                    .with_context(|| needs("a rate"))?;
                 rate::figure(&self.title, r)
             }
             Kind::NptGaps => {
-                let r = first.and_then(|r| r.get()).with_context(|| needs("an npt"))?;
+                let r = first
+                    .and_then(|r| r.get())
+                    .with_context(|| needs("an npt"))?;
                 npt::figure(&self.title, r)
             }
             Kind::EventCosts(w) => {
-                let r = first.and_then(|r| r.get()).with_context(|| needs("an events"))?;
+                let r = first
+                    .and_then(|r| r.get())
+                    .with_context(|| needs("an events"))?;
                 events::figure(&self.title, r, *w)
             }
             Kind::Fleet(hook) => {
