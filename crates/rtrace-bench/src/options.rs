@@ -80,6 +80,10 @@ pub struct Spec {
     pub record: Take<RecordMode>,
     /// Per-CPU buffer size (KiB) without `--buffer-size-kb`.
     pub buffer_size_kb: Take<u64>,
+    /// Whether it takes `--tracer strace`, a tracer of system calls that sees no probe.
+    pub strace: bool,
+    /// How to make an ftrace run, for an `--ftrace-clock` that no run would use.
+    pub add_ftrace: &'static str,
 }
 
 /// Default per-CPU trace buffer for every tracer (KiB): LTTng's default channel holds 2 MiB per

@@ -263,8 +263,13 @@ impl TracerArgs {
 
 impl CommonArgs {
     /// The shared options of `spec`'s experiment with the backends' `modes`, checked once.
-    pub fn lower(self, spec: &Spec, modes: TracerArgs) -> Result<CommonOptions, OptionsError> {
-        self.lower_on(spec, modes, &crate::cpus::usable())
+    pub fn lower(
+        self,
+        spec: &Spec,
+        modes: TracerArgs,
+        tracers: &[TracerKind],
+    ) -> Result<CommonOptions, OptionsError> {
+        self.lower_on(spec, modes, tracers, &crate::cpus::usable())
     }
 
     /// [`CommonArgs::lower`] on a machine whose usable CPUs are `usable`.
@@ -272,8 +277,11 @@ impl CommonArgs {
         self,
         spec: &Spec,
         modes: TracerArgs,
+        tracers: &[TracerKind],
         usable: &[usize],
     ) -> Result<CommonOptions, OptionsError> {
+        let tracer = self.buffer.lower(spec, modes)?;
+        check_tracers(spec, tracers, &tracer)?;
         let rounds = match (spec.rounds, self.rounds) {
             (_, Some(0)) => return Err(OptionsError::Zero { what: "rounds" }),
             (Take::Refused(why), Some(_)) => return Err(refused(spec, "--rounds", why)),
@@ -290,7 +298,7 @@ impl CommonArgs {
             json: self.json,
             workload_dir: self.workload_dir.unwrap_or_else(default_workload_dir),
             keep_traces: self.keep_traces.into(),
-            tracer: self.buffer.lower(spec, modes)?,
+            tracer,
             machine: self.machine.map(check_machine).transpose()?,
         })
     }
@@ -308,16 +316,42 @@ fn check_machine(name: String) -> Result<String, OptionsError> {
 }
 
 /// The buffer and record mode of a command that measures nothing (`count`): the defaults every
-/// experiment has.
-pub fn count_tracer(buffer: BufferArgs, modes: TracerArgs) -> Result<TracerOptions, OptionsError> {
+/// experiment has, and its tracer checked against the same policy.
+pub fn count_tracer(
+    buffer: BufferArgs,
+    modes: TracerArgs,
+    tracer: TracerKind,
+) -> Result<TracerOptions, OptionsError> {
     let spec = Spec {
         experiment: "count",
         rounds: Take::Default(1),
         priority: None,
         record: Take::Default(RecordMode::Stream),
         buffer_size_kb: Take::Default(crate::options::DEFAULT_BUFFER_KB),
+        strace: false,
+        add_ftrace: "pass --tracer ftrace",
     };
-    buffer.lower(&spec, modes)
+    let options = buffer.lower(&spec, modes)?;
+    check_tracers(&spec, &[tracer], &options)?;
+    Ok(options)
+}
+
+/// The experiment's tracer policy (its `Spec`) on the tracers its runs will use: strace only
+/// where it takes it, `--ftrace-clock` only where an ftrace run uses it.
+fn check_tracers(
+    spec: &Spec,
+    tracers: &[TracerKind],
+    options: &TracerOptions,
+) -> Result<(), OptionsError> {
+    if !spec.strace && tracers.contains(&TracerKind::Strace) {
+        return Err(OptionsError::Other(format!(
+            "{} --tracer strace: {}",
+            spec.experiment,
+            rtrace_strace::SYSCALLS_ONLY
+        )));
+    }
+    let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
+    options.check_ftrace_clock(spec.experiment, uses_ftrace, spec.add_ftrace)
 }
 
 /// The tracers `--tracer` names, in order, without repeats (`all`: every tracer usable here).
@@ -349,16 +383,4 @@ pub fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
         TracerArg::Strace => Some(TracerKind::Strace),
         TracerArg::All => None,
     }
-}
-
-/// Refuses `--tracer strace` in `experiment`, which traces the workload's probes: strace sees
-/// system calls only (it runs in `events`).
-pub fn refuse_strace(experiment: &str, kinds: &[TracerKind]) -> Result<(), OptionsError> {
-    if kinds.contains(&TracerKind::Strace) {
-        return Err(OptionsError::Other(format!(
-            "{experiment} --tracer strace: {}",
-            rtrace_strace::SYSCALLS_ONLY
-        )));
-    }
-    Ok(())
 }

@@ -5,7 +5,6 @@ use crate::events::{parse_features, Options};
 use crate::options::{check_nonzero, unique, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use clap::{Args, ValueEnum};
 use rtrace_measure::events::Workload;
-use rtrace_tracer::TracerKind;
 
 pub const SPEC: Spec = Spec {
     experiment: "events",
@@ -15,6 +14,8 @@ pub const SPEC: Spec = Spec {
         "each experiment runs its program as published: the one-liners keep maps or print, ftrace's events go to an overwriting instance buffer (Gregg's method)",
     ),
     buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+    strace: true,
+    add_ftrace: "add ftrace to --tracer",
 };
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,12 +61,7 @@ impl EventsArgs {
         if tracers.is_empty() {
             return Err(OptionsError::Other("--tracer none measures nothing here: name a tracer, e.g. --tracer bpftrace,ebpf (the untraced runs are always made)".into()));
         }
-        let common = self.common.lower(&SPEC, Default::default())?;
-        let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
-        let fix = "add ftrace to --tracer";
-        common
-            .tracer
-            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
+        let common = self.common.lower(&SPEC, Default::default(), &tracers)?;
         Ok(Options {
             common,
             tracers,

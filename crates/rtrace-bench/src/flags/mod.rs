@@ -208,10 +208,7 @@ impl Command {
 impl CountArgs {
     fn lower(self) -> Result<crate::count::Options, OptionsError> {
         let tracer = common::tracer_kind(self.tracer).ok_or(OptionsError::CountAll)?;
-        common::refuse_strace("count", &[tracer])?;
-        let tracer_opts = common::count_tracer(self.buffer, self.tracer_args)?;
-        let uses_ftrace = tracer == rtrace_tracer::TracerKind::Ftrace;
-        tracer_opts.check_ftrace_clock("count", uses_ftrace, "pass --tracer ftrace")?;
+        let tracer_opts = common::count_tracer(self.buffer, self.tracer_args, tracer)?;
         Ok(crate::count::Options {
             tracer,
             probe: crate::count::parse_probe(&self.probe)?,
@@ -297,6 +294,20 @@ pub mod tests {
     }
 
     #[test]
+    fn only_an_experiment_whose_spec_takes_strace_accepts_it() {
+        for args in [
+            &["usdt", "--tracer", "strace"][..],
+            &["rate", "--tracer", "strace"],
+            &["npt", "--tracer", "strace"],
+            &["count", "-t", "strace", "-p", "a:b", "--", "true"],
+        ] {
+            let e = lowering_error(args).unwrap_or_default();
+            assert!(e.contains("strace sees system calls only"), "{args:?}: {e}");
+        }
+        assert_eq!(lowering_error(&["events", "--tracer", "strace"]), None);
+    }
+
+    #[test]
     fn every_command_refuses_a_clock_no_ftrace_run_would_use() {
         let clock = ["--ftrace-clock", "global"];
         for (args, fix) in [
@@ -333,7 +344,8 @@ pub mod tests {
             ftrace_clock: Some("counter".into()),
             ..common::BufferArgs::default()
         };
-        let o = common::count_tracer(buffer, common::TracerArgs::default()).unwrap();
+        let tracer = rtrace_tracer::TracerKind::Ftrace;
+        let o = common::count_tracer(buffer, common::TracerArgs::default(), tracer).unwrap();
         assert_eq!(o.ftrace_clock.as_deref(), Some("counter"));
         assert_eq!(o.json()["ftrace_clock"], "counter");
         let b = crate::tracers::buffers(&[rtrace_tracer::TracerKind::Ftrace], &o).unwrap();

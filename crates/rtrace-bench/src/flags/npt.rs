@@ -12,6 +12,8 @@ pub const SPEC: Spec = Spec {
     priority: None,
     record: Take::Default(RecordMode::Stream),
     buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+    strace: false,
+    add_ftrace: "add ftrace to --tracer",
 };
 
 #[derive(Args, Debug)]
@@ -57,18 +59,12 @@ impl NptArgs {
         // The run without a tracer is the baseline of every other: always first.
         let mut tracers = vec![TracerKind::None];
         tracers.extend(super::common::tracers(&self.tracer));
-        super::common::refuse_strace("npt", &tracers)?;
-        let mut common = self.common.lower(&SPEC, self.tracer_args)?;
+        let mut common = self.common.lower(&SPEC, self.tracer_args, &tracers)?;
         check_lttng_kernel(&self.lttng_kernel, &tracers, common.tracer.record, || {
             rtrace_tracer::require_root("LTTng kernel tracing")?;
             rtrace_lttng::kernel_modules_available()
         })?;
         common.tracer.lttng_kernel = self.lttng_kernel;
-        let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
-        let fix = "add ftrace to --tracer";
-        common
-            .tracer
-            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         Ok(Options {
             common,
             tracers,

@@ -13,6 +13,8 @@ pub const SPEC: Spec = Spec {
     priority: None,
     record: Take::Default(RecordMode::Stream),
     buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+    strace: false,
+    add_ftrace: "add ftrace to --tracer",
 };
 
 /// Buffer sizes searched without `--buffer-sizes-kb` or `--buffer-size-kb`.
@@ -81,15 +83,14 @@ impl RateArgs {
             ));
         }
         let one_size = self.common.buffer.buffer_size_kb;
-        let common = self.common.lower(&SPEC, self.tracer_args)?;
+        let tracers = tracers(&self.tracer);
+        let common = self.common.lower(&SPEC, self.tracer_args, &tracers)?;
         if common.tracer.record == RecordMode::Overwrite {
             // A flight recorder overwrites instead of losing: no rate is its lossless limit.
             return Err(OptionsError::Other(
                 "rate searches the highest rate a tracer records without losing an event, which a flight recorder (--record overwrite) never does: leave --record out (stream)".into(),
             ));
         }
-        let tracers = tracers(&self.tracer);
-        super::common::refuse_strace("rate", &tracers)?;
         if tracers.is_empty() {
             return Err(OptionsError::Other(
                 "--tracer names no tracer: pick ftrace, ebpf, lttng, bpftrace or all".into(),
@@ -106,11 +107,6 @@ impl RateArgs {
                 "--poll-ms sets the wait of our own readers, and {t} is read by its own tool: pass --tracer ftrace,ebpf"
             )));
         }
-        let uses_ftrace = tracers.contains(&TracerKind::Ftrace);
-        let fix = "add ftrace to --tracer";
-        common
-            .tracer
-            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         Ok(Options {
             buffer_sizes_kb: match (one_size, self.buffer_sizes_kb.is_empty()) {
                 (Some(kb), _) => vec![kb],

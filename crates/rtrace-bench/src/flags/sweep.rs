@@ -23,6 +23,8 @@ pub const SPEC: Spec = Spec {
     priority: Some(99),
     record: Take::Default(RecordMode::Stream),
     buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+    strace: false,
+    add_ftrace: "add an ftrace configuration to --configs (e.g. usdt-ftrace)",
 };
 
 /// The groups `--configs` takes beside each configuration's name.
@@ -135,15 +137,13 @@ impl SweepArgs {
         if !(1..=MAX_BUCKETS).contains(&self.histogram_us) {
             return Err(SweepOptionsError::Histogram(self.histogram_us));
         }
-        let common = self.common.lower_on(&SPEC, self.tracer_args, usable)?;
+        let mut configs = configurations(&self.configs);
+        let tracers: Vec<TracerKind> = configs.iter().map(|c| c.tracer()).collect();
+        let common = self
+            .common
+            .lower_on(&SPEC, self.tracer_args, &tracers, usable)?;
         check_rounds(common.rounds, "loops", self.loops)?;
         let main_cpu = main_cpu(self.main_cpu, &common.cpus, usable)?;
-        let mut configs = configurations(&self.configs);
-        let uses_ftrace = configs.iter().any(|c| c.tracer() == TracerKind::Ftrace);
-        let fix = "add an ftrace configuration to --configs (e.g. usdt-ftrace)";
-        common
-            .tracer
-            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         let shuffle_seed = self.shuffle.then(|| {
             self.seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()

@@ -2,7 +2,7 @@
 
 use super::common::{tracer_choice, CommonArgs, TracerArg, TracerArgs};
 use crate::options::{
-    check_nonzero, check_rounds, check_threads, BpfMode, OptionsError, Spec, Take, TracerChoice,
+    check_nonzero, check_rounds, check_threads, BpfMode, OptionsError, Spec, Take,
     DEFAULT_BUFFER_KB,
 };
 use crate::usdt::Options;
@@ -20,6 +20,8 @@ pub const SPEC: Spec = Spec {
     priority: None,
     record: Take::Default(RecordMode::Stream),
     buffer_size_kb: Take::Default(DEFAULT_BUFFER_KB),
+    strace: false,
+    add_ftrace: "add ftrace to --tracer",
 };
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,8 +124,8 @@ impl UsdtArgs {
             check_nonzero(us, "spacing-us")?;
         }
         let rounds_given = self.common.rounds.is_some();
-        super::common::refuse_strace("usdt", &tracer_choice(&self.tracer).kinds().0)?;
-        let mut common = self.common.lower(&SPEC, self.tracer_args)?;
+        let kinds = tracer_choice(&self.tracer).kinds().0;
+        let mut common = self.common.lower(&SPEC, self.tracer_args, &kinds)?;
         if !rounds_given {
             common.rounds = common
                 .rounds
@@ -150,14 +152,6 @@ impl UsdtArgs {
         if self.decompose {
             crate::decompose::apply(&mut o);
         }
-        let uses_ftrace = match &o.tracers {
-            TracerChoice::AllAvailable => true,
-            TracerChoice::These(kinds) => kinds.contains(&TracerKind::Ftrace),
-        };
-        let fix = "add ftrace to --tracer";
-        o.common
-            .tracer
-            .check_ftrace_clock(SPEC.experiment, uses_ftrace, fix)?;
         Ok(o)
     }
 }
