@@ -458,10 +458,6 @@ impl crate::result::Reported for EventsResult {
     fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
         crate::consistency::sources::events(self)
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

@@ -348,10 +348,6 @@ impl crate::result::Reported for NptResult {
     fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
         crate::consistency::sources::npt(self)
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

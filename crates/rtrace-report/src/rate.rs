@@ -465,10 +465,6 @@ impl crate::result::Reported for RateResult {
     fn section(&self, e: &Entry, _: &Report) -> Section {
         section(e, self)
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

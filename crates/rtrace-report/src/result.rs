@@ -16,8 +16,19 @@ use rtrace_measure::{Environment, ResultModel, Warning};
 use std::any::Any;
 use std::sync::Arc;
 
+/// Any `'static` value as `dyn Any`: how a [`Reported`] model is read back as its own type.
+pub trait AsAny {
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// An experiment's result as a report shows it.
-pub trait Reported: ResultModel {
+pub trait Reported: ResultModel + AsAny {
     /// Its section, built by its experiment's module.
     fn section(&self, e: &Entry, report: &Report) -> Section;
     /// The experiment its per-hit costs count as in the consistency section and the fleet;
@@ -29,8 +40,6 @@ pub trait Reported: ResultModel {
     fn costs(&self) -> Vec<Cost> {
         Vec::new()
     }
-    /// Itself, to be read as its own model ([`AnyResult::get`]).
-    fn as_any(&self) -> &dyn Any;
 }
 
 /// Every experiment a report reads: its `experiment` field and how a file of it loads.
@@ -86,7 +95,8 @@ impl AnyResult {
 
     /// The result as its experiment's model, if it is one.
     pub fn get<R: Reported>(&self) -> Option<&R> {
-        self.0.as_any().downcast_ref()
+        // On the model, not on the `Arc` (which is `Any` too).
+        self.model().as_any().downcast_ref()
     }
 
     /// What a report makes of it.

@@ -153,10 +153,6 @@ impl crate::result::Reported for SweepResult {
     fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
         crate::consistency::sources::sweep(self)
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

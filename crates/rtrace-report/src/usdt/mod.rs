@@ -168,10 +168,6 @@ impl crate::result::Reported for UsdtResult {
     fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
         crate::consistency::sources::usdt(self)
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]
