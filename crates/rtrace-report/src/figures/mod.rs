@@ -246,6 +246,7 @@ pub fn plan(report: &Report) -> Vec<Figure> {
         kind,
     };
     for (e, r) in report.usdt() {
+        let start = out.len();
         // A decomposition's runs are steps (ftrace with tracing off, eBPF's floor), not the
         // thesis' tracers: its figures are the staircases and every step side by side.
         let thesis = if rtrace_measure::decompose::is_decomposition(r) {
@@ -293,6 +294,14 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 out.push(fig(e, &format!("staircase-{h}"), format!("Where the nanoseconds go: per-hit cost, step by step ({h} hook)"),
                     "Each path from its floor up to one full configuration, each step adding one mechanism (see the table): a bar spans from the step below to this step, the number is what the step adds, the whisker the step's 95% interval.",
                     Kind::Staircase(h)));
+            }
+        }
+        // A usdt --spacing-us result's figures say so: the same titles would read as the hot
+        // loop's.
+        if let Some(us) = r.config.spacing_us {
+            for f in &mut out[start..] {
+                f.title
+                    .push_str(&format!(", each hit after a {us} µs sleep"));
             }
         }
     }
@@ -387,6 +396,19 @@ pub fn plan(report: &Report) -> Vec<Figure> {
 mod tests {
     use super::*;
     use crate::fixtures;
+
+    #[test]
+    fn a_spaced_usdt_result_s_figures_say_their_hits_came_after_a_sleep() {
+        let hot = plan(&Report::one(fixtures::usdt().into()));
+        let mut r = fixtures::usdt();
+        r.config.spacing_us = Some(30);
+        let spaced = plan(&Report::one(r.into()));
+        assert_eq!(hot.len(), spaced.len());
+        for (h, s) in hot.iter().zip(&spaced) {
+            assert!(!h.title.contains("sleep"), "{}", h.title);
+            assert_eq!(s.title, format!("{}, each hit after a 30 µs sleep", h.title));
+        }
+    }
 
     #[test]
     fn every_thesis_figure_is_planned_and_renders_with_labelled_axes() {
