@@ -406,7 +406,10 @@ mod tests {
         assert_eq!(hot.len(), spaced.len());
         for (h, s) in hot.iter().zip(&spaced) {
             assert!(!h.title.contains("sleep"), "{}", h.title);
-            assert_eq!(s.title, format!("{}, each hit after a 30 µs sleep", h.title));
+            assert_eq!(
+                s.title,
+                format!("{}, each hit after a 30 µs sleep", h.title)
+            );
         }
     }
 
