@@ -22,8 +22,8 @@ pub fn run(a_file: &Path, b_file: &Path, json: Option<&Path>) -> Result<i32> {
         (_, (Some(a), Some(b))) => {
             println!(
                 "compare: extra ns per hit of case 1, B / A\n  A: {} — kernel {} ({}), {} iterations\n  B: {} — kernel {} ({}), {} iterations\n",
-                a_file.display(), a.environment.kernel_release, a.environment.preemption, a.config.iterations,
-                b_file.display(), b.environment.kernel_release, b.environment.preemption, b.config.iterations,
+                a_file.display(), a.header.environment.kernel_release, a.header.environment.preemption, a.config.iterations,
+                b_file.display(), b.header.environment.kernel_release, b.header.environment.preemption, b.config.iterations,
             );
             println!("{}", ratios::usdt_method(a));
             println!("interval over the rounds of both results: Welch's t on the log of each round's cost\n");

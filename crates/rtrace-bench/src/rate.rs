@@ -11,7 +11,7 @@ use crate::runner::{self, Plan, Round};
 use crate::workload::{self, Subject};
 use anyhow::{bail, Context, Result};
 use rtrace_measure::rate::{Next, Phase, Point, RateResult, RateSettings, Search, SearchPlan};
-use rtrace_measure::{run_workload_message, Environment, Events};
+use rtrace_measure::{run_workload_message, Events};
 use rtrace_protocol::{Body, Message, RateConfig, WorkloadConfig};
 use rtrace_tracer::TracerKind;
 
@@ -151,10 +151,7 @@ pub fn run(o: Options) -> Result<i32> {
         bail!("no tracer can run here ({})", skipped.join("; "));
     }
     let result = RateResult {
-        experiment: "rate".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: crate::options::now_unix(),
-        environment: Environment::default(),
+        header: rtrace_measure::Header::new(rtrace_measure::rate::EXPERIMENT),
         config: RateSettings {
             duration_ms: o.duration_ms,
             turnovers: o.turnovers,
@@ -203,7 +200,7 @@ impl runner::Experiment for Rate {
             _ => None,
         };
         c.thread_cpus = self.o.common.cpus.loop_cpus(self.o.threads);
-        self.result.environment = self.o.common.environment();
+        self.result.header.environment = self.o.common.environment();
         Ok(())
     }
 

@@ -133,7 +133,7 @@ mod tests {
         };
         let labelled = |label: &str| {
             let mut u = rtrace_report::fixtures::usdt();
-            u.environment.label = Some(label.into());
+            u.header.environment.label = Some(label.into());
             AnyResult::from(u).to_json().unwrap()
         };
         write("a/usdt/usdt.json", &labelled("a"));

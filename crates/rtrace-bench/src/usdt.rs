@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use rtrace_measure::usdt::{
     Case, CaseResult, HookKind, RoundSummary, SteadyState, UsdtConfig, UsdtResult,
 };
-use rtrace_measure::{run_workload, Environment, Events, Summary};
+use rtrace_measure::{run_workload, Events, Summary};
 use rtrace_protocol::{decode_histogram, MicroConfig, Pacing, WorkloadConfig};
 use rtrace_tracer::{Attachment, Hook, Instrumentation, Tracer, TracerKind};
 use std::path::PathBuf;
@@ -151,10 +151,7 @@ pub fn run(o: Options) -> Result<i32> {
     let baseline_bin = workload::bin(&o.common, Instrumentation::Usdt)?;
     let (cols, notes) = columns(&o)?;
     let result = UsdtResult {
-        experiment: "usdt".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: crate::options::now_unix(),
-        environment: Environment::default(),
+        header: rtrace_measure::Header::new(rtrace_measure::usdt::EXPERIMENT),
         config: UsdtConfig {
             tracers: Vec::new(),
             cases: o.cases.clone(),
@@ -299,7 +296,7 @@ impl runner::Experiment for Usdt {
                 c.steady_state.insert(label, steady);
             }
         }
-        self.result.environment = self.o.common.environment();
+        self.result.header.environment = self.o.common.environment();
         Ok(())
     }
 
@@ -349,9 +346,9 @@ impl runner::Experiment for Usdt {
             round,
             self.result.config.pacing,
         )?;
-        if self.result.environment.tsc_hz.is_none() {
-            self.result.environment.tsc_hz = Some(r.tsc_hz);
-            self.result.environment.tsc_step_ns = r.tsc_step_ns;
+        if self.result.header.environment.tsc_hz.is_none() {
+            self.result.header.environment.tsc_hz = Some(r.tsc_hz);
+            self.result.header.environment.tsc_step_ns = r.tsc_step_ns;
         }
         Ok(r)
     }

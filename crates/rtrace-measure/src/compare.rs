@@ -119,11 +119,11 @@ pub struct Comparison {
 fn side(file: &str, r: &SweepResult) -> Side {
     Side {
         file: file.to_owned(),
-        kernel_release: r.environment.kernel_release.clone(),
-        preemption: r.environment.preemption.clone(),
+        kernel_release: r.header.environment.kernel_release.clone(),
+        preemption: r.header.environment.preemption.clone(),
         loops: r.config.loops,
         interval_us: r.config.interval_us,
-        started_unix: r.started_unix,
+        started_unix: r.header.started_unix,
     }
 }
 
@@ -188,7 +188,7 @@ pub fn compare(a_file: &str, a: &SweepResult, b_file: &str, b: &SweepResult) -> 
     differ("--histogram-us", |r| {
         r.config.histogram_limit_us.to_string()
     });
-    differ("CPU model", |r| r.environment.cpu_model.clone());
+    differ("CPU model", |r| r.header.environment.cpu_model.clone());
     Comparison {
         a: side(a_file, a),
         b: side(b_file, b),

@@ -5,7 +5,7 @@
 //! rounds, and Gregg's statistic (fastest traced run - fastest untraced run) / reads beside it.
 
 use crate::interval::{mean_of, ratio_of, Estimate};
-use crate::Environment;
+
 use rtrace_tracer::features::{Evidence, Feature};
 use rtrace_tracer::TracerKind;
 use serde::{Deserialize, Serialize};
@@ -120,10 +120,9 @@ impl HookCheck {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventsResult {
-    pub experiment: String,
-    pub tool_version: String,
-    pub started_unix: u64,
-    pub environment: Environment,
+    /// `experiment`, `tool_version`, `started_unix`, `environment`.
+    #[serde(flatten)]
+    pub header: crate::Header,
     pub config: EventsSettings,
     /// The loop with no tracer: two runs per round, at its start and at its end.
     pub baseline: Vec<FeatureRun>,
@@ -301,6 +300,21 @@ pub fn piotrowski(feature: Feature) -> Option<(u64, f64)> {
         .map(|r| (r.2, (r.1 / control - 1.0) * 100.0))
 }
 
+/// `experiment` of an events result file.
+pub const EXPERIMENT: &str = "events";
+
+impl crate::ResultModel for EventsResult {
+    fn header(&self) -> &crate::result_model::Header {
+        &self.header
+    }
+    fn warnings(&self) -> Vec<crate::Warning> {
+        crate::warnings::environment(&self.header.environment, self.config.run.cpu)
+    }
+    fn file(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,10 +334,12 @@ mod tests {
 
     fn result(cells: Vec<Cell>) -> EventsResult {
         EventsResult {
-            experiment: "events".into(),
-            tool_version: "0".into(),
-            started_unix: 0,
-            environment: Environment::collect(0),
+            header: crate::Header {
+                experiment: "events".into(),
+                tool_version: "0".into(),
+                started_unix: 0,
+                environment: crate::Environment::collect(0),
+            },
             config: EventsSettings {
                 reads: 1000,
                 run: crate::RunSettings {

@@ -29,7 +29,7 @@ pub mod warnings;
 pub use env::Environment;
 pub use model::{AccountingError, Events};
 pub use pool::{Accounted, Pool};
-pub use result_model::ResultModel;
+pub use result_model::{Header, ResultModel};
 pub use settings::RunSettings;
 pub use spawn::{run_workload, run_workload_message, Outcome, WorkloadError};
 pub use summary::Summary;

@@ -2,7 +2,7 @@
 //! per tracer, the gaps between consecutive iterations of a tight TSC loop on the measured CPU
 //! while the tracer consumes the loop's event stream, against the same loop with no tracer.
 
-use crate::{Environment, Events, Summary};
+use crate::{Events, Summary};
 use hdrhistogram::Histogram;
 use rtrace_protocol::{decode_histogram, HistogramError, NptDone, NptGap, NPT_LARGEST};
 use serde::{Deserialize, Serialize};
@@ -371,11 +371,9 @@ pub enum Osnoise {
 /// `rtrace-bench npt`'s result file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NptResult {
-    /// `"npt"`.
-    pub experiment: String,
-    pub tool_version: String,
-    pub started_unix: u64,
-    pub environment: Environment,
+    /// `experiment`, `tool_version`, `started_unix`, `environment`.
+    #[serde(flatten)]
+    pub header: crate::Header,
     pub config: NptSettings,
     pub runs: Vec<NptRun>,
     pub osnoise: Osnoise,
@@ -397,6 +395,21 @@ pub struct NptSettings {
     /// CPUs, priority, rounds, buffers, record mode, trace data, backend options.
     #[serde(flatten)]
     pub run: crate::settings::RunSettings,
+}
+
+/// `experiment` of an npt result file.
+pub const EXPERIMENT: &str = "npt";
+
+impl crate::ResultModel for NptResult {
+    fn header(&self) -> &crate::result_model::Header {
+        &self.header
+    }
+    fn warnings(&self) -> Vec<crate::Warning> {
+        crate::warnings::environment(&self.header.environment, self.config.run.cpu)
+    }
+    fn file(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self)
+    }
 }
 
 #[cfg(test)]

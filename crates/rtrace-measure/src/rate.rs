@@ -11,7 +11,7 @@
 //! turned over several times (`Point::min_hits`): a rate the buffer only absorbed for a moment
 //! is not a rate the tracer sustains (Beamonte's Table 4 is a steady state).
 
-use crate::{Environment, Events};
+use crate::Events;
 use serde::{Deserialize, Serialize};
 
 /// Why a point was measured.
@@ -447,11 +447,9 @@ fn limit(
 /// The result file of `rtrace-bench rate`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RateResult {
-    /// `"rate"`.
-    pub experiment: String,
-    pub tool_version: String,
-    pub started_unix: u64,
-    pub environment: Environment,
+    /// `experiment`, `tool_version`, `started_unix`, `environment`.
+    #[serde(flatten)]
+    pub header: crate::Header,
     pub config: RateSettings,
     pub searches: Vec<Search>,
     /// Tracers or buffer sizes that could not run, with the reason.
@@ -475,6 +473,21 @@ pub struct RateSettings {
     #[serde(default)]
     pub thread_cpus: Vec<usize>,
     pub buffer_sizes_kb: Vec<u64>,
+}
+
+/// `experiment` of a rate result file.
+pub const EXPERIMENT: &str = "rate";
+
+impl crate::ResultModel for RateResult {
+    fn header(&self) -> &crate::result_model::Header {
+        &self.header
+    }
+    fn warnings(&self) -> Vec<crate::Warning> {
+        crate::warnings::environment(&self.header.environment, self.config.run.cpu)
+    }
+    fn file(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(self)
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! `cyclictest` as a cross-check for the configurations that need no workload instrumentation.
 
 use crate::interval::Estimate;
-use crate::{AccountingError, Environment, Events, Summary};
+use crate::{AccountingError, Events, Summary};
 use hdrhistogram::Histogram;
 use rtrace_tracer::{Instrumentation, TracerKind};
 use serde::{Deserialize, Serialize};
@@ -264,14 +264,9 @@ impl Accounting {
 /// The whole result file of `rtrace-bench cyclictest-sweep`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepResult {
-    /// `"cyclictest-sweep"`.
-    pub experiment: String,
-    /// rtrace-bench version that wrote the file.
-    pub tool_version: String,
-    /// Seconds since the Unix epoch at start.
-    pub started_unix: u64,
-    /// Includes the preemption model of the running kernel.
-    pub environment: Environment,
+    /// `experiment`, `tool_version`, `started_unix`, `environment`.
+    #[serde(flatten)]
+    pub header: crate::Header,
     pub config: SweepConfig,
     /// One entry per (configuration, source) measured, in run order.
     pub runs: Vec<SweepRun>,
@@ -607,6 +602,25 @@ impl SweepResult {
         self.runs
             .iter()
             .find(|r| r.config == config && r.source == source)
+    }
+}
+
+/// `experiment` of a cyclictest-sweep result file.
+pub const EXPERIMENT: &str = "cyclictest-sweep";
+
+impl crate::ResultModel for SweepResult {
+    fn header(&self) -> &crate::result_model::Header {
+        &self.header
+    }
+    fn warnings(&self) -> Vec<crate::Warning> {
+        crate::warnings::sweep(self)
+    }
+    /// With the warnings stored in the file.
+    fn file(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(&SweepResult {
+            warnings: self.warnings(),
+            ..self.clone()
+        })
     }
 }
 

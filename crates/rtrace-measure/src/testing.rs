@@ -45,10 +45,12 @@ pub fn sweep_run(config: Configuration, source: Source, latency: Summary) -> Swe
 /// A sweep of `runs`, every `interval_us`, on CPU 1 at priority 99.
 pub fn sweep(interval_us: u64, runs: Vec<SweepRun>) -> SweepResult {
     SweepResult {
-        experiment: "cyclictest-sweep".into(),
-        tool_version: "0".into(),
-        started_unix: 0,
-        environment: crate::Environment::collect(0),
+        header: crate::Header {
+            experiment: "cyclictest-sweep".into(),
+            tool_version: "0".into(),
+            started_unix: 0,
+            environment: crate::Environment::collect(0),
+        },
         config: SweepConfig {
             probe_at: None,
             configs: vec![],

@@ -1,7 +1,7 @@
 //! Result model of the per-probe microbenchmark (`rtrace-bench usdt`).
 
 use crate::disturbed::{self, Disturbed};
-use crate::{Environment, Events, Summary};
+use crate::{Events, Summary};
 use rtrace_tracer::TracerKind;
 use serde::{Deserialize, Serialize};
 
@@ -276,13 +276,9 @@ impl HookCosts {
 /// The whole result file of `rtrace-bench usdt`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UsdtResult {
-    /// `"usdt"`.
-    pub experiment: String,
-    /// rtrace-bench version that wrote the file.
-    pub tool_version: String,
-    /// Seconds since the Unix epoch at start.
-    pub started_unix: u64,
-    pub environment: Environment,
+    /// `experiment`, `tool_version`, `started_unix`, `environment`.
+    #[serde(flatten)]
+    pub header: crate::Header,
     pub config: UsdtConfig,
     /// One entry per (tracer, case) measured, in run order.
     pub runs: Vec<CaseResult>,
@@ -631,6 +627,25 @@ impl crate::pool::Accounted for CaseResult {
             _ => ev.check_none(),
         }
         .map_err(|e| e.to_string())
+    }
+}
+
+/// `experiment` of a usdt result file (`usdt --decompose` too).
+pub const EXPERIMENT: &str = "usdt";
+
+impl crate::ResultModel for UsdtResult {
+    fn header(&self) -> &crate::result_model::Header {
+        &self.header
+    }
+    fn warnings(&self) -> Vec<crate::Warning> {
+        crate::warnings::usdt(self)
+    }
+    /// With the warnings stored in the file.
+    fn file(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec_pretty(&UsdtResult {
+            warnings: self.warnings(),
+            ..self.clone()
+        })
     }
 }
 

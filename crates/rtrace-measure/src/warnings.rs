@@ -209,7 +209,7 @@ pub fn iterations(what: &str, n: u64, flag: &str) -> Option<Warning> {
 
 /// Every warning about a usdt result.
 pub fn usdt(r: &UsdtResult) -> Vec<Warning> {
-    let mut w = environment(&r.environment, r.config.run.cpu);
+    let mut w = environment(&r.header.environment, r.config.run.cpu);
     w.extend(iterations("iterations", r.config.iterations, "-n"));
     for run in &r.runs {
         let scope = crate::probe_cost::label(run);
@@ -290,7 +290,7 @@ fn first_round_outside(
 
 /// Every warning about a cyclictest-sweep result.
 pub fn sweep(r: &SweepResult) -> Vec<Warning> {
-    let mut w = environment(&r.environment, r.config.run.cpu);
+    let mut w = environment(&r.header.environment, r.config.run.cpu);
     w.extend(iterations("loops", r.config.loops, "--loops"));
     for run in &r.runs {
         let scope = format!("{}/{}", run.config, run.source);

@@ -148,7 +148,7 @@ pub fn alone_beside<'a>(
     r: &'a UsdtResult,
 ) -> Vec<&'a crate::result::Entry> {
     report
-        .plain_usdt_of(&r.environment)
+        .plain_usdt_of(&r.header.environment)
         .into_iter()
         .map(|(e, _)| e)
         .collect()

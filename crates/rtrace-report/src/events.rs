@@ -22,7 +22,7 @@ pub fn section(e: &Entry, r: &EventsResult) -> Section {
             r.config.run.rounds,
             r.config.run.cpu,
             e.kernel(),
-            r.environment.cpu_model
+            r.header.environment.cpu_model
         ),
         summary(r),
         Some(Block::Note(format!("{}.", note(r)))),

@@ -131,10 +131,12 @@ pub fn usdt() -> UsdtResult {
         runs.push(case(t, Case::Instrumented, 16, 0));
     }
     UsdtResult {
-        experiment: "usdt".into(),
-        tool_version: "0.1.0".into(),
-        started_unix: 1_700_000_000,
-        environment: environment("PREEMPT_DYNAMIC (full)"),
+        header: rtrace_measure::Header {
+            experiment: "usdt".into(),
+            tool_version: "0.1.0".into(),
+            started_unix: 1_700_000_000,
+            environment: environment("PREEMPT_DYNAMIC (full)"),
+        },
         config: UsdtConfig {
             tracers: vec![Ftrace, Lttng],
             cases: Case::ALL.to_vec(),
@@ -220,10 +222,12 @@ pub fn sweep(preemption: &str, slower: u64) -> SweepResult {
     let cyclictest = sweep_run(Configuration::None, Source::Cyclictest, 9_200 * slower);
     runs.push(cyclictest);
     SweepResult {
-        experiment: "cyclictest-sweep".into(),
-        tool_version: "0.1.0".into(),
-        started_unix: 1_700_000_000,
-        environment: environment(preemption),
+        header: rtrace_measure::Header {
+            experiment: "cyclictest-sweep".into(),
+            tool_version: "0.1.0".into(),
+            started_unix: 1_700_000_000,
+            environment: environment(preemption),
+        },
         config: SweepConfig {
             probe_at: Some(rtrace_protocol::ProbeAt::Window),
             configs: configs.iter().map(|c| c.0).collect(),

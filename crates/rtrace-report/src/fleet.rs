@@ -115,7 +115,7 @@ pub fn of(report: &Report) -> Option<Fleet> {
         let kind = kind(e);
         let run = runs.entry((kind, m)).or_default();
         *run += 1;
-        let v = e.result.tool_version().to_owned();
+        let v = e.result.header().tool_version.clone();
         if !machines[m].tool_versions.contains(&v) {
             machines[m].tool_versions.push(v.clone());
         }
@@ -146,7 +146,7 @@ pub fn of(report: &Report) -> Option<Fleet> {
 }
 
 /// The kind of experiment of an entry, for repeats: `usdt --decompose` apart from `usdt`.
-fn kind(e: &Entry) -> &'static str {
+fn kind(e: &Entry) -> &str {
     match e.result.is_decomposition() {
         true => "usdt --decompose",
         false => e.result.experiment(),
@@ -175,7 +175,7 @@ fn names(keys: &[(&str, &str, &str)]) -> Vec<String> {
 fn common_version(report: &Report) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for e in &report.entries {
-        let v = e.result.tool_version();
+        let v = &e.result.header().tool_version;
         match counts.iter_mut().find(|(x, _)| *x == v) {
             Some((_, n)) => *n += 1,
             None => counts.push((v, 1)),
@@ -577,8 +577,8 @@ mod tests {
 
     fn labelled(label: &str, started: u64) -> AnyResult {
         let mut u = fixtures::usdt();
-        u.environment.label = Some(label.into());
-        u.started_unix = started;
+        u.header.environment.label = Some(label.into());
+        u.header.started_unix = started;
         AnyResult::from(u)
     }
 
@@ -592,7 +592,7 @@ mod tests {
     fn machines_are_rows_and_repeats_are_runs() {
         use rtrace_measure::usdt::Case;
         let mut b = fixtures::usdt();
-        b.environment.label = Some("b".into());
+        b.header.environment.label = Some("b".into());
         b.runs = vec![fixtures::case(TracerKind::None, Case::Baseline, 15, 0)];
         for (case, centre) in [
             (Case::Traced, 400),
@@ -642,10 +642,10 @@ mod tests {
     #[test]
     fn other_versions_and_lone_experiments_are_named() {
         let mut old = fixtures::usdt();
-        old.environment.label = Some("b".into());
-        old.tool_version = "0.0.1".into();
+        old.header.environment.label = Some("b".into());
+        old.header.tool_version = "0.0.1".into();
         let mut sweep = fixtures::sweep("PREEMPT_RT", 1);
-        sweep.environment.label = Some("a".into());
+        sweep.header.environment.label = Some("a".into());
         let r = Report::new([
             (None, labelled("a", 1)),
             (None, labelled("a", 2)),
@@ -668,8 +668,8 @@ mod tests {
     #[test]
     fn one_name_on_two_kernels_is_two_machines() {
         let mut other = fixtures::usdt();
-        other.environment.label = Some("a".into());
-        other.environment.kernel_release = "6.1.0-rt".into();
+        other.header.environment.label = Some("a".into());
+        other.header.environment.kernel_release = "6.1.0-rt".into();
         let r = Report::new([(None, labelled("a", 1)), (None, AnyResult::from(other))]);
         let f = of(&r).unwrap();
         let names: Vec<&str> = f.machines.iter().map(|m| m.name.as_str()).collect();

@@ -20,7 +20,7 @@ pub fn section(e: &Entry, r: &NptResult) -> Section {
             r.config.run.cpu,
             firing(r),
             e.kernel(),
-            r.environment.cpu_model
+            r.header.environment.cpu_model
         ),
         summary(r),
         Some(Block::Note(format!("{}.", note(r)))),

@@ -17,7 +17,7 @@ pub fn section(e: &Entry, r: &RateResult) -> Section {
             window(r),
             on(r),
             e.kernel(),
-            r.environment.cpu_model
+            r.header.environment.cpu_model
         ),
         summary(r),
         Some(Block::Note(
@@ -495,10 +495,12 @@ mod tests {
         })
         .unwrap();
         RateResult {
-            experiment: "rate".into(),
-            tool_version: "0".into(),
-            started_unix: 0,
-            environment: rtrace_measure::Environment::collect(0),
+            header: rtrace_measure::Header {
+                experiment: "rate".into(),
+                tool_version: "0".into(),
+                started_unix: 0,
+                environment: rtrace_measure::Environment::collect(0),
+            },
             config: RateSettings {
                 duration_ms: 1000,
                 turnovers: 10,

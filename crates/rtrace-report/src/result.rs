@@ -9,10 +9,10 @@ use anyhow::{bail, Context, Result};
 use rtrace_measure::events::EventsResult;
 use rtrace_measure::npt::NptResult;
 use rtrace_measure::rate::RateResult;
-use rtrace_measure::result_model::{EVENTS, NPT, RATE, SWEEP, USDT};
 use rtrace_measure::sweep::SweepResult;
 use rtrace_measure::usdt::UsdtResult;
-use rtrace_measure::{Environment, ResultModel, Warning};
+use rtrace_measure::{events, npt, rate, sweep, usdt};
+use rtrace_measure::{Environment, Header, ResultModel, Warning};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -44,11 +44,11 @@ pub trait Reported: ResultModel + AsAny {
 
 /// Every experiment a report reads: its `experiment` field and how a file of it loads.
 const EXPERIMENTS: [(&str, Load); 5] = [
-    (USDT, load::<UsdtResult>),
-    (SWEEP, load::<SweepResult>),
-    (RATE, load::<RateResult>),
-    (NPT, load::<NptResult>),
-    (EVENTS, load::<EventsResult>),
+    (usdt::EXPERIMENT, load::<UsdtResult>),
+    (sweep::EXPERIMENT, load::<SweepResult>),
+    (rate::EXPERIMENT, load::<RateResult>),
+    (npt::EXPERIMENT, load::<NptResult>),
+    (events::EXPERIMENT, load::<EventsResult>),
 ];
 
 type Load = fn(serde_json::Value) -> serde_json::Result<AnyResult>;
@@ -112,8 +112,13 @@ impl AnyResult {
         Ok(v)
     }
 
+    /// Its header: experiment, tool version, start, machine.
+    pub fn header(&self) -> &Header {
+        self.0.header()
+    }
+
     /// The `experiment` field: `usdt`, `cyclictest-sweep`.
-    pub fn experiment(&self) -> &'static str {
+    pub fn experiment(&self) -> &str {
         self.0.experiment()
     }
 
@@ -122,21 +127,11 @@ impl AnyResult {
         self.0.environment()
     }
 
-    /// When the run began (seconds since the epoch).
-    pub fn started_unix(&self) -> u64 {
-        self.0.started_unix()
-    }
-
-    /// The version of rtrace-bench that measured it.
-    pub fn tool_version(&self) -> &str {
-        self.0.tool_version()
-    }
-
     /// Whether `other` is this result again (the same experiment, begun at the same second
     /// on the same machine): a run directory's file and its report's copy.
     pub fn same_run(&self, other: &AnyResult) -> bool {
         self.experiment() == other.experiment()
-            && self.started_unix() == other.started_unix()
+            && self.header().started_unix == other.header().started_unix
             && self.environment().machine_key() == other.environment().machine_key()
             && self.is_decomposition() == other.is_decomposition()
     }
@@ -233,7 +228,7 @@ impl Report {
     pub fn plain_usdt_of(&self, env: &rtrace_measure::Environment) -> Vec<(&Entry, &UsdtResult)> {
         self.usdt()
             .filter(|(_, u)| {
-                u.environment.machine_key() == env.machine_key()
+                u.header.environment.machine_key() == env.machine_key()
                     && !rtrace_measure::decompose::is_decomposition(u)
             })
             .collect()

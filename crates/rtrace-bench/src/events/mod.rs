@@ -18,7 +18,7 @@ use rtrace_measure::events::{
     Cell, EventsResult, EventsSettings, FeatureRun, HookCheck, Outcome, Workload,
 };
 use rtrace_measure::pool::Accounted;
-use rtrace_measure::{run_workload_message, Environment};
+use rtrace_measure::run_workload_message;
 use rtrace_protocol::{Message, ReadsConfig, WorkloadConfig};
 use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram, Unsupported};
 use rtrace_tracer::{Hook, Instrumentation, Tracer, TracerKind};
@@ -201,10 +201,7 @@ pub fn run(o: Options) -> Result<i32> {
         }
     }
     let result = EventsResult {
-        experiment: "events".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: crate::options::now_unix(),
-        environment: Environment::default(),
+        header: rtrace_measure::Header::new(rtrace_measure::events::EXPERIMENT),
         config: EventsSettings {
             reads: o.reads,
             run: Default::default(),
@@ -276,7 +273,7 @@ impl runner::Experiment for Events {
     fn begin(&mut self) -> Result<()> {
         let kinds: Vec<TracerKind> = self.subjects.iter().map(|s| s.tracer).collect();
         self.result.config.run = self.o.common.settings(&kinds)?;
-        self.result.environment = self.o.common.environment();
+        self.result.header.environment = self.o.common.environment();
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use crate::workload::{self, Subject};
 use anyhow::{bail, Result};
 use rtrace_measure::npt::{NptResult, NptRun, NptSettings, Osnoise};
 use rtrace_measure::pool::Accounted;
-use rtrace_measure::{run_workload_message, Environment, Events};
+use rtrace_measure::{run_workload_message, Events};
 use rtrace_protocol::{Body, Message, NptConfig, WorkloadConfig};
 use rtrace_tracer::TracerKind;
 
@@ -48,10 +48,7 @@ pub fn run(o: Options) -> Result<i32> {
         bail!("no tracer can run here ({})", skipped.join("; "));
     }
     let result = NptResult {
-        experiment: "npt".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: crate::options::now_unix(),
-        environment: Environment::default(),
+        header: rtrace_measure::Header::new(rtrace_measure::npt::EXPERIMENT),
         config: NptSettings {
             duration_ms: o.duration_ms,
             event_rate_hz: o.event_rate_hz,
@@ -113,7 +110,7 @@ impl runner::Experiment for Npt {
     fn begin(&mut self) -> Result<()> {
         let kinds: Vec<TracerKind> = self.subjects.iter().map(|s| s.kind).collect();
         self.result.config.run = self.o.common.settings(&kinds)?;
-        self.result.environment = self.o.common.environment();
+        self.result.header.environment = self.o.common.environment();
         Ok(())
     }
 

@@ -19,7 +19,7 @@ use rtrace_measure::sweep::{
 };
 use rtrace_measure::trace_data::TraceData;
 use rtrace_measure::usdt::HookKind;
-use rtrace_measure::{run_workload_message, Environment, Events, Summary};
+use rtrace_measure::{run_workload_message, Events, Summary};
 use rtrace_protocol::{
     decode_histogram, encode_histogram, CyclicConfig, Fire, Message, ProbeAt, WorkloadConfig,
 };
@@ -245,7 +245,7 @@ impl runner::Experiment for Sweep {
         let kinds: Vec<_> = self.plans.iter().map(|p| p.config.tracer()).collect();
         self.result.config.run = self.o.common.settings(&kinds)?;
         self.result.config.main_cpu = self.o.main_cpu;
-        self.result.environment = self.o.common.environment();
+        self.result.header.environment = self.o.common.environment();
         Ok(())
     }
 
@@ -351,10 +351,7 @@ pub fn run(o: Options) -> Result<i32> {
         }
     }
     let result = SweepResult {
-        experiment: "cyclictest-sweep".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix: crate::options::now_unix(),
-        environment: Environment::default(),
+        header: rtrace_measure::Header::new(rtrace_measure::sweep::EXPERIMENT),
         config: SweepConfig {
             configs: o.configs.clone(),
             shuffle_seed: o.shuffle_seed,

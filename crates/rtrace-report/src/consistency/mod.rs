@@ -82,7 +82,7 @@ fn same_machine(a: &Entry, b: &Entry) -> bool {
 }
 
 /// What experiment an entry is: `usdt` and `usdt --decompose` are two.
-fn kind(e: &Entry) -> (&'static str, Option<cost::Experiment>) {
+fn kind(e: &Entry) -> (&str, Option<cost::Experiment>) {
     (e.result.experiment(), sources::experiment(&e.result))
 }
 
@@ -295,7 +295,7 @@ pub(crate) mod tests {
         let s = fixtures::sweep("PREEMPT_RT", 1);
         u.config.run.tracer_options = s.config.run.tracer_options.clone();
         let mut other = s.clone();
-        other.environment.kernel_release = "6.12.0-other".into();
+        other.header.environment.kernel_release = "6.12.0-other".into();
         let report = Report::new([
             (None, AnyResult::from(u)),
             (None, AnyResult::from(s)),

@@ -18,7 +18,7 @@ pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
         format!(
             "{} loops every {} µs on CPU {} (main CPU {}), SCHED_FIFO {}; {}; {}. Latencies in µs; overflows: samples above {} µs.",
             c.loops, c.interval_us, c.run.cpu, c.main_cpu, c.run.priority.unwrap_or(0), e.kernel(),
-            r.environment.cpu_model, c.histogram_limit_us
+            r.header.environment.cpu_model, c.histogram_limit_us
         ),
         crate::summary::sweep(r, usdt),
         Some(Block::Paragraph(format!("{}.", notes(r).join(". ")))),

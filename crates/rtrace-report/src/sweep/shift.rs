@@ -123,7 +123,7 @@ pub fn usdt_beside<'a>(
     sweep: &SweepResult,
 ) -> Option<&'a UsdtResult> {
     report
-        .plain_usdt_of(&sweep.environment)
+        .plain_usdt_of(&sweep.header.environment)
         .first()
         .map(|&(_, u)| u)
 }

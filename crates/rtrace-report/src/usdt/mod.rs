@@ -37,7 +37,7 @@ pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
             },
             r.config.run.cpu,
             e.kernel(),
-            r.environment.cpu_model
+            r.header.environment.cpu_model
         ),
         crate::summary::usdt(r),
         threads::note(r).map(|n| Block::Paragraph(format!("{n}."))),
