@@ -365,7 +365,7 @@ impl runner::Experiment for Usdt {
         self.result
             .runs
             .sort_by_key(|c| display_order(hooks, cols, c));
-        self.result.warnings = rtrace_measure::warnings::usdt(&self.result);
+        self.result.warnings = rtrace_measure::usdt::warnings(&self.result);
         self.result.clone().into()
     }
 

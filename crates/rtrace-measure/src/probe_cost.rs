@@ -6,6 +6,7 @@
 //! come from the rounds (`crate::interval`). Raw means stay in the tables.
 
 use crate::interval::{self, Estimate};
+pub use crate::usdt::{column, label};
 use crate::usdt::{Case, CaseResult, HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 use serde::Serialize;
@@ -203,16 +204,6 @@ impl CostRatio {
             per_round: Vec::new(),
         }
     }
-}
-
-/// `ftrace case 1`, `ebpf (record) case 1`.
-pub fn label(c: &CaseResult) -> String {
-    format!("{} case {}", column(c), c.case.number())
-}
-
-/// `ftrace`, `ebpf (record)`: the tracer and its variant.
-pub fn column(c: &CaseResult) -> String {
-    c.tracer.label(c.variant.as_deref())
 }
 
 /// The case-1 run of `tracer` with `variant` on a USDT probe (`usdt` or `usdt-nop5`: the

@@ -3,6 +3,7 @@
 //! `cyclictest` as a cross-check for the configurations that need no workload instrumentation.
 
 use crate::interval::Estimate;
+use crate::warnings::{environment, iterations, lost, not_locked, outliers, Warning, WarningKind};
 use crate::{AccountingError, Events, Summary};
 use hdrhistogram::Histogram;
 use rtrace_tracer::{Instrumentation, TracerKind};
@@ -279,7 +280,7 @@ pub struct SweepResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retried: Vec<String>,
     /// What makes these numbers less trustworthy, each with what to do
-    /// (`rtrace_measure::warnings::sweep`); absent in files of older versions.
+    /// (`rtrace_measure::sweep::warnings`); absent in files of older versions.
     #[serde(default)]
     pub warnings: Vec<crate::Warning>,
 }
@@ -613,7 +614,7 @@ impl crate::ResultModel for SweepResult {
         &self.header
     }
     fn warnings(&self) -> Vec<crate::Warning> {
-        crate::warnings::sweep(self)
+        warnings(self)
     }
     /// With the warnings stored in the file.
     fn file(&self) -> serde_json::Result<Vec<u8>> {
@@ -622,6 +623,71 @@ impl crate::ResultModel for SweepResult {
             ..self.clone()
         })
     }
+}
+
+/// Every warning about a cyclictest-sweep result.
+pub fn warnings(r: &SweepResult) -> Vec<Warning> {
+    let mut w = environment(&r.header.environment, r.config.run.cpu);
+    w.extend(iterations("loops", r.config.loops, "--loops"));
+    for run in &r.runs {
+        let scope = format!("{}/{}", run.config, run.source);
+        if let Some(acc) = &run.accounting {
+            w.extend(lost(&scope, &acc.events));
+            if let Some(e) = acc.error.as_ref().filter(|_| !acc.ok) {
+                w.push(Warning::about(WarningKind::AccountingFailed, &scope, format!(
+                    "{e}; the numbers of this run are not trustworthy: report it with the result file"
+                )));
+            }
+        }
+        if run.mlocked == Some(false) {
+            w.push(not_locked(&scope));
+        }
+    }
+    let listed = |f: &dyn Fn(&crate::sweep::SweepRun) -> u64| -> Option<String> {
+        let hit: Vec<String> = r
+            .runs
+            .iter()
+            .filter(|run| f(run) > 0)
+            .map(|run| format!("{}/{} {}", run.config, run.source, f(run)))
+            .collect();
+        (!hit.is_empty()).then(|| hit.join(", "))
+    };
+    if let Some(list) = listed(&|run| run.overruns.unwrap_or(0)) {
+        w.push(Warning::new(WarningKind::Overruns, format!(
+            "periods overran, a wake-up coming after the next period began ({list}): the loop could not keep up; use a larger --interval-us"
+        )));
+    }
+    let cyclictest_overflows = |run: &crate::sweep::SweepRun| {
+        if run.source == Source::Cyclictest {
+            run.overflows
+        } else {
+            0
+        }
+    };
+    if let Some(list) = listed(&cyclictest_overflows) {
+        w.push(Warning::new(WarningKind::Overflows, format!(
+            "samples above cyclictest's histogram limit of {} µs count at its max ({list}): its tail percentiles are upper bounds; raise --histogram-us",
+            r.config.histogram_limit_us
+        )));
+    }
+    w.extend(outliers(
+        r.runs
+            .iter()
+            .map(|run| (format!("{}/{}", run.config, run.source), &run.latency)),
+        (1000.0, "µs"),
+    ));
+    for f in &r.failed {
+        let scope = match f.source {
+            Some(s) => format!("{}/{s}", f.config),
+            None => f.config.to_string(),
+        };
+        w.push(Warning::about(
+            WarningKind::RunFailed,
+            &scope,
+            f.reason.clone(),
+        ));
+    }
+    w
 }
 
 #[cfg(test)]

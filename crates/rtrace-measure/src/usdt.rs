@@ -1,7 +1,8 @@
 //! Result model of the per-probe microbenchmark (`rtrace-bench usdt`).
 
 use crate::disturbed::{self, Disturbed};
-use crate::{Events, Summary};
+use crate::warnings::{environment, iterations, lost, not_locked, outliers, Warning, WarningKind};
+use crate::{Accounted, Events, Summary};
 use rtrace_tracer::TracerKind;
 use serde::{Deserialize, Serialize};
 
@@ -283,7 +284,7 @@ pub struct UsdtResult {
     /// One entry per (tracer, case) measured, in run order.
     pub runs: Vec<CaseResult>,
     /// What makes these numbers less trustworthy, each with what to do
-    /// (`rtrace_measure::warnings::usdt`); absent in files of older versions.
+    /// (`rtrace_measure::usdt::warnings`); absent in files of older versions.
     #[serde(default)]
     pub warnings: Vec<crate::Warning>,
 }
@@ -638,7 +639,7 @@ impl crate::ResultModel for UsdtResult {
         &self.header
     }
     fn warnings(&self) -> Vec<crate::Warning> {
-        crate::warnings::usdt(self)
+        warnings(self)
     }
     /// With the warnings stored in the file.
     fn file(&self) -> serde_json::Result<Vec<u8>> {
@@ -647,6 +648,95 @@ impl crate::ResultModel for UsdtResult {
             ..self.clone()
         })
     }
+}
+
+/// `ftrace case 1`, `ebpf (record) case 1`.
+pub fn label(c: &CaseResult) -> String {
+    format!("{} case {}", column(c), c.case.number())
+}
+
+/// `ftrace`, `ebpf (record)`: the tracer and its variant.
+pub fn column(c: &CaseResult) -> String {
+    c.tracer.label(c.variant.as_deref())
+}
+
+/// Every warning about a usdt result.
+pub fn warnings(r: &UsdtResult) -> Vec<Warning> {
+    let mut w = environment(&r.header.environment, r.config.run.cpu);
+    w.extend(iterations("iterations", r.config.iterations, "-n"));
+    for run in &r.runs {
+        let scope = label(run);
+        if !run.mlocked {
+            w.push(not_locked(&scope));
+        }
+        if let Some(ev) = &run.events {
+            w.extend(lost(&scope, ev));
+            if let Err(e) = run.accounting() {
+                w.push(Warning::about(WarningKind::AccountingFailed, &scope, format!(
+                    "{e}; the numbers of this run are not trustworthy: report it with the result file"
+                )));
+            }
+        }
+    }
+    w.extend(outliers(
+        r.runs.iter().map(|run| (label(run), &run.summary)),
+        (1.0, "ns"),
+    ));
+    w.extend(first_run(&r.runs));
+    w
+}
+
+/// How far outside the later rounds' range the first timed run may lie.
+pub const FIRST_RUN_MARGIN: f64 = 0.05;
+
+/// The invocation's first timed run (`rounds[].seq` 0) against the other rounds of the same
+/// run: a start-of-invocation bias shows as a first round outside their whole range, by mean
+/// without disturbed samples or by median, by more than [`FIRST_RUN_MARGIN`].
+pub(crate) fn first_run(runs: &[CaseResult]) -> Option<Warning> {
+    let (run, first) = runs.iter().find_map(|c| {
+        let i = c.rounds.iter().position(|x| x.seq == Some(0))?;
+        Some((c, i))
+    })?;
+    let (stat, value, low, high) = first_round_outside(&run.rounds, first)?;
+    Some(Warning::about(WarningKind::FirstRun, &label(run), format!(
+        "the first timed run of this invocation had a {stat} of {value:.2} ns, outside {low:.2}–{high:.2} ns of the later rounds: something at the start (a cold CPU, a daemon starting, the VM changing speed) weighed on it; run again and compare the rounds (`rounds[]` in the JSON)"
+    )))
+}
+
+/// The statistic of round `first` that lies outside the other rounds' range by more than the
+/// margin: (name, value, low, high); `None` with fewer than two other rounds.
+pub(crate) fn first_round_outside(
+    rounds: &[RoundSummary],
+    first: usize,
+) -> Option<(&'static str, f64, f64, f64)> {
+    type Stat = (&'static str, fn(&RoundSummary) -> f64);
+    let stats: [Stat; 2] = [
+        (
+            "mean without disturbed samples",
+            RoundSummary::steady_mean_ns,
+        ),
+        ("median", RoundSummary::median_ns),
+    ];
+    let others: Vec<&RoundSummary> = rounds
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != first)
+        .map(|(_, r)| r)
+        .collect();
+    if others.len() < 2 {
+        return None;
+    }
+    stats.into_iter().find_map(|(name, f)| {
+        let value = f(rounds.get(first)?);
+        let low = others.iter().map(|r| f(r)).fold(f64::INFINITY, f64::min);
+        let high = others
+            .iter()
+            .map(|r| f(r))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let outside =
+            value > high * (1.0 + FIRST_RUN_MARGIN) || value < low * (1.0 - FIRST_RUN_MARGIN);
+        outside.then_some((name, value, low, high))
+    })
 }
 
 #[cfg(test)]

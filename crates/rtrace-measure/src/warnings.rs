@@ -2,9 +2,6 @@
 //! less trustworthy than the thesis' setup (§3.3.2). Never silent: every exporter shows them, and
 //! each message says what to do about it.
 
-use crate::sweep::{Source, SweepResult};
-use crate::usdt::{CaseResult, RoundSummary, UsdtResult};
-use crate::Accounted;
 use crate::{Environment, Events, Summary};
 use serde::{Deserialize, Serialize};
 
@@ -67,7 +64,7 @@ pub struct Warning {
 }
 
 impl Warning {
-    fn new(kind: WarningKind, message: String) -> Warning {
+    pub(crate) fn new(kind: WarningKind, message: String) -> Warning {
         Warning {
             kind,
             scope: None,
@@ -76,7 +73,7 @@ impl Warning {
         }
     }
 
-    fn about(kind: WarningKind, scope: &str, message: String) -> Warning {
+    pub(crate) fn about(kind: WarningKind, scope: &str, message: String) -> Warning {
         Warning {
             scope: Some(scope.to_owned()),
             ..Warning::new(kind, message)
@@ -194,7 +191,7 @@ pub fn lost(scope: &str, ev: &Events) -> Option<Warning> {
     })
 }
 
-fn not_locked(scope: &str) -> Warning {
+pub(crate) fn not_locked(scope: &str) -> Warning {
     Warning::about(WarningKind::NotLocked, scope, "memory was not locked (mlockall failed): page faults can land in the timed interval; run as root or raise `ulimit -l`".into())
 }
 
@@ -207,155 +204,10 @@ pub fn iterations(what: &str, n: u64, flag: &str) -> Option<Warning> {
     })
 }
 
-/// Every warning about a usdt result.
-pub fn usdt(r: &UsdtResult) -> Vec<Warning> {
-    let mut w = environment(&r.header.environment, r.config.run.cpu);
-    w.extend(iterations("iterations", r.config.iterations, "-n"));
-    for run in &r.runs {
-        let scope = crate::probe_cost::label(run);
-        if !run.mlocked {
-            w.push(not_locked(&scope));
-        }
-        if let Some(ev) = &run.events {
-            w.extend(lost(&scope, ev));
-            if let Err(e) = run.accounting() {
-                w.push(Warning::about(WarningKind::AccountingFailed, &scope, format!(
-                    "{e}; the numbers of this run are not trustworthy: report it with the result file"
-                )));
-            }
-        }
-    }
-    w.extend(outliers(
-        r.runs
-            .iter()
-            .map(|run| (crate::probe_cost::label(run), &run.summary)),
-        (1.0, "ns"),
-    ));
-    w.extend(first_run(&r.runs));
-    w
-}
-
-/// How far outside the later rounds' range the first timed run may lie.
-pub const FIRST_RUN_MARGIN: f64 = 0.05;
-
-/// The invocation's first timed run (`rounds[].seq` 0) against the other rounds of the same
-/// run: a start-of-invocation bias shows as a first round outside their whole range, by mean
-/// without disturbed samples or by median, by more than [`FIRST_RUN_MARGIN`].
-fn first_run(runs: &[CaseResult]) -> Option<Warning> {
-    let (run, first) = runs.iter().find_map(|c| {
-        let i = c.rounds.iter().position(|x| x.seq == Some(0))?;
-        Some((c, i))
-    })?;
-    let (stat, value, low, high) = first_round_outside(&run.rounds, first)?;
-    Some(Warning::about(WarningKind::FirstRun, &crate::probe_cost::label(run), format!(
-        "the first timed run of this invocation had a {stat} of {value:.2} ns, outside {low:.2}–{high:.2} ns of the later rounds: something at the start (a cold CPU, a daemon starting, the VM changing speed) weighed on it; run again and compare the rounds (`rounds[]` in the JSON)"
-    )))
-}
-
-/// The statistic of round `first` that lies outside the other rounds' range by more than the
-/// margin: (name, value, low, high); `None` with fewer than two other rounds.
-fn first_round_outside(
-    rounds: &[RoundSummary],
-    first: usize,
-) -> Option<(&'static str, f64, f64, f64)> {
-    type Stat = (&'static str, fn(&RoundSummary) -> f64);
-    let stats: [Stat; 2] = [
-        (
-            "mean without disturbed samples",
-            RoundSummary::steady_mean_ns,
-        ),
-        ("median", RoundSummary::median_ns),
-    ];
-    let others: Vec<&RoundSummary> = rounds
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| i != first)
-        .map(|(_, r)| r)
-        .collect();
-    if others.len() < 2 {
-        return None;
-    }
-    stats.into_iter().find_map(|(name, f)| {
-        let value = f(rounds.get(first)?);
-        let low = others.iter().map(|r| f(r)).fold(f64::INFINITY, f64::min);
-        let high = others
-            .iter()
-            .map(|r| f(r))
-            .fold(f64::NEG_INFINITY, f64::max);
-        let outside =
-            value > high * (1.0 + FIRST_RUN_MARGIN) || value < low * (1.0 - FIRST_RUN_MARGIN);
-        outside.then_some((name, value, low, high))
-    })
-}
-
-/// Every warning about a cyclictest-sweep result.
-pub fn sweep(r: &SweepResult) -> Vec<Warning> {
-    let mut w = environment(&r.header.environment, r.config.run.cpu);
-    w.extend(iterations("loops", r.config.loops, "--loops"));
-    for run in &r.runs {
-        let scope = format!("{}/{}", run.config, run.source);
-        if let Some(acc) = &run.accounting {
-            w.extend(lost(&scope, &acc.events));
-            if let Some(e) = acc.error.as_ref().filter(|_| !acc.ok) {
-                w.push(Warning::about(WarningKind::AccountingFailed, &scope, format!(
-                    "{e}; the numbers of this run are not trustworthy: report it with the result file"
-                )));
-            }
-        }
-        if run.mlocked == Some(false) {
-            w.push(not_locked(&scope));
-        }
-    }
-    let listed = |f: &dyn Fn(&crate::sweep::SweepRun) -> u64| -> Option<String> {
-        let hit: Vec<String> = r
-            .runs
-            .iter()
-            .filter(|run| f(run) > 0)
-            .map(|run| format!("{}/{} {}", run.config, run.source, f(run)))
-            .collect();
-        (!hit.is_empty()).then(|| hit.join(", "))
-    };
-    if let Some(list) = listed(&|run| run.overruns.unwrap_or(0)) {
-        w.push(Warning::new(WarningKind::Overruns, format!(
-            "periods overran, a wake-up coming after the next period began ({list}): the loop could not keep up; use a larger --interval-us"
-        )));
-    }
-    let cyclictest_overflows = |run: &crate::sweep::SweepRun| {
-        if run.source == Source::Cyclictest {
-            run.overflows
-        } else {
-            0
-        }
-    };
-    if let Some(list) = listed(&cyclictest_overflows) {
-        w.push(Warning::new(WarningKind::Overflows, format!(
-            "samples above cyclictest's histogram limit of {} µs count at its max ({list}): its tail percentiles are upper bounds; raise --histogram-us",
-            r.config.histogram_limit_us
-        )));
-    }
-    w.extend(outliers(
-        r.runs
-            .iter()
-            .map(|run| (format!("{}/{}", run.config, run.source), &run.latency)),
-        (1000.0, "µs"),
-    ));
-    for f in &r.failed {
-        let scope = match f.source {
-            Some(s) => format!("{}/{s}", f.config),
-            None => f.config.to_string(),
-        };
-        w.push(Warning::about(
-            WarningKind::RunFailed,
-            &scope,
-            f.reason.clone(),
-        ));
-    }
-    w
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::usdt::{first_round_outside, first_run, CaseResult, RoundSummary};
     use WarningKind::FirstRun;
 
     fn quiet_machine() -> Environment {

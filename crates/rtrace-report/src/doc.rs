@@ -4,6 +4,8 @@
 pub use rtrace_doc::*;
 
 use crate::result::Entry;
+use rtrace_measure::warnings::WarningKind;
+use rtrace_measure::Warning;
 
 /// A section of entry `e` whose sentences of the report's summary are `summary`, closed by the
 /// conditions its warnings name; it opens with `head` (what it shows) and the warnings.
@@ -14,7 +16,7 @@ pub fn section(
     mut summary: Vec<String>,
     head: Option<Block>,
 ) -> Section {
-    summary.extend(crate::summary::conditions(&e.warnings));
+    summary.extend(conditions(&e.warnings));
     let warnings = Block::Warnings(e.warnings.iter().map(notice).collect());
     Section {
         id: e.id.clone(),
@@ -61,4 +63,28 @@ pub fn close(s: &mut Section, e: &Entry, failed: &[String], config: &impl serde:
             config.unwrap_or_else(|err| format!("cannot show it: {err}")),
         )],
     });
+}
+
+/// What qualifies the numbers, from the result's warnings, in one sentence.
+pub fn conditions(warnings: &[Warning]) -> Option<String> {
+    let mut said: Vec<&str> = Vec::new();
+    for w in warnings {
+        let what = match w.kind {
+            WarningKind::Virtualized => "measured in a virtual machine",
+            WarningKind::Emulated => "measured under emulation (timing is noise)",
+            WarningKind::NotIsolated => "on a CPU that is not isolated",
+            WarningKind::Smt => "with SMT on",
+            WarningKind::Governor => "with a cpufreq governor other than performance",
+            WarningKind::Turbo => "with turbo boost on",
+            WarningKind::UnstableTsc => "with an unstable TSC",
+            WarningKind::FewIterations => "with fewer iterations than the thesis",
+            WarningKind::EventsLost => "with runs that lost events",
+            WarningKind::AccountingFailed => "with a run whose event accounting FAILED",
+            _ => continue,
+        };
+        if !said.contains(&what) {
+            said.push(what);
+        }
+    }
+    (!said.is_empty()).then(|| format!("Conditions: {} (see the warnings).", said.join(", ")))
 }

@@ -8,8 +8,8 @@
 //!
 //! [`Environment::machine_key`]: rtrace_measure::Environment::machine_key
 
-use crate::consistency::cost::{Cost, Experiment, Hook};
 use crate::consistency::{interval, sources};
+use crate::cost::{Cost, Experiment, Hook};
 use crate::doc::{Block, Cell, Column, Group, Section, Table};
 use crate::format::int;
 use crate::result::{Entry, Report};

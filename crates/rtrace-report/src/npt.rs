@@ -341,11 +341,11 @@ impl crate::result::Reported for NptResult {
     fn section(&self, e: &Entry, _: &Report) -> Section {
         section(e, self)
     }
-    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
-        Some(crate::consistency::cost::Experiment::Npt)
+    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
+        Some(crate::cost::Experiment::Npt)
     }
 
-    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
+    fn costs(&self) -> Vec<crate::cost::Cost> {
         crate::consistency::sources::npt(self)
     }
 }

@@ -3,9 +3,9 @@
 //! (`rtrace_measure::ResultModel`) and what a report makes of it ([`Reported`], implemented in
 //! the experiment's module), listed once in [`EXPERIMENTS`].
 
-use crate::consistency::cost::{Cost, Experiment};
-use crate::doc::Section;
+use crate::cost::{Cost, Experiment};
 use anyhow::{bail, Context, Result};
+use rtrace_doc::Section;
 use rtrace_measure::events::EventsResult;
 use rtrace_measure::npt::NptResult;
 use rtrace_measure::rate::RateResult;

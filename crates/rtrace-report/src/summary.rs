@@ -8,8 +8,6 @@ use crate::format::{mode_label, us};
 use rtrace_measure::probe_cost::{dormant, per_hit};
 use rtrace_measure::sweep::{Configuration, Source, SweepResult};
 use rtrace_measure::usdt::{Case, HookKind, UsdtResult};
-use rtrace_measure::warnings::WarningKind;
-use rtrace_measure::Warning;
 
 /// `575 ns (560–590)`, or `575 ns` without an interval.
 pub(crate) fn ns_with_interval(e: &rtrace_measure::interval::Estimate) -> String {
@@ -181,30 +179,6 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
         }
     }
     out
-}
-
-/// What qualifies the numbers, from the result's warnings, in one sentence.
-pub fn conditions(warnings: &[Warning]) -> Option<String> {
-    let mut said: Vec<&str> = Vec::new();
-    for w in warnings {
-        let what = match w.kind {
-            WarningKind::Virtualized => "measured in a virtual machine",
-            WarningKind::Emulated => "measured under emulation (timing is noise)",
-            WarningKind::NotIsolated => "on a CPU that is not isolated",
-            WarningKind::Smt => "with SMT on",
-            WarningKind::Governor => "with a cpufreq governor other than performance",
-            WarningKind::Turbo => "with turbo boost on",
-            WarningKind::UnstableTsc => "with an unstable TSC",
-            WarningKind::FewIterations => "with fewer iterations than the thesis",
-            WarningKind::EventsLost => "with runs that lost events",
-            WarningKind::AccountingFailed => "with a run whose event accounting FAILED",
-            _ => continue,
-        };
-        if !said.contains(&what) {
-            said.push(what);
-        }
-    }
-    (!said.is_empty()).then(|| format!("Conditions: {} (see the warnings).", said.join(", ")))
 }
 
 #[cfg(test)]

@@ -302,7 +302,7 @@ impl runner::Experiment for Sweep {
     }
 
     fn result(&mut self) -> rtrace_report::AnyResult {
-        self.result.warnings = rtrace_measure::warnings::sweep(&self.result);
+        self.result.warnings = rtrace_measure::sweep::warnings(&self.result);
         self.result.clone().into()
     }
 

@@ -5,7 +5,7 @@
 //! tracer and mode on both hooks. Every size is a difference of ns per hit with the widest
 //! interval its two sides allow.
 
-use super::cost::{Cost, Experiment, Hook, Spacing};
+use crate::cost::{Cost, Experiment, Hook, Spacing};
 use rtrace_measure::interval::Estimate;
 
 /// ns per hit with an interval; a side without one counts as its estimate.
@@ -142,8 +142,8 @@ fn is_step(x: &Cost, like: &Cost, mode: &Option<String>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consistency::cost::Experiment::Usdt;
     use crate::consistency::tests::{cost, decomposed};
+    use crate::cost::Experiment::Usdt;
     use crate::format::int_plus;
 
     #[test]

@@ -5,17 +5,15 @@
 //! between them, and whether a mechanism measured in the same report ([`measured`]) accounts
 //! for it. Built when a report holds more than one experiment.
 
-pub mod cost;
 pub mod measured;
 pub mod pairs;
-pub mod site;
 pub mod sources;
 pub mod verdict;
 
+use crate::cost::{self, Cost};
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::format::{int, int_signed};
 use crate::result::{Entry, Report};
-use cost::Cost;
 use pairs::Row;
 use rtrace_measure::interval::Estimate;
 use rtrace_tracer::TracerKind;
@@ -219,8 +217,8 @@ fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::cost::{Cost, Experiment, Hook, Spacing};
     use super::*;
+    use crate::cost::{Cost, Experiment, Hook, Spacing};
     use crate::fixtures;
     use crate::AnyResult;
     use rtrace_measure::interval::mean_of;

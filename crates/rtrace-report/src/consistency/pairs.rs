@@ -4,7 +4,7 @@
 //! else the first cost of that mode, and one whose mode no other experiment measured against the
 //! hook's first cost (in [`Experiment`] order: hot loops first).
 
-use super::cost::{Cost, Experiment, Hook};
+use crate::cost::{Cost, Experiment, Hook};
 use rtrace_measure::usdt::HookKind;
 use rtrace_tracer::TracerKind;
 
@@ -104,8 +104,8 @@ fn hook_rows<'a>(group: &[&'a Cost]) -> Vec<Row<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consistency::cost::EMPTY_ACTION;
     use crate::consistency::tests::cost;
+    use crate::cost::EMPTY_ACTION;
     use Experiment::{Decompose, Events, Sweep, Usdt};
 
     /// (row, its reference) by source.

@@ -4,9 +4,9 @@
 //! that fired the probe minus the same with no tracer). `rate` records rates and losses, no time
 //! per event: it has none.
 
-use super::cost::{writes, Cost, Experiment, Hook, Spacing, EMPTY_ACTION};
-use super::site;
+use crate::cost::{writes, Cost, Experiment, Hook, Spacing, EMPTY_ACTION};
 use crate::result::AnyResult;
+use crate::site;
 use crate::sweep::shift;
 use rtrace_measure::decompose::is_decomposition;
 use rtrace_measure::events::{EventsResult, Workload};

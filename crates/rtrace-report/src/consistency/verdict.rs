@@ -7,9 +7,9 @@
 //! wholly below zero is shown as negative. A `usdt --spacing-us` row measures the cold path:
 //! its flag says so.
 
-use super::cost::{wakes, work, Cost, Experiment, Spacing};
 use super::measured::{self, Measured, Span};
 use super::pairs::Row;
+use crate::cost::{wakes, work, Cost, Experiment, Spacing};
 use crate::format::{int, int_plus};
 use rtrace_measure::interval::Estimate;
 use std::cmp::Ordering;
@@ -306,9 +306,9 @@ fn differences(c: &Cost, r: &Cost, costs: &[Cost]) -> Vec<Difference> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consistency::cost::{Hook, EMPTY_ACTION};
-    use crate::consistency::site::{Mechanism, SiteClass};
     use crate::consistency::tests::{cost, decomposed};
+    use crate::cost::{Hook, EMPTY_ACTION};
+    use crate::site::{Mechanism, SiteClass};
     use rtrace_measure::interval::mean_of;
     use rtrace_measure::usdt::HookKind;
 

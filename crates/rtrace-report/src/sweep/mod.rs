@@ -146,11 +146,11 @@ impl crate::result::Reported for SweepResult {
     fn section(&self, e: &Entry, report: &Report) -> Section {
         section(e, self, report)
     }
-    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
-        Some(crate::consistency::cost::Experiment::Sweep)
+    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
+        Some(crate::cost::Experiment::Sweep)
     }
 
-    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
+    fn costs(&self) -> Vec<crate::cost::Cost> {
         crate::consistency::sources::sweep(self)
     }
 }

@@ -158,14 +158,14 @@ impl crate::result::Reported for UsdtResult {
     fn section(&self, e: &Entry, report: &Report) -> Section {
         section(e, self, report)
     }
-    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
+    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
         match rtrace_measure::decompose::is_decomposition(self) {
-            true => Some(crate::consistency::cost::Experiment::Decompose),
-            false => Some(crate::consistency::cost::Experiment::Usdt),
+            true => Some(crate::cost::Experiment::Decompose),
+            false => Some(crate::cost::Experiment::Usdt),
         }
     }
 
-    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
+    fn costs(&self) -> Vec<crate::cost::Cost> {
         crate::consistency::sources::usdt(self)
     }
 }

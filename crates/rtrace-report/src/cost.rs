@@ -2,7 +2,7 @@
 //! about how it was measured: the tracer's mode, the probed site, how far apart the hits came,
 //! the buffer the events went to.
 
-use super::site::SiteClass;
+use crate::site::SiteClass;
 use rtrace_measure::decompose::builds_on;
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::usdt::HookKind;
@@ -103,7 +103,7 @@ pub struct Cost {
     /// What the hook attached to, as the result names it without the kind in front:
     /// `rtrace:event`, `rtrace_marker_hit`, `libc:read`, `sys_enter_read`; `None`: not named.
     pub site: Option<String>,
-    /// How the kernel executes the probed instruction ([`super::site`]); `None`: not recorded.
+    /// How the kernel executes the probed instruction ([`crate::site`]); `None`: not recorded.
     pub class: Option<SiteClass>,
     /// Extra ns per hit, with its 95% interval where the source has one.
     pub ns: Estimate,
