@@ -32,3 +32,27 @@ pub mod usdt;
 pub use assemble::{document, render, text};
 pub use doc::Document;
 pub use result::{AnyResult, Report};
+
+/// Every experiment a report reads, the one registry: its `experiment` field and its model.
+const EXPERIMENTS: &[(&str, result::Load)] = &[
+    (
+        rtrace_measure::usdt::EXPERIMENT,
+        result::load::<rtrace_measure::usdt::UsdtResult>,
+    ),
+    (
+        rtrace_measure::sweep::EXPERIMENT,
+        result::load::<rtrace_measure::sweep::SweepResult>,
+    ),
+    (
+        rtrace_measure::rate::EXPERIMENT,
+        result::load::<rtrace_measure::rate::RateResult>,
+    ),
+    (
+        rtrace_measure::npt::EXPERIMENT,
+        result::load::<rtrace_measure::npt::NptResult>,
+    ),
+    (
+        rtrace_measure::events::EXPERIMENT,
+        result::load::<rtrace_measure::events::EventsResult>,
+    ),
+];

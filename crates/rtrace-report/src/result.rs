@@ -6,12 +6,8 @@
 use crate::cost::{Cost, Experiment};
 use anyhow::{bail, Context, Result};
 use rtrace_doc::Section;
-use rtrace_measure::events::EventsResult;
-use rtrace_measure::npt::NptResult;
-use rtrace_measure::rate::RateResult;
 use rtrace_measure::sweep::SweepResult;
 use rtrace_measure::usdt::UsdtResult;
-use rtrace_measure::{events, npt, rate, sweep, usdt};
 use rtrace_measure::{Environment, Header, ResultModel, Warning};
 use std::any::Any;
 use std::sync::Arc;
@@ -42,18 +38,10 @@ pub trait Reported: ResultModel + AsAny {
     }
 }
 
-/// Every experiment a report reads: its `experiment` field and how a file of it loads.
-const EXPERIMENTS: [(&str, Load); 5] = [
-    (usdt::EXPERIMENT, load::<UsdtResult>),
-    (sweep::EXPERIMENT, load::<SweepResult>),
-    (rate::EXPERIMENT, load::<RateResult>),
-    (npt::EXPERIMENT, load::<NptResult>),
-    (events::EXPERIMENT, load::<EventsResult>),
-];
+/// How a file of one experiment loads (`crate::EXPERIMENTS`).
+pub(crate) type Load = fn(serde_json::Value) -> serde_json::Result<AnyResult>;
 
-type Load = fn(serde_json::Value) -> serde_json::Result<AnyResult>;
-
-fn load<R: Reported + serde::de::DeserializeOwned>(
+pub(crate) fn load<R: Reported + serde::de::DeserializeOwned>(
     v: serde_json::Value,
 ) -> serde_json::Result<AnyResult> {
     Ok(AnyResult::from(serde_json::from_value::<R>(v)?))
@@ -79,11 +67,13 @@ impl AnyResult {
         let Some(name) = v.get("experiment").and_then(|e| e.as_str()) else {
             bail!("no `experiment` field: not an rtrace-bench result file");
         };
-        match EXPERIMENTS.iter().find(|(n, _)| *n == name) {
+        match crate::EXPERIMENTS.iter().find(|(n, _)| *n == name) {
             Some((_, load)) => load(v).context(stale),
             None => {
-                let known: Vec<String> =
-                    EXPERIMENTS.iter().map(|(n, _)| format!("`{n}`")).collect();
+                let known: Vec<String> = crate::EXPERIMENTS
+                    .iter()
+                    .map(|(n, _)| format!("`{n}`"))
+                    .collect();
                 bail!(
                     "unknown experiment `{name}`: reports cover {} and {} results",
                     known[..known.len() - 1].join(", "),

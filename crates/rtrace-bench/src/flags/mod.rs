@@ -13,9 +13,10 @@ use crate::options::OptionsError;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// The command line, parsed and lowered: clap exits with its message on a parse error.
-pub fn task() -> anyhow::Result<Task> {
-    Cli::parse().command.lower()
+/// Parses the command line (clap exits with its message on a parse error), lowers it and runs
+/// it: its exit code.
+pub fn run() -> anyhow::Result<i32> {
+    Cli::parse().command.run()
 }
 
 #[derive(Parser, Debug)]
@@ -143,65 +144,22 @@ pub struct HoldExecArgs {
     pub command: Vec<String>,
 }
 
-/// A command line, lowered: what to run with which options.
-pub enum Task {
-    Usdt(crate::usdt::Options),
-    Sweep(crate::sweep::Options),
-    Rate(crate::rate::Options),
-    Npt(crate::npt::Options),
-    Events(crate::events::Options),
-    Count(crate::count::Options),
-    Probes {
-        binary: PathBuf,
-        symbols: Option<String>,
-        json: bool,
-    },
-    Compare {
-        a: PathBuf,
-        b: PathBuf,
-        json: Option<PathBuf>,
-    },
-    Report {
-        results: Vec<PathBuf>,
-        out: Option<PathBuf>,
-        left_out: Vec<String>,
-    },
-    HoldExec {
-        env: Vec<String>,
-        command: Vec<String>,
-    },
-}
-
 impl Command {
-    /// Checks and types the command's options; nothing on the machine changes.
-    pub fn lower(self) -> anyhow::Result<Task> {
-        Ok(match self {
-            Command::Usdt(a) => Task::Usdt(a.lower()?),
-            Command::CyclictestSweep(a) => Task::Sweep(a.lower(&crate::cpus::usable())?),
-            Command::Rate(a) => Task::Rate(a.lower()?),
-            Command::Npt(a) => Task::Npt(a.lower()?),
-            Command::Events(a) => Task::Events(a.lower()?),
-            Command::Count(a) => Task::Count(a.lower()?),
-            Command::Probes(a) => Task::Probes {
-                binary: a.binary,
-                symbols: a.symbols,
-                json: a.json,
-            },
-            Command::Compare(a) => Task::Compare {
-                a: a.a,
-                b: a.b,
-                json: a.json,
-            },
-            Command::Report(a) => Task::Report {
-                results: a.results,
-                out: a.out,
-                left_out: a.left_out,
-            },
-            Command::HoldExec(a) => Task::HoldExec {
-                env: a.env,
-                command: a.command,
-            },
-        })
+    /// Checks and types the command's options (nothing on the machine changes until they
+    /// pass), then runs it: its exit code.
+    pub fn run(self) -> anyhow::Result<i32> {
+        match self {
+            Command::Usdt(a) => crate::usdt::run(a.lower()?),
+            Command::CyclictestSweep(a) => crate::sweep::run(a.lower(&crate::cpus::usable())?),
+            Command::Rate(a) => crate::rate::run(a.lower()?),
+            Command::Npt(a) => crate::npt::run(a.lower()?),
+            Command::Events(a) => crate::events::run(a.lower()?),
+            Command::Count(a) => crate::count::run(a.lower()?),
+            Command::Probes(a) => crate::probes::run(&a.binary, a.symbols.as_deref(), a.json),
+            Command::Compare(a) => crate::compare::run(&a.a, &a.b, a.json.as_deref()),
+            Command::Report(a) => crate::report::run(&a.results, a.out.as_deref(), a.left_out),
+            Command::HoldExec(a) => crate::hold::run(&a.env, &a.command),
+        }
     }
 }
 
