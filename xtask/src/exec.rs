@@ -16,6 +16,19 @@ pub fn exec(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Copies the ELF file `from` to `to` (the same path: in place) without its debug info.
+pub fn strip_debug(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    let status = Command::new("objcopy")
+        .arg("--strip-debug")
+        .args([from, to])
+        .status()
+        .context("cannot run objcopy (binutils)")?;
+    if !status.success() {
+        bail!("objcopy --strip-debug {} failed: {status}", from.display());
+    }
+    Ok(())
+}
+
 /// A `cargo` command using the cargo that runs xtask.
 pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
