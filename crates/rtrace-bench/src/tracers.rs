@@ -1,6 +1,6 @@
 //! Which backend implements which tracer, and how to build one from the options.
 
-use crate::options::{unique, BpfMode, TracerOptions};
+use crate::options::{bpf_mode_name, unique, BpfMode, TracerOptions};
 use anyhow::Result;
 use rtrace_tracer::{Hook, Tracer, TracerKind};
 
@@ -49,14 +49,8 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
             .bpf_modes
             .iter()
             .map(|&m| Variant {
-                name: Some(m.name()),
-                tracer: Box::new(rtrace_ebpf::EbpfTracer::new(match m {
-                    BpfMode::Record => rtrace_ebpf::EbpfMode::Record,
-                    BpfMode::RecordWakeup => rtrace_ebpf::EbpfMode::RecordWakeup,
-                    BpfMode::Aggregate => rtrace_ebpf::EbpfMode::Aggregate,
-                    BpfMode::Count => rtrace_ebpf::EbpfMode::Count,
-                    BpfMode::Floor => rtrace_ebpf::EbpfMode::Floor,
-                })),
+                name: Some(bpf_mode_name(m)),
+                tracer: Box::new(rtrace_ebpf::EbpfTracer::new(m)),
             })
             .collect(),
         // bpftrace's printf always wakes its reader, its `count()` is its aggregate, and it has
@@ -68,7 +62,7 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
         }))
         .into_iter()
         .map(|m| Variant {
-            name: Some(m.name()),
+            name: Some(bpf_mode_name(m)),
             tracer: Box::new(rtrace_bpftrace::BpftraceTracer::new(match m {
                 BpfMode::Record => rtrace_bpftrace::BpftraceMode::Record,
                 _ => rtrace_bpftrace::BpftraceMode::Aggregate,
