@@ -16,9 +16,30 @@ pub fn exec(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// Copies the ELF file `from` to `to` (the same path: in place) without its debug info.
+pub fn strip_debug(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    let status = Command::new("objcopy")
+        .arg("--strip-debug")
+        .args([from, to])
+        .status()
+        .context("cannot run objcopy (binutils)")?;
+    if !status.success() {
+        bail!("objcopy --strip-debug {} failed: {status}", from.display());
+    }
+    Ok(())
+}
+
 /// A `cargo` command using the cargo that runs xtask.
 pub fn cargo() -> Command {
     Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// `results/<job>-<unix seconds>`: a job's default results directory.
+pub fn results_dir(job: &str) -> std::path::PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("results/{job}-{now}").into()
 }
 
 pub fn is_root() -> bool {

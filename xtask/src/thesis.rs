@@ -144,23 +144,25 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s.max(1.0))
 }
 
+/// A command line's words (no value of ours holds a space).
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_owned).collect()
+}
+
 fn steps(s: &Scale) -> Vec<Step> {
-    let n = |x: u64| x.to_string();
     let hooks = s.hooks.split(',').count() as f64;
     let millions = s.iterations as f64 / 1e6;
     let rounds = f64::from(s.usdt_rounds);
-    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (iterations, usdt_rounds) = (s.iterations, s.usdt_rounds);
     vec![
         Step {
             name: "usdt",
-            args: [
-                args(&["usdt", "--tracer", "all", "--priority", "99"]),
-                args(&["--bpf-mode", "record,record-wakeup,aggregate"]),
-                args(&["--lttng-event", "tracepoint,tracef", "--hook", s.hooks]),
-                vec!["--iterations".into(), n(s.iterations)],
-                vec!["--rounds".into(), s.usdt_rounds.to_string()],
-            ]
-            .concat(),
+            args: words(&format!(
+                "usdt --tracer all --priority 99 --bpf-mode record,record-wakeup,aggregate \
+                 --lttng-event tracepoint,tracef --hook {} --iterations {iterations} \
+                 --rounds {usdt_rounds}",
+                s.hooks
+            )),
             result: "usdt/usdt.json",
             estimate: secs(
                 hooks
@@ -172,12 +174,9 @@ fn steps(s: &Scale) -> Vec<Step> {
         // same configuration in the plain usdt run above (a separate invocation).
         Step {
             name: "decompose",
-            args: [
-                args(&["usdt", "--decompose", "--priority", "99"]),
-                vec!["--iterations".into(), n(s.iterations)],
-                vec!["--rounds".into(), s.usdt_rounds.to_string()],
-            ]
-            .concat(),
+            args: words(&format!(
+                "usdt --decompose --priority 99 --iterations {iterations} --rounds {usdt_rounds}"
+            )),
             result: "decompose/usdt.json",
             estimate: secs(
                 reference::DECOMPOSE_PER_ROUND_S * rounds
@@ -189,15 +188,12 @@ fn steps(s: &Scale) -> Vec<Step> {
         // the sweep's spacing.
         Step {
             name: "usdt-spaced",
-            args: [
-                args(&["usdt", "--tracer", s.spaced_tracers, "--priority", "99"]),
-                args(&["--bpf-mode", "record", "--lttng-event", "tracepoint"]),
-                args(&["--hook", s.hooks, "--case", "0,1"]),
-                args(&["--spacing-us", SWEEP_INTERVAL_US]),
-                vec!["--iterations".into(), n(s.spaced_iterations)],
-                vec!["--rounds".into(), s.usdt_rounds.to_string()],
-            ]
-            .concat(),
+            args: words(&format!(
+                "usdt --tracer {} --priority 99 --bpf-mode record --lttng-event tracepoint \
+                 --hook {} --case 0,1 --spacing-us {SWEEP_INTERVAL_US} --iterations {} \
+                 --rounds {usdt_rounds}",
+                s.spaced_tracers, s.hooks, s.spaced_iterations
+            )),
             result: "usdt-spaced/usdt.json",
             estimate: secs(
                 hooks * s.spaced_iterations as f64 / 1e3 * reference::SPACED_PER_HOOK_1K_S,
@@ -205,13 +201,11 @@ fn steps(s: &Scale) -> Vec<Step> {
         },
         Step {
             name: "cyclictest-sweep",
-            args: [
-                args(&["cyclictest-sweep", "--configs", "all"]),
-                args(&["--interval-us", SWEEP_INTERVAL_US]),
-                vec!["--loops".into(), n(s.loops)],
-                vec!["--rounds".into(), s.sweep_rounds.to_string()],
-            ]
-            .concat(),
+            args: words(&format!(
+                "cyclictest-sweep --configs all --interval-us {SWEEP_INTERVAL_US} --loops {} \
+                 --rounds {}",
+                s.loops, s.sweep_rounds
+            )),
             result: "cyclictest-sweep/cyclictest-sweep.json",
             estimate: secs(
                 reference::SWEEP_PER_ROUND_S * f64::from(s.sweep_rounds)
@@ -220,15 +214,10 @@ fn steps(s: &Scale) -> Vec<Step> {
         },
         Step {
             name: "rate",
-            args: args(&[
-                "rate",
-                "--tracer",
-                "all",
-                "--duration-ms",
-                "200",
-                "--buffer-sizes-kb",
-                s.rate_sizes_kb,
-            ]),
+            args: words(&format!(
+                "rate --tracer all --duration-ms 200 --buffer-sizes-kb {}",
+                s.rate_sizes_kb
+            )),
             result: "rate/rate.json",
             estimate: secs(if s.rate_sizes_kb.contains("4096") {
                 reference::RATE_256K_S + reference::RATE_4MIB_S
@@ -238,18 +227,16 @@ fn steps(s: &Scale) -> Vec<Step> {
         },
         Step {
             name: "npt",
-            args: args(&["npt", "--tracer", "all", "--duration-ms", "1000"]),
+            args: words("npt --tracer all --duration-ms 1000"),
             result: "npt/npt.json",
             estimate: secs(reference::NPT_S),
         },
         Step {
             name: "events",
-            args: [
-                args(&["events", "--tracer", "all"]),
-                vec!["--reads".into(), n(s.reads)],
-                vec!["--rounds".into(), s.event_rounds.to_string()],
-            ]
-            .concat(),
+            args: words(&format!(
+                "events --tracer all --reads {} --rounds {}",
+                s.reads, s.event_rounds
+            )),
             result: "events/events.json",
             estimate: secs(
                 f64::from(s.event_rounds)
@@ -350,12 +337,7 @@ pub fn run(o: Options) -> Result<()> {
         packages::ensure()?;
     }
     exec(cargo().args(["build", "--workspace", "--release", "--bins", "--lib"]))?;
-    let out = o.out.unwrap_or_else(|| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        PathBuf::from(format!("results/thesis-{now}"))
-    });
+    let out = o.out.unwrap_or_else(|| crate::exec::results_dir("thesis"));
     let bench = crate::exec::target_dir()?.join("release/rtrace-bench");
     // Every step runs even if an earlier one failed (e.g. a tracer's event accounting did not
     // add up): its results are still written, and the failure is reported at the end.

@@ -167,7 +167,7 @@ impl TracerOptions {
             "lttng_subbuf_size": self.lttng_subbuf_size,
             "lttng_num_subbuf": self.lttng_num_subbuf,
             "lttng_event": self.lttng_events.iter().map(|&k| k.name()).collect::<Vec<_>>(),
-            "bpf_modes": self.bpf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            "bpf_modes": self.bpf_modes.iter().map(|&m| bpf_mode_name(m)).collect::<Vec<_>>(),
             "ftrace_modes": self.ftrace_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "perf_modes": self.perf_modes.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "ftrace_clock": self.ftrace_clock,
@@ -215,28 +215,17 @@ fn check_clock(
         .map_err(|e| OptionsError::Other(e.to_string()))
 }
 
-/// Tracer pattern (every event to a file) or aggregator pattern (counts in maps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BpfMode {
-    Record,
-    /// eBPF: record, waking the reader on every event; bpftrace: record (its printf always does).
-    RecordWakeup,
-    Aggregate,
-    /// eBPF: the aggregate program's per-CPU counter alone; bpftrace: `aggregate` (`count()`).
-    Count,
-    /// eBPF: one increment of a global counter, the decomposition's floor; bpftrace: none.
-    Floor,
-}
+/// `--bpf-mode`: eBPF's mode, from which bpftrace's is derived (`crate::tracers::variants`).
+pub use rtrace_ebpf::EbpfMode as BpfMode;
 
-impl BpfMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            BpfMode::Record => "record",
-            BpfMode::RecordWakeup => "record-wakeup",
-            BpfMode::Aggregate => "aggregate",
-            BpfMode::Count => "count",
-            BpfMode::Floor => "floor",
-        }
+/// The name of `--bpf-mode m`, in results and column labels.
+pub fn bpf_mode_name(m: BpfMode) -> &'static str {
+    match m {
+        BpfMode::Record => "record",
+        BpfMode::RecordWakeup => "record-wakeup",
+        BpfMode::Aggregate => "aggregate",
+        BpfMode::Count => "count",
+        BpfMode::Floor => "floor",
     }
 }
 

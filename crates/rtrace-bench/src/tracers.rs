@@ -1,6 +1,6 @@
 //! Which backend implements which tracer, and how to build one from the options.
 
-use crate::options::{BpfMode, TracerOptions};
+use crate::options::{bpf_mode_name, unique, BpfMode, TracerOptions};
 use anyhow::Result;
 use rtrace_tracer::{Hook, Tracer, TracerKind};
 
@@ -49,45 +49,26 @@ pub fn variants(kind: TracerKind, opts: &TracerOptions) -> Result<Vec<Variant>> 
             .bpf_modes
             .iter()
             .map(|&m| Variant {
-                name: Some(m.name()),
-                tracer: Box::new(rtrace_ebpf::EbpfTracer::new(match m {
-                    BpfMode::Record => rtrace_ebpf::EbpfMode::Record,
-                    BpfMode::RecordWakeup => rtrace_ebpf::EbpfMode::RecordWakeup,
-                    BpfMode::Aggregate => rtrace_ebpf::EbpfMode::Aggregate,
-                    BpfMode::Count => rtrace_ebpf::EbpfMode::Count,
-                    BpfMode::Floor => rtrace_ebpf::EbpfMode::Floor,
-                })),
+                name: Some(bpf_mode_name(m)),
+                tracer: Box::new(rtrace_ebpf::EbpfTracer::new(m)),
             })
             .collect(),
-        TracerKind::Bpftrace => {
-            let mut modes: Vec<BpfMode> = Vec::new();
-            // bpftrace's printf always wakes its reader, its `count()` is its aggregate, and it
-            // has nothing as small as our floor.
-            for m in opts.bpf_modes.iter().filter_map(|&m| match m {
-                BpfMode::RecordWakeup => Some(BpfMode::Record),
-                BpfMode::Count => Some(BpfMode::Aggregate),
-                BpfMode::Floor => None,
-                m => Some(m),
-            }) {
-                if !modes.contains(&m) {
-                    modes.push(m);
-                }
-            }
-            modes
-                .into_iter()
-                .map(|m| Variant {
-                    name: Some(m.name()),
-                    tracer: Box::new(rtrace_bpftrace::BpftraceTracer::new(match m {
-                        BpfMode::Aggregate | BpfMode::Count | BpfMode::Floor => {
-                            rtrace_bpftrace::BpftraceMode::Aggregate
-                        }
-                        BpfMode::Record | BpfMode::RecordWakeup => {
-                            rtrace_bpftrace::BpftraceMode::Record
-                        }
-                    })),
-                })
-                .collect()
-        }
+        // bpftrace's printf always wakes its reader, its `count()` is its aggregate, and it has
+        // nothing as small as our floor.
+        TracerKind::Bpftrace => unique(opts.bpf_modes.iter().filter_map(|&m| match m {
+            BpfMode::Record | BpfMode::RecordWakeup => Some(BpfMode::Record),
+            BpfMode::Aggregate | BpfMode::Count => Some(BpfMode::Aggregate),
+            BpfMode::Floor => None,
+        }))
+        .into_iter()
+        .map(|m| Variant {
+            name: Some(bpf_mode_name(m)),
+            tracer: Box::new(rtrace_bpftrace::BpftraceTracer::new(match m {
+                BpfMode::Record => rtrace_bpftrace::BpftraceMode::Record,
+                _ => rtrace_bpftrace::BpftraceMode::Aggregate,
+            })),
+        })
+        .collect(),
         TracerKind::Perf if opts.perf_modes.is_empty() => {
             single(Box::new(rtrace_perf::PerfTracer::new()))
         }

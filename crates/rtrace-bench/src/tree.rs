@@ -229,33 +229,15 @@ type Mapping = (u64, u64, u64);
 
 /// The mappings of the file `(dev, inode)` in process `pid`, if it maps it.
 fn mappings_of(pid: u32, (dev, ino): (u64, u64)) -> Option<Vec<Mapping>> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    let want_dev = (libc::major(dev), libc::minor(dev));
+    let want_dev = (libc::major(dev) as i32, libc::minor(dev) as i32);
+    let maps = procfs::process::Process::new(i32::try_from(pid).ok()?)
+        .ok()?
+        .maps()
+        .ok()?;
     let out: Vec<Mapping> = maps
-        .lines()
-        .filter_map(|l| {
-            // start-end perms offset major:minor inode path
-            let mut f = l.split_whitespace();
-            let (range, _, offset, devs, inode) =
-                (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
-            if inode.parse::<u64>().ok()? != ino {
-                return None;
-            }
-            let (ma, mi) = devs.split_once(':')?;
-            let d = (
-                u32::from_str_radix(ma, 16).ok()?,
-                u32::from_str_radix(mi, 16).ok()?,
-            );
-            if d != want_dev {
-                return None;
-            }
-            let (s, e) = range.split_once('-')?;
-            let (s, e) = (
-                u64::from_str_radix(s, 16).ok()?,
-                u64::from_str_radix(e, 16).ok()?,
-            );
-            Some((s, u64::from_str_radix(offset, 16).ok()?, e - s))
-        })
+        .into_iter()
+        .filter(|m| m.inode == ino && m.dev == want_dev)
+        .map(|m| (m.address.0, m.offset, m.address.1 - m.address.0))
         .collect();
     (!out.is_empty()).then_some(out)
 }

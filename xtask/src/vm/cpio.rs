@@ -1,7 +1,9 @@
-//! A newc ("070701") cpio writer: the initramfs format the kernel unpacks. Every entry is owned
-//! by root; device nodes are written without existing on the host.
+//! A newc ("070701") cpio writer on the `cpio` crate: the initramfs format the kernel unpacks.
+//! Every entry is owned by root; device nodes are written without existing on the host.
 
 use anyhow::{bail, Context, Result};
+use cpio::newc::Builder;
+use libc::{S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -10,59 +12,26 @@ use std::path::Path;
 pub struct Writer<W: Write> {
     out: W,
     ino: u32,
-    written: u64,
 }
-
-const S_IFDIR: u32 = 0o040_000;
-const S_IFREG: u32 = 0o100_000;
-const S_IFLNK: u32 = 0o120_000;
-const S_IFCHR: u32 = 0o020_000;
 
 impl<W: Write> Writer<W> {
     pub fn new(out: W) -> Self {
-        Writer {
-            out,
-            ino: 1,
-            written: 0,
-        }
+        Writer { out, ino: 1 }
     }
 
+    /// One entry, with mtime 0 (reproducible archives); the crate pads it to 4 bytes.
     fn entry(&mut self, name: &str, mode: u32, rdev: (u32, u32), data: &[u8]) -> Result<()> {
-        let name = name.trim_start_matches('/');
-        let header = format!(
-            "070701{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}",
-            self.ino,
-            mode,
-            0, // uid
-            0, // gid
-            if mode & S_IFDIR == S_IFDIR { 2 } else { 1 },
-            0, // mtime: reproducible archives
-            data.len(),
-            0,
-            0,
-            rdev.0,
-            rdev.1,
-            name.len() + 1,
-            0, // check
-        );
+        let mut w = Builder::new(name.trim_start_matches('/'))
+            .ino(self.ino)
+            .mode(mode)
+            .nlink(if mode & S_IFDIR == S_IFDIR { 2 } else { 1 })
+            .rdev_major(rdev.0)
+            .rdev_minor(rdev.1)
+            .write(&mut self.out, u32::try_from(data.len())?);
         self.ino += 1;
-        self.put(header.as_bytes())?;
-        self.put(name.as_bytes())?;
-        self.put(&[0])?;
-        self.pad()?;
-        self.put(data)?;
-        self.pad()
-    }
-
-    fn put(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_all(bytes)?;
-        self.written += bytes.len() as u64;
+        w.write_all(data)?;
+        w.finish()?;
         Ok(())
-    }
-
-    fn pad(&mut self) -> Result<()> {
-        let n = (4 - self.written % 4) % 4;
-        self.put(&[0; 3][..n as usize])
     }
 
     pub fn dir(&mut self, name: &str, perm: u32) -> Result<()> {
@@ -73,51 +42,35 @@ impl<W: Write> Writer<W> {
         self.entry(name, S_IFCHR | perm, (major, minor), &[])
     }
 
-    /// Adds `root` and everything below it, named relative to `root`, in sorted order.
+    /// Adds everything below `root`, named relative to it, depth first in sorted order.
     pub fn tree(&mut self, root: &Path) -> Result<()> {
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            let mut entries: Vec<_> = std::fs::read_dir(&dir)
-                .with_context(|| format!("cannot list {}", dir.display()))?
-                .collect::<std::io::Result<_>>()?;
-            entries.sort_by_key(|e| e.file_name());
-            // Directories are pushed in reverse so they are written in sorted order, each
-            // right after the listing that names it.
-            let mut subdirs = Vec::new();
-            for e in entries {
-                let path = e.path();
-                let name = path
-                    .strip_prefix(root)
-                    .expect("below root")
-                    .to_string_lossy()
-                    .into_owned();
-                let meta = std::fs::symlink_metadata(&path)?;
-                let perm = meta.permissions().mode() & 0o7777;
-                let ft = meta.file_type();
-                if ft.is_dir() {
-                    self.dir(&name, perm)?;
-                    subdirs.push(path);
-                } else if ft.is_symlink() {
-                    let target = std::fs::read_link(&path)?;
-                    self.entry(
-                        &name,
-                        S_IFLNK | 0o777,
-                        (0, 0),
-                        target.as_os_str().as_encoded_bytes(),
-                    )?;
-                } else if ft.is_file() {
-                    let data = std::fs::read(&path)
-                        .with_context(|| format!("cannot read {}", path.display()))?;
-                    self.entry(&name, S_IFREG | perm, (0, 0), &data)?;
-                } else {
-                    bail!(
-                        "{}: not a file, directory or symlink (mode {:o})",
-                        path.display(),
-                        meta.mode()
-                    );
-                }
+        for e in walkdir::WalkDir::new(root).min_depth(1).sort_by_file_name() {
+            let e = e.with_context(|| format!("cannot list {}", root.display()))?;
+            let path = e.path();
+            let name = path
+                .strip_prefix(root)
+                .expect("below root")
+                .to_string_lossy();
+            let meta = e.metadata()?;
+            let perm = meta.permissions().mode() & 0o7777;
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                self.dir(&name, perm)?;
+            } else if ft.is_symlink() {
+                let target = std::fs::read_link(path)?;
+                let target = target.as_os_str().as_encoded_bytes();
+                self.entry(&name, S_IFLNK | 0o777, (0, 0), target)?;
+            } else if ft.is_file() {
+                let data = std::fs::read(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                self.entry(&name, S_IFREG | perm, (0, 0), &data)?;
+            } else {
+                bail!(
+                    "{}: not a file, directory or symlink (mode {:o})",
+                    path.display(),
+                    meta.mode()
+                );
             }
-            stack.extend(subdirs.into_iter().rev());
         }
         Ok(())
     }
@@ -152,5 +105,70 @@ mod tests {
         assert_eq!(&console[14..22], "00002180"); // S_IFCHR | 0o600
         assert_eq!(&console[78..86], "00000005");
         assert_eq!(&console[86..94], "00000001");
+    }
+
+    /// A tree read back: every entry with its mode, links, device and data, in order.
+    #[test]
+    fn a_tree_reads_back_as_written() {
+        let root = tempfile_dir();
+        std::fs::create_dir(root.join("etc")).unwrap();
+        std::fs::write(root.join("etc/hostname"), "guest\n").unwrap();
+        std::fs::set_permissions(root.join("etc/hostname"), PermissionsExt::from_mode(0o644))
+            .unwrap();
+        std::os::unix::fs::symlink("etc", root.join("conf")).unwrap();
+        let mut w = Writer::new(Vec::new());
+        w.char_device("dev/console", 0o600, 5, 1).unwrap();
+        w.tree(&root).unwrap();
+        let mut archive = std::io::Cursor::new(w.finish().unwrap());
+        let mut seen = Vec::new();
+        loop {
+            let mut r = cpio::NewcReader::new(archive).unwrap();
+            let e = r.entry();
+            let (name, mode, nlink, rdev) = (
+                e.name().to_owned(),
+                e.mode(),
+                e.nlink(),
+                e.rdev_major() << 8 | e.rdev_minor(),
+            );
+            let (ino, trailer) = (e.ino(), e.is_trailer());
+            let mut data = String::new();
+            std::io::Read::read_to_string(&mut r, &mut data).unwrap();
+            seen.push((ino, name, format!("{mode:o}"), nlink, rdev, data));
+            archive = r.finish().unwrap();
+            if trailer {
+                break;
+            }
+        }
+        let want = [
+            (1, "dev/console", "20600", 1, 0x501, ""),
+            (2, "conf", "120777", 1, 0, "etc"),
+            (
+                3,
+                "etc",
+                &format!("{:o}", 0o40000 | perm(&root.join("etc"))),
+                2,
+                0,
+                "",
+            ),
+            (4, "etc/hostname", "100644", 1, 0, "guest\n"),
+            (5, "TRAILER!!!", "0", 1, 0, ""),
+        ];
+        let want: Vec<_> = want
+            .iter()
+            .map(|&(i, n, m, l, r, d)| (i, n.to_owned(), m.to_owned(), l, r, d.to_owned()))
+            .collect();
+        assert_eq!(seen, want);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    fn perm(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("xtask-cpio-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        d
     }
 }

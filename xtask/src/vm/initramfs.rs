@@ -138,7 +138,8 @@ pub fn build(c: &Contents, dir: &Path) -> Result<PathBuf> {
         let dest = Path::new(GUEST_BIN).join(name);
         copier.program(&src, &dest)?;
         // Release builds carry line tables (a third of the initramfs); notes and symbols stay.
-        strip_debug(&root.join(dest.strip_prefix("/").expect("absolute")))?;
+        let copied = root.join(dest.strip_prefix("/").expect("absolute"));
+        crate::exec::strip_debug(&copied, &copied)?;
     }
     for &(path, package, required) in HOST {
         let src = Path::new(path);
@@ -183,18 +184,6 @@ pub fn build(c: &Contents, dir: &Path) -> Result<PathBuf> {
     w.tree(&root)?;
     w.finish()?;
     Ok(cpio_path)
-}
-
-fn strip_debug(path: &Path) -> Result<()> {
-    let status = Command::new("objcopy")
-        .arg("--strip-debug")
-        .arg(path)
-        .status()
-        .context("cannot run objcopy (binutils)")?;
-    if !status.success() {
-        bail!("objcopy --strip-debug {} failed: {status}", path.display());
-    }
-    Ok(())
 }
 
 fn write(root: &Path, path: &str, text: &str, mode: u32) -> Result<()> {

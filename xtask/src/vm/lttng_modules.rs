@@ -85,15 +85,7 @@ pub fn prepare(kernel: &Unpacked, cache: &Path) -> Result<PathBuf> {
     for m in find_ko(&build)? {
         let dest = ko.join(m.file_name().expect("file"));
         // Debug info makes them ten times larger; the guest only loads them.
-        let status = Command::new("objcopy")
-            .arg("--strip-debug")
-            .arg(&m)
-            .arg(&dest)
-            .status()
-            .context("cannot run objcopy (binutils)")?;
-        if !status.success() {
-            bail!("objcopy --strip-debug {} failed: {status}", m.display());
-        }
+        crate::exec::strip_debug(&m, &dest)?;
         n += 1;
     }
     eprintln!(
@@ -106,20 +98,15 @@ pub fn prepare(kernel: &Unpacked, cache: &Path) -> Result<PathBuf> {
     Ok(ko)
 }
 
+/// The `.ko` files below `dir`, in path order.
 fn find_ko(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let p = e?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "ko") {
-                found.push(p);
-            }
+    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let p = e?.into_path();
+        if p.is_file() && p.extension().is_some_and(|x| x == "ko") {
+            found.push(p);
         }
     }
-    found.sort();
     Ok(found)
 }
 

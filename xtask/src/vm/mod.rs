@@ -72,12 +72,7 @@ pub fn run(o: Options) -> Result<()> {
     }
     let mut kernels = o.kernel.clone();
     kernels.dedup();
-    let out = o.out.unwrap_or_else(|| {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        PathBuf::from(format!("results/vm-{now}"))
-    });
+    let out = o.out.unwrap_or_else(|| crate::exec::results_dir("vm"));
     let dest = |k: Kernel| {
         if kernels.len() > 1 {
             out.join(k.label())
@@ -85,21 +80,33 @@ pub fn run(o: Options) -> Result<()> {
             out.clone()
         }
     };
-    let timeout = Duration::from_secs(o.timeout);
-    match &o.plan {
-        Some(file) => {
-            let plan = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read the plan {}", file.display()))?;
-            run_guests(&kernels, |_| plan.clone(), dest, Judge::Plan, timeout)
-        }
-        None => run_guests(
-            &kernels,
-            |k| command_plan(&o.args, k),
-            dest,
-            Judge::Command,
-            timeout,
-        ),
-    }
+    let plan = o
+        .plan
+        .as_ref()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .with_context(|| format!("cannot read the plan {}", f.display()))
+        })
+        .transpose()?;
+    // A plan file is judged as `cargo xtask ci` judges its own; one command's findings are notes.
+    let judge = if plan.is_some() {
+        Judge::Plan
+    } else {
+        Judge::Command
+    };
+    let started = Instant::now();
+    let guests = prepare_guests(&kernels, &target_dir()?)?;
+    eprintln!(
+        "xtask: guest kernels ready in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    run_prepared(
+        guests,
+        |k| plan.clone().unwrap_or_else(|| command_plan(&o.args, k)),
+        dest,
+        judge,
+        Duration::from_secs(o.timeout),
+    )
 }
 
 /// The CI guests' kernels and modules, prepared ahead (downloads, LTTng module builds).
@@ -153,24 +160,6 @@ enum Judge {
     Command,
 }
 
-/// Boots each kernel with its plan; the results of kernel `k` land in `dest(k)`. Fails if a
-/// guest fails or gives no verdict (or, for [`Judge::Plan`], a result file is wrong).
-fn run_guests(
-    kernels: &[Kernel],
-    plan: impl Fn(Kernel) -> String + Sync,
-    dest: impl Fn(Kernel) -> PathBuf + Sync,
-    judge: Judge,
-    timeout: Duration,
-) -> Result<()> {
-    let started = Instant::now();
-    let guests = prepare_guests(kernels, &target_dir()?)?;
-    eprintln!(
-        "xtask: guest kernels ready in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
-    run_prepared(guests, plan, dest, judge, timeout)
-}
-
 /// Downloads and module builds first: a broken cache fails before any guest boots. One
 /// thread per kernel: one unpacks (xz, one core) while the other builds.
 fn prepare_guests(kernels: &[Kernel], target: &Path) -> Result<Vec<Guest>> {
@@ -192,7 +181,8 @@ fn each_in_a_thread<T: Sync, R: Send>(
     })
 }
 
-/// Boots each prepared guest with its plan (see [`run_guests`]).
+/// Boots each prepared guest with its plan; the results of kernel `k` land in `dest(k)`. Fails
+/// if a guest fails or gives no verdict (or, for [`Judge::Plan`], a result file is wrong).
 fn run_prepared(
     guests: Vec<Guest>,
     plan: impl Fn(Kernel) -> String + Sync,

@@ -51,6 +51,11 @@ pub fn check(dir: &Path, kernel: Kernel, pending: &[String]) -> Result<Checked> 
     Ok(c)
 }
 
+/// The array at `v`; empty when it is none.
+fn list(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
 /// A summary line and the problems of one result.
 fn check_one(v: &Value, kernel: Kernel) -> (String, Vec<String>) {
     let mut problems = Vec::new();
@@ -68,28 +73,21 @@ fn check_one(v: &Value, kernel: Kernel) -> (String, Vec<String>) {
             env["emulated"]
         ));
     }
-    let runs = v["runs"].as_array().map_or(0, Vec::len);
+    let runs = list(&v["runs"]).len();
     let mut line = format!(
         "{} {}, preemption {preemption}, emulated {}, {runs} runs",
         v["experiment"].as_str().unwrap_or("?"),
         env["kernel_release"].as_str().unwrap_or("?"),
         env["emulated"],
     );
-    if v["experiment"] == "cyclictest-sweep" {
-        let (accounted, sweep_problems) = check_sweep(v);
-        line.push_str(&format!(", {accounted} accounted"));
-        problems.extend(sweep_problems);
-    }
-    if v["experiment"] == "events" {
-        let (measured, events_problems) = check_events(v);
-        line.push_str(&format!(", {measured} cells measured"));
-        problems.extend(events_problems);
-    }
-    if v["experiment"] == "npt" {
-        let (kernel_events, npt_problems) = check_npt(v);
-        line.push_str(&format!(", {kernel_events} LTTng kernel events"));
-        problems.extend(npt_problems);
-    }
+    let (what, (n, more)) = match v["experiment"].as_str() {
+        Some("cyclictest-sweep") => ("accounted", check_sweep(v)),
+        Some("events") => ("cells measured", check_events(v)),
+        Some("npt") => ("LTTng kernel events", check_npt(v)),
+        _ => return (line, problems),
+    };
+    line.push_str(&format!(", {n} {what}"));
+    problems.extend(more);
     (line, problems)
 }
 
@@ -99,11 +97,10 @@ fn check_one(v: &Value, kernel: Kernel) -> (String, Vec<String>) {
 /// Returns the kernel events recorded.
 fn check_npt(v: &Value) -> (u64, Vec<String>) {
     let mut problems = Vec::new();
-    let empty = Vec::new();
-    for f in v["failed"].as_array().unwrap_or(&empty) {
+    for f in list(&v["failed"]) {
         problems.push(format!("failed: {}", f.as_str().unwrap_or("?")));
     }
-    let runs = v["runs"].as_array().unwrap_or(&empty);
+    let runs = list(&v["runs"]);
     for r in runs.iter().filter(|r| !r["events"].is_null()) {
         let e = &r["events"];
         let n = |k: &str| e[k].as_u64().unwrap_or(0);
@@ -144,12 +141,11 @@ fn check_npt(v: &Value) -> (u64, Vec<String>) {
 }
 
 /// Every requested configuration ran, nothing failed, every traced run accounted.
-fn check_sweep(v: &Value) -> (usize, Vec<String>) {
+fn check_sweep(v: &Value) -> (u64, Vec<String>) {
     let mut problems = Vec::new();
-    let empty = Vec::new();
     // A configuration or its cyclictest cross-check that cannot run in the guest is a failure:
     // the guests have every tracer but bpftrace, which the plan does not ask for.
-    for u in v["unavailable"].as_array().unwrap_or(&empty) {
+    for u in list(&v["unavailable"]) {
         let what = match u["source"].as_str() {
             Some(source) => format!("{} ({source})", u["config"].as_str().unwrap_or("?")),
             None => u["config"].as_str().unwrap_or("?").to_owned(),
@@ -159,7 +155,7 @@ fn check_sweep(v: &Value) -> (usize, Vec<String>) {
             u["reason"].as_str().unwrap_or("?")
         ));
     }
-    for f in v["failed"].as_array().unwrap_or(&empty) {
+    for f in list(&v["failed"]) {
         problems.push(format!(
             "configuration {} ({}) failed: {}",
             f["config"].as_str().unwrap_or("?"),
@@ -168,7 +164,7 @@ fn check_sweep(v: &Value) -> (usize, Vec<String>) {
         ));
     }
     let mut accounted = 0;
-    for r in v["runs"].as_array().unwrap_or(&empty) {
+    for r in list(&v["runs"]) {
         let a = &r["accounting"];
         if a.is_null() {
             continue;
@@ -204,14 +200,13 @@ const GUEST_EVENTS: [(&str, &str); 10] = [
     ("lttng", "tracepoint-return"),
 ];
 
-fn check_events(v: &Value) -> (usize, Vec<String>) {
+fn check_events(v: &Value) -> (u64, Vec<String>) {
     let mut problems = Vec::new();
-    let empty = Vec::new();
-    let cells = v["cells"].as_array().unwrap_or(&empty);
+    let cells = list(&v["cells"]);
     let measured = cells
         .iter()
         .filter(|c| c["outcome"]["kind"] == "measured")
-        .count();
+        .count() as u64;
     for (tracer, feature) in GUEST_EVENTS {
         let Some(c) = cells
             .iter()
@@ -227,10 +222,10 @@ fn check_events(v: &Value) -> (usize, Vec<String>) {
             ));
         }
     }
-    for f in v["failed"].as_array().unwrap_or(&empty) {
+    for f in list(&v["failed"]) {
         problems.push(format!("failed: {}", f.as_str().unwrap_or("?")));
     }
-    let checks = v["hook_checks"].as_array().unwrap_or(&empty);
+    let checks = list(&v["hook_checks"]);
     if checks.is_empty() {
         problems.push("no accounting run".into());
     }

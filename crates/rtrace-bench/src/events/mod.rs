@@ -58,13 +58,11 @@ pub fn parse_features(items: &[String]) -> Result<Vec<Feature>> {
             return Err(bad());
         }
         for n in lo..=hi {
-            let f = Feature::from_number(n).ok_or_else(bad)?;
-            if !out.contains(&f) {
-                out.push(f);
-            }
+            out.push(Feature::from_number(n).ok_or_else(bad)?);
         }
     }
     out.sort();
+    out.dedup();
     Ok(out)
 }
 
@@ -382,15 +380,11 @@ impl Events {
 
 /// (tracer, hook) pairs the measured cells use: each gets one accounting run.
 fn hook_checks(subjects: &[Subject]) -> Vec<(TracerKind, ReadHook)> {
-    let mut out = Vec::new();
-    for sub in subjects {
-        for &h in &sub.hooks {
-            if !out.contains(&(sub.tracer, h)) {
-                out.push((sub.tracer, h));
-            }
-        }
-    }
-    out
+    crate::options::unique(
+        subjects
+            .iter()
+            .flat_map(|sub| sub.hooks.iter().map(|&h| (sub.tracer, h))),
+    )
 }
 
 fn run_dir(o: &Options, name: &str) -> Result<PathBuf> {

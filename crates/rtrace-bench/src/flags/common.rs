@@ -372,15 +372,25 @@ pub fn tracers(args: &[TracerArg]) -> Vec<TracerKind> {
         .collect()
 }
 
+/// The tracer `t` names (the value's name is the tracer's); `None` for `all`.
 pub fn tracer_kind(t: TracerArg) -> Option<TracerKind> {
-    match t {
-        TracerArg::None => Some(TracerKind::None),
-        TracerArg::Ftrace => Some(TracerKind::Ftrace),
-        TracerArg::Ebpf => Some(TracerKind::Ebpf),
-        TracerArg::Lttng => Some(TracerKind::Lttng),
-        TracerArg::Bpftrace => Some(TracerKind::Bpftrace),
-        TracerArg::Perf => Some(TracerKind::Perf),
-        TracerArg::Strace => Some(TracerKind::Strace),
-        TracerArg::All => None,
+    let value = t.to_possible_value()?;
+    TracerKind::ALL
+        .into_iter()
+        .find(|k| k.name() == value.get_name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tracer_value_but_all_names_one_tracer() {
+        let kinds: Vec<Option<TracerKind>> = TracerArg::value_variants()
+            .iter()
+            .map(|&t| tracer_kind(t))
+            .collect();
+        let want: Vec<Option<TracerKind>> = TracerKind::ALL.into_iter().map(Some).collect();
+        assert_eq!(kinds, [want, vec![None]].concat());
     }
 }

@@ -183,7 +183,7 @@ fn check_steady_state(o: &Options) -> Result<(), OptionsError> {
     {
         return refuse(format!(
             "--bpf-mode {} writes no buffer: use --bpf-mode record",
-            m.name()
+            crate::options::bpf_mode_name(*m)
         ));
     }
     if kinds.contains(&TracerKind::Ftrace) {
