@@ -109,12 +109,7 @@ impl Attachment for ReadAttachment {
         let Some(recorded) = printed.total(program, pid) else {
             bail!("bpftrace's program for {program:?} prints nothing to count: read its evidence instead");
         };
-        Ok(EventStats {
-            recorded,
-            lost: printed.lost,
-            overwritten: 0,
-            outside_tree: 0,
-        })
+        Ok(EventStats::new(recorded, printed.lost))
     }
 
     fn evidence(self: Box<Self>, pid: u32, comm: &str) -> Result<Evidence> {

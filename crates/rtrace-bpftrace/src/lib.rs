@@ -237,12 +237,7 @@ impl Attachment for BpftraceAttachment {
                         exited.why()
                     )
                 })?;
-                Ok(EventStats {
-                    recorded,
-                    lost: out.lost,
-                    overwritten: 0,
-                    outside_tree: 0,
-                })
+                Ok(EventStats::new(recorded, out.lost))
             }
             BpftraceMode::Record => {
                 let file = self.events.as_deref().expect("record mode has a file");
@@ -254,12 +249,10 @@ impl Attachment for BpftraceAttachment {
                         file_tally.flushes
                     );
                 }
-                Ok(EventStats {
-                    recorded: file_tally.events,
-                    lost: file_tally.lost + out.lost,
-                    overwritten: 0,
-                    outside_tree: 0,
-                })
+                Ok(EventStats::new(
+                    file_tally.events,
+                    file_tally.lost + out.lost,
+                ))
             }
         }
     }

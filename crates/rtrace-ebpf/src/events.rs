@@ -95,12 +95,7 @@ impl Attachment for ReadAttachment {
                 describe(self.program)
             );
         };
-        Ok(EventStats {
-            recorded,
-            lost: out.lost,
-            overwritten: 0,
-            outside_tree: 0,
-        })
+        Ok(EventStats::new(recorded, out.lost))
     }
 
     fn evidence(self: Box<Self>, pid: u32, comm: &str) -> Result<Evidence> {

@@ -423,12 +423,7 @@ impl Attachment for FtraceAttachment {
             // Read before teardown removes the events (and their counters).
             let hits = self.profile_hits()?;
             self.teardown()?;
-            return Ok(EventStats {
-                recorded: hits,
-                lost: 0,
-                overwritten: 0,
-                outside_tree: 0,
-            });
+            return Ok(EventStats::new(hits, 0));
         }
         let stats = self
             .instance

@@ -509,12 +509,7 @@ impl Drop for PerfAttachment {
 fn account(c: &Counts, hits: Option<u64>) -> Result<EventStats> {
     let lost = c.lost();
     let Some(hits) = hits else {
-        return Ok(EventStats {
-            recorded: c.samples,
-            lost,
-            overwritten: 0,
-            outside_tree: 0,
-        });
+        return Ok(EventStats::new(c.samples, lost));
     };
     let overwritten = hits.checked_sub(c.samples + lost).with_context(|| {
         format!(

@@ -171,19 +171,13 @@ impl StraceAttachment {
 impl Attachment for StraceAttachment {
     fn finish(self: Box<Self>) -> Result<EventStats> {
         let recorded = self.stop()?.map_or(0, |(_, n)| n);
-        Ok(EventStats {
-            recorded,
-            ..EventStats::default()
-        })
+        Ok(EventStats::new(recorded, 0))
     }
 
     fn evidence(self: Box<Self>, _pid: u32, _comm: &str) -> Result<Evidence> {
         Ok(match self.stop()? {
             Some((h, n)) => Evidence::of_the_workload(
-                EventStats {
-                    recorded: n,
-                    ..EventStats::default()
-                },
+                EventStats::new(n, 0),
                 &format!("strace's {} ({})", lines::what(h), h.label()),
             ),
             None => Evidence {
