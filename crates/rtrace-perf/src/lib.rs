@@ -48,7 +48,7 @@ pub use data::{count, Counts};
 use anyhow::{bail, ensure, Context, Result};
 use events::Stack;
 use rtrace_ftrace::{Tracefs, UprobeDef};
-use rtrace_tracer::features::{Ordinary, Unsupported};
+use rtrace_tracer::features::Ordinary;
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -180,10 +180,7 @@ pub fn rounding(buffer_size_kb: Option<u64>) -> Option<String> {
 /// `RTRACE_BENCH_RUN`); their uprobe events are the ftrace backend's stale cleanup's (group
 /// `rtrace_<tag>_<seq>`), which must come after: an event perf still holds cannot be removed.
 pub fn remove_stale() -> Result<Vec<String>> {
-    Ok(rtrace_tracer::owner::stop_dead_runs_processes(Some("perf"))
-        .into_iter()
-        .map(|(pid, tag, _)| format!("perf (pid {pid}) of run {tag}"))
-        .collect())
+    Ok(rtrace_tracer::owner::stop_dead_runs_processes(Some("perf")))
 }
 
 impl Tracer for PerfTracer {
@@ -192,14 +189,7 @@ impl Tracer for PerfTracer {
     }
 
     fn check(&self, hook: &Hook) -> Result<()> {
-        if !self.program.is_file() {
-            let missing = Unsupported::Unavailable(format!(
-                "perf not found: apt-get install linux-perf (looked for {})",
-                self.program.display()
-            ));
-            return Err(missing.into());
-        }
-        rtrace_tracer::require_root("perf")?;
+        rtrace_tracer::tool::require("perf", "linux-perf", &self.program)?;
         let (version, number) = program_version(&self.program)?;
         if number < OLDEST {
             bail!(

@@ -95,15 +95,7 @@ impl Tracer for StraceTracer {
             bail!("{SYSCALLS_ONLY}");
         };
         expresses(read.program)?;
-        if !self.program.is_file() {
-            let missing = Unsupported::Unavailable(format!(
-                "strace not found: apt-get install strace (looked for {})",
-                self.program.display()
-            ));
-            return Err(missing.into());
-        }
-        rtrace_tracer::require_root("strace")?;
-        Ok(())
+        rtrace_tracer::tool::require("strace", "strace", &self.program)
     }
 
     fn program(&self, hook: &Hook) -> String {
@@ -193,12 +185,9 @@ impl Attachment for StraceAttachment {
 /// stopping its process at every system call. Returns what was stopped.
 pub fn remove_stale() -> Result<Vec<String>> {
     // SIGTERM: strace detaches, and its process runs on untraced.
-    Ok(
-        rtrace_tracer::owner::stop_dead_runs_processes(Some("strace"))
-            .into_iter()
-            .map(|(pid, tag, _)| format!("strace (pid {pid}) of run {tag}"))
-            .collect(),
-    )
+    Ok(rtrace_tracer::owner::stop_dead_runs_processes(Some(
+        "strace",
+    )))
 }
 
 #[cfg(test)]
