@@ -53,7 +53,7 @@ use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, Tr
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where Debian installs perf (`linux-perf`).
 pub const PERF: &str = "/usr/bin/perf";
@@ -389,31 +389,9 @@ struct PerfAttachment {
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl PerfAttachment {
-    /// Hits of our uprobe events since they were created (`uprobe_profile`).
-    fn profile_hits(&self) -> Result<u64> {
-        rtrace_ftrace::uprobe_hits(&self.fs, &self.uprobes)
-    }
-
     /// Removes our uprobe events (perf has exited: a recorded event cannot be removed).
     fn remove_uprobes(&mut self) -> Result<()> {
-        let mut first_err = None;
-        for ev in self.uprobes.drain(..) {
-            let start = Instant::now();
-            loop {
-                match self.fs.append_event("uprobe_events", &format!("-:{ev}")) {
-                    Ok(()) => break,
-                    // EBUSY while the kernel still frees the dead perf's events.
-                    Err(_) if start.elapsed() < RELEASE_TIMEOUT => {
-                        std::thread::sleep(Duration::from_millis(20))
-                    }
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                        break;
-                    }
-                }
-            }
-        }
-        first_err.map_or(Ok(()), Err)
+        rtrace_ftrace::unregister(&self.fs, &mut self.uprobes, RELEASE_TIMEOUT)
     }
 }
 
@@ -423,7 +401,8 @@ impl Attachment for PerfAttachment {
         let exited = record.stop();
         // Read before the events (and their counters) go: the kernel's count of every hit of
         // our uprobe events, in both modes.
-        let profile = (!self.uprobes.is_empty()).then(|| self.profile_hits());
+        let profile =
+            (!self.uprobes.is_empty()).then(|| rtrace_ftrace::uprobe_hits(&self.fs, &self.uprobes));
         let removed = self.remove_uprobes();
         let exited = exited?;
         // perf record ends itself with the SIGINT it was stopped by, once its file is written.
