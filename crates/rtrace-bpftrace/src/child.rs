@@ -2,9 +2,9 @@
 //! run in `RTRACE_BENCH_RUN`), watched until its probes are attached, stopped with SIGINT,
 //! killed if dropped.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, ensure, Result};
 use nix::sys::signal::Signal;
-use rtrace_tracer::tool::{NotReady, Spawn, Stdout, Tool};
+use rtrace_tracer::tool::{Exited, NotReady, Spawn, Stdout, Tool};
 use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
@@ -40,28 +40,11 @@ pub struct Bpftrace {
     tool: Tool,
 }
 
-/// What a stopped bpftrace printed.
-pub struct Exited {
-    pub status: std::process::ExitStatus,
-    pub stdout: Vec<String>,
-    pub stderr: Vec<String>,
-}
-
-impl Exited {
-    fn of(e: rtrace_tracer::tool::Exited) -> Exited {
-        Exited {
-            status: e.status,
-            stdout: e.stdout,
-            stderr: e.stderr,
-        }
-    }
-
-    /// The line that explains a failure.
-    pub fn why(&self) -> String {
-        error_line(&self.stderr)
-            .or_else(|| error_line(&self.stdout))
-            .unwrap_or_else(|| format!("bpftrace exited with {}", self.status))
-    }
+/// The line of what bpftrace printed that explains its failure.
+pub fn why(e: &Exited) -> String {
+    error_line(&e.stderr)
+        .or_else(|| error_line(&e.stdout))
+        .unwrap_or_else(|| format!("bpftrace exited with {}", e.status))
 }
 
 impl Bpftrace {
@@ -86,7 +69,7 @@ impl Bpftrace {
         match tool.wait_ready(ATTACH_TIMEOUT, STOP_TIMEOUT) {
             Ok(()) => Ok(Bpftrace { tool }),
             Err(NotReady::Exited(e)) => {
-                bail!("bpftrace failed to attach: {}", Exited::of(e).why())
+                bail!("bpftrace failed to attach: {}", why(&e))
             }
             Err(NotReady::Timeout(_)) => bail!(
                 "bpftrace did not attach within {} s: check `{} -l` and the system load",
@@ -101,7 +84,8 @@ impl Bpftrace {
     /// [`STOP_TIMEOUT`], or after [`KERNEL_DETACH_TIMEOUT`] in all. SIGINT again after every
     /// [`NUDGE`] it idles (no CPU time, not in the kernel): bpftrace 0.17 can miss a SIGINT that
     /// comes right after its probes are attached (seen in CI: a bpftrace with a uprobe on libc's
-    /// `read` in every process sat in epoll_wait for 30 s after it).
+    /// `read` in every process sat in epoll_wait for 30 s after it). An error unless it exited
+    /// successfully.
     pub fn stop(mut self) -> Result<Exited> {
         // ESRCH: it exited in between (e.g. its -p process ended); the wait tells.
         self.tool.signal(Signal::SIGINT)?;
@@ -141,7 +125,9 @@ impl Bpftrace {
             }
             std::thread::sleep(Duration::from_millis(10));
         };
-        Ok(Exited::of(self.tool.exited(status)))
+        let exited = self.tool.exited(status);
+        ensure!(exited.status.success(), "bpftrace failed: {}", why(&exited));
+        Ok(exited)
     }
 }
 

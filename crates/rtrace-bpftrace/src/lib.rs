@@ -27,8 +27,7 @@ mod flush;
 mod output;
 mod script;
 
-use anyhow::{bail, ensure, Context, Result};
-use rtrace_tracer::features::Unsupported;
+use anyhow::{ensure, Context, Result};
 use rtrace_tracer::{Attachment, EventStats, Hook, Target, Tracer, TracerKind};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -93,14 +92,7 @@ impl Tracer for BpftraceTracer {
     }
 
     fn check(&self, hook: &Hook) -> Result<()> {
-        if !self.program.is_file() {
-            let missing = Unsupported::Unavailable(format!(
-                "bpftrace not found: apt-get install bpftrace (looked for {})",
-                self.program.display()
-            ));
-            return Err(missing.into());
-        }
-        rtrace_tracer::require_root("bpftrace")?;
+        rtrace_tracer::tool::require("bpftrace", "bpftrace", &self.program)?;
         if let Hook::Read(read) = hook {
             return events::program(read).map(drop);
         }
@@ -169,10 +161,7 @@ pub fn perf_rb_pages(buffer_size_kb: Option<u64>) -> Result<u64> {
 /// tagged with a dead run (a child of one) goes too, named by its command. Returns what was
 /// stopped.
 pub fn remove_stale() -> Result<Vec<String>> {
-    Ok(rtrace_tracer::owner::stop_dead_runs_processes(None)
-        .into_iter()
-        .map(|(pid, tag, comm)| format!("{comm} (pid {pid}) of run {tag}"))
-        .collect())
+    Ok(rtrace_tracer::owner::stop_dead_runs_processes(None))
 }
 
 /// Adds the fix for bpftrace 0.17's "No probes to attach" with `-p`.
@@ -222,9 +211,6 @@ impl Attachment for BpftraceAttachment {
             }
         }
         let exited = self.bpftrace.stop()?;
-        if !exited.status.success() {
-            bail!("bpftrace failed: {}", exited.why());
-        }
         let mut out = output::Tally::default();
         for l in &exited.stdout {
             out.line(l)?;
@@ -234,15 +220,10 @@ impl Attachment for BpftraceAttachment {
                 let recorded = out.count.with_context(|| {
                     format!(
                         "bpftrace printed no @c count ({}): check its version (0.17 or later)",
-                        exited.why()
+                        child::why(&exited)
                     )
                 })?;
-                Ok(EventStats {
-                    recorded,
-                    lost: out.lost,
-                    overwritten: 0,
-                    outside_tree: 0,
-                })
+                Ok(EventStats::new(recorded, out.lost))
             }
             BpftraceMode::Record => {
                 let file = self.events.as_deref().expect("record mode has a file");
@@ -254,12 +235,10 @@ impl Attachment for BpftraceAttachment {
                         file_tally.flushes
                     );
                 }
-                Ok(EventStats {
-                    recorded: file_tally.events,
-                    lost: file_tally.lost + out.lost,
-                    overwritten: 0,
-                    outside_tree: 0,
-                })
+                Ok(EventStats::new(
+                    file_tally.events,
+                    file_tally.lost + out.lost,
+                ))
             }
         }
     }

@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, OpenObject, RingBufferBuilder};
+use libbpf_rs::{Link, MapCore, OpenObject};
 use rtrace_tracer::features::{Evidence, Feature, Read, ReadHook, ReadProgram};
 use rtrace_tracer::{Attachment, EventStats, Target};
 use std::cell::RefCell;
@@ -95,12 +95,7 @@ impl Attachment for ReadAttachment {
                 describe(self.program)
             );
         };
-        Ok(EventStats {
-            recorded,
-            lost: out.lost,
-            overwritten: 0,
-            outside_tree: 0,
-        })
+        Ok(EventStats::new(recorded, out.lost))
     }
 
     fn evidence(self: Box<Self>, pid: u32, comm: &str) -> Result<Evidence> {
@@ -367,29 +362,20 @@ fn lines(
     let file = std::fs::File::create(&path)
         .with_context(|| format!("cannot create {} (check --out)", path.display()))?;
     let out = RefCell::new((std::io::BufWriter::new(file), BTreeMap::<u32, u64>::new()));
-    let mut builder = RingBufferBuilder::new();
-    builder
-        .add(&skel.maps.ev_lines, |data| {
-            let mut line = skel::types::ev_line::default();
-            if plain::copy_from_bytes(&mut line, data).is_err() {
-                return -1;
-            }
-            let mut o = out.borrow_mut();
-            if writeln!(o.0, "{} bytes", line.count).is_err() {
-                return -1;
-            }
-            *o.1.entry(line.pid).or_default() += 1;
-            0
-        })
-        .context("cannot set up the ring-buffer consumer")?;
-    let ring = builder
-        .build()
-        .context("cannot set up the ring-buffer consumer")?;
+    let ring = crate::session::ring(&skel.maps.ev_lines, |data| {
+        let Some(line) = crate::skel::from_bytes::<skel::types::ev_line>(data) else {
+            return -1;
+        };
+        let mut o = out.borrow_mut();
+        if writeln!(o.0, "{} bytes", line.count).is_err() {
+            return -1;
+        }
+        *o.1.entry(line.pid).or_default() += 1;
+        0
+    })?;
     attached();
     crate::session::poll_until_stopped(&ring, stop)?;
-    drop(links);
-    while crate::session::consume(&ring)? > 0 {}
-    drop(ring);
+    crate::session::drain(ring, links)?;
     let (mut w, lines) = out.into_inner();
     w.flush()
         .with_context(|| format!("cannot write {}", path.display()))?;

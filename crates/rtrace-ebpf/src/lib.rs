@@ -50,15 +50,20 @@ pub use plan::NANOSLEEP_EXIT;
 /// Bytes of the one ring buffer an attachment makes of `buffer_size_kb` per CPU (as `attach`
 /// sizes it: the possible CPUs' total, rounded up to a power of two).
 pub fn ring_bytes(buffer_size_kb: Option<u64>) -> Result<u64> {
+    Ok(u64::from(ring(buffer_size_kb)?.0))
+}
+
+/// The bytes of the ring for `buffer_size_kb` per CPU, and the possible CPUs sharing it.
+fn ring(buffer_size_kb: Option<u64>) -> Result<(u32, usize)> {
     let ncpus = libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")?;
-    Ok(u64::from(plan::ring_bytes(buffer_size_kb, ncpus)?))
+    Ok((plan::ring_bytes(buffer_size_kb, ncpus)?, ncpus))
 }
 
 /// The ring buffer a run asking for `buffer_size_kb` per CPU gets (one ring shared by all
 /// possible CPUs, sized to their total), as the report shows it.
 pub fn buffer_description(buffer_size_kb: Option<u64>) -> Result<String> {
-    let ncpus = libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")?;
-    let bytes = u64::from(plan::ring_bytes(buffer_size_kb, ncpus)?);
+    let (bytes, ncpus) = ring(buffer_size_kb)?;
+    let bytes = u64::from(bytes);
     Ok(format!(
         "one ring buffer of {} KiB shared by {ncpus} CPUs (= {} KiB per CPU)",
         bytes / 1024,
@@ -137,8 +142,7 @@ impl Tracer for EbpfTracer {
 
     fn attach(&self, target: &Target) -> Result<Box<dyn Attachment>> {
         self.check(&target.hook)?;
-        let ncpus = libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")?;
-        let ring_bytes = plan::ring_bytes(target.buffer_size_kb, ncpus)?;
+        let (ring_bytes, _) = ring(target.buffer_size_kb)?;
         if let Hook::Read(read) = &target.hook {
             let a = events::ReadAttachment::start(read, target, ring_bytes)?;
             return Ok(Box::new(a));

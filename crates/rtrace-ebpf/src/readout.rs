@@ -8,10 +8,6 @@ use std::path::Path;
 use crate::plan::bucket_range;
 use crate::skel;
 
-fn zero_key() -> [u8; 4] {
-    0u32.to_ne_bytes()
-}
-
 /// The `u64` value at `key` of a per-CPU map, summed over CPUs (ring-buffer reservations that
 /// failed, the events suite's counts).
 pub fn sum_percpu(map: &dyn MapCore, key: &[u8]) -> Result<u64> {
@@ -45,14 +41,15 @@ pub fn write_aggregate(skel: &skel::RtraceSkel<'_>, path: &Path, hist_kept: bool
     let per_cpu = skel
         .maps
         .aggs
-        .lookup_percpu(&zero_key(), MapFlags::ANY)
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
         .context("cannot read the aggregate map")?
         .unwrap_or_default();
     let mut total = 0u64;
     let mut hist = [0u64; skel::RTRACE_HIST_BUCKETS];
     let mut text = String::from("# per-CPU hit counts: cpu count\n");
     for (cpu, raw) in per_cpu.iter().enumerate() {
-        let a = skel::agg_from_bytes(raw).context("short value in the aggregate map")?;
+        let a: skel::types::rtrace_agg =
+            skel::from_bytes(raw).context("short value in the aggregate map")?;
         total += a.count;
         for (h, v) in hist.iter_mut().zip(a.hist) {
             *h += v;

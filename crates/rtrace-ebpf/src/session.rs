@@ -7,7 +7,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{ErrorKind, Link, MapCore, OpenObject, RingBufferBuilder};
+use libbpf_rs::{ErrorKind, Link, MapCore, OpenObject, ProgramMut, RingBuffer, RingBufferBuilder};
 use rtrace_tracer::{Attachment, EventStats, Hook};
 use std::cell::RefCell;
 use std::mem::MaybeUninit;
@@ -90,13 +90,7 @@ fn trace(
         EbpfMode::Record | EbpfMode::RecordWakeup => {
             let path = plan.out_dir.join(EVENTS_FILE);
             let sink = RefCell::new(EventSink::create(&path)?);
-            let mut builder = RingBufferBuilder::new();
-            builder
-                .add(&skel.maps.events, |data| sink.borrow_mut().push(data))
-                .context("cannot set up the ring-buffer consumer")?;
-            let ring = builder
-                .build()
-                .context("cannot set up the ring-buffer consumer")?;
+            let ring = ring(&skel.maps.events, |data| sink.borrow_mut().push(data))?;
             let links = attach(plan, &skel)?;
             attached();
             if plan.mode == EbpfMode::RecordWakeup {
@@ -117,9 +111,7 @@ fn trace(
                     }
                 }
             }
-            drop(links);
-            while consume(&ring)? > 0 {}
-            drop(ring);
+            drain(ring, links)?;
             sink.into_inner().finish()?
         }
         EbpfMode::Aggregate | EbpfMode::Count | EbpfMode::Floor => {
@@ -181,21 +173,12 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         .events
         .set_max_entries(ring)
         .context("cannot size the ring buffer")?;
+    // The hook's program, and `tree_fork` and `tree_exit` for a tree.
     let wanted = crate::plan::program(&plan.hook, plan.mode);
-    for (name, prog) in [
-        ("usdt_record", &mut open.progs.usdt_record),
-        ("usdt_aggregate", &mut open.progs.usdt_aggregate),
-        ("tp_record", &mut open.progs.tp_record),
-        ("tp_aggregate", &mut open.progs.tp_aggregate),
-        ("up_record", &mut open.progs.up_record),
-        ("up_aggregate", &mut open.progs.up_aggregate),
-        ("uret_record", &mut open.progs.uret_record),
-        ("uret_aggregate", &mut open.progs.uret_aggregate),
-    ] {
-        prog.set_autoload(name == wanted);
+    for mut prog in open.open_object_mut().progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        prog.set_autoload(name == wanted || (plan.tree && name.starts_with("tree_")));
     }
-    open.progs.tree_fork.set_autoload(plan.tree);
-    open.progs.tree_exit.set_autoload(plan.tree);
     let skel = open
         .load()
         .map_err(|e| explain(e, "loading the BPF program"))?;
@@ -213,14 +196,11 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
 fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Vec<Link>> {
     let mut links = Vec::new();
     if plan.tree {
-        for (prog, category, name) in [
-            (&skel.progs.tree_fork, "task", "task_newtask"),
-            (&skel.progs.tree_exit, "sched", "sched_process_exit"),
+        for (prog, tracepoint) in [
+            (&skel.progs.tree_fork, ("task", "task_newtask")),
+            (&skel.progs.tree_exit, ("sched", "sched_process_exit")),
         ] {
-            let link = prog
-                .attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), name)
-                .map_err(|e| explain(e, &format!("attaching to tracepoint {category}:{name}")))?;
-            links.push(link);
+            links.push(attach_tracepoint(prog, tracepoint)?);
         }
     }
     links.push(attach_hook(plan, skel)?);
@@ -292,11 +272,14 @@ fn attach_hook(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
             } else {
                 &progs.tp_aggregate
             };
-            let (category, name) = NANOSLEEP_EXIT;
-            prog.attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), name)
-                .map_err(|e| explain(e, &format!("attaching to tracepoint {category}:{name}")))
+            attach_tracepoint(prog, NANOSLEEP_EXIT)
         }
     }
+}
+
+fn attach_tracepoint(prog: &ProgramMut<'_>, (category, name): (&str, &str)) -> Result<Link> {
+    prog.attach_tracepoint(libbpf_rs::TracepointCategory::Custom(category.into()), name)
+        .map_err(|e| explain(e, &format!("attaching to tracepoint {category}:{name}")))
 }
 
 /// One line that names the fix, with libbpf's last word as the detail.
@@ -317,10 +300,7 @@ pub(crate) fn explain(e: libbpf_rs::Error, what: &str) -> anyhow::Error {
 
 /// Sleeps in epoll, woken by every record or after [`POLL_INTERVAL`], and drains the ring
 /// buffer, until `stop` ends it (a message: `finish`; disconnected: drop).
-pub(crate) fn poll_until_stopped(
-    ring: &libbpf_rs::RingBuffer<'_>,
-    stop: &Receiver<()>,
-) -> Result<()> {
+pub(crate) fn poll_until_stopped(ring: &RingBuffer<'_>, stop: &Receiver<()>) -> Result<()> {
     loop {
         let n = ring.poll_raw(POLL_INTERVAL);
         if n < 0 && n != -(nix::errno::Errno::EINTR as i32) {
@@ -335,8 +315,29 @@ pub(crate) fn poll_until_stopped(
     }
 }
 
+/// A ring-buffer consumer calling `callback` with every record of `map`.
+pub(crate) fn ring<'a>(
+    map: &'a dyn MapCore,
+    callback: impl FnMut(&[u8]) -> i32 + 'a,
+) -> Result<RingBuffer<'a>> {
+    let mut builder = RingBufferBuilder::new();
+    builder
+        .add(map, callback)
+        .context("cannot set up the ring-buffer consumer")?;
+    builder
+        .build()
+        .context("cannot set up the ring-buffer consumer")
+}
+
+/// Detaches (drops `links`), then drains what the ring buffer still holds.
+pub(crate) fn drain(ring: RingBuffer<'_>, links: Vec<Link>) -> Result<()> {
+    drop(links);
+    while consume(&ring)? > 0 {}
+    Ok(())
+}
+
 /// Drains the ring buffer once; number of records consumed.
-pub(crate) fn consume(ring: &libbpf_rs::RingBuffer<'_>) -> Result<u64> {
+pub(crate) fn consume(ring: &RingBuffer<'_>) -> Result<u64> {
     let n = ring.consume_raw();
     if n < 0 {
         bail!(

@@ -41,7 +41,7 @@ impl EventSink {
         if self.error.is_some() {
             return 0;
         }
-        let Some(e) = skel::event_from_bytes(data) else {
+        let Some(e) = skel::from_bytes::<skel::types::rtrace_event>(data) else {
             self.malformed += 1;
             return 0;
         };

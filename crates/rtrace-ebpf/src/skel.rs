@@ -10,18 +10,12 @@ unsafe impl plain::Plain for types::rtrace_event {}
 // SAFETY: as above.
 unsafe impl plain::Plain for types::rtrace_agg {}
 
-/// One ring-buffer record as the BPF side wrote it; `None` if the record is too short.
-pub fn event_from_bytes(data: &[u8]) -> Option<types::rtrace_event> {
-    let mut e = types::rtrace_event::default();
-    plain::copy_from_bytes(&mut e, data).ok()?;
-    Some(e)
-}
-
-/// One CPU's aggregate value as read from the per-CPU map; `None` if the value is too short.
-pub fn agg_from_bytes(data: &[u8]) -> Option<types::rtrace_agg> {
-    let mut a = types::rtrace_agg::default();
-    plain::copy_from_bytes(&mut a, data).ok()?;
-    Some(a)
+/// A struct the BPF side wrote (a ring-buffer record, one CPU's value of a per-CPU map);
+/// `None` if `data` is too short.
+pub fn from_bytes<T: plain::Plain + Default>(data: &[u8]) -> Option<T> {
+    let mut t = T::default();
+    plain::copy_from_bytes(&mut t, data).ok()?;
+    Some(t)
 }
 
 /// `RTRACE_HIST_BUCKETS` of `bpf/rtrace.h` (the skeleton carries types, not macros).

@@ -256,12 +256,7 @@ impl Attachment for FeatureEvent {
             Counted::Buffer(st) => Ok(st),
             Counted::Hist(text) => {
                 let (hits, dropped) = hist_totals(&text);
-                Ok(EventStats {
-                    recorded: hits.saturating_sub(dropped),
-                    lost: dropped,
-                    overwritten: 0,
-                    outside_tree: 0,
-                })
+                Ok(EventStats::new(hits.saturating_sub(dropped), dropped))
             }
         }
     }

@@ -32,7 +32,8 @@ mod uprobe;
 pub use stats::{account, CpuStats};
 pub use tracefs::Tracefs;
 pub use uprobe::{
-    check_tracepoint, definitions, function_definition, hook_definitions, register, UprobeDef,
+    check_tracepoint, definitions, function_definition, hook_definitions, register, unregister,
+    UprobeDef,
 };
 
 use anyhow::{bail, ensure, Context, Result};
@@ -40,6 +41,7 @@ use features::{FeatureEvent, FtracePlan};
 use instance::Instance;
 use rtrace_tracer::features::Ordinary;
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
+use std::time::Duration;
 use stream::Consumer;
 
 /// What an ftrace attachment does with its events.
@@ -377,10 +379,6 @@ fn profile_hits(events: &str, profile: &str, uprobes: &[String]) -> Result<u64> 
 }
 
 impl FtraceAttachment {
-    fn profile_hits(&self) -> Result<u64> {
-        uprobe_hits(&self.fs, &self.uprobes)
-    }
-
     fn disable(&mut self) -> Result<()> {
         if let Some(inst) = &self.instance {
             for (g, e) in self.enabled.drain(..) {
@@ -404,10 +402,8 @@ impl FtraceAttachment {
                 first_err.get_or_insert(e);
             }
         }
-        for ev in self.uprobes.drain(..) {
-            if let Err(e) = self.fs.append_event("uprobe_events", &format!("-:{ev}")) {
-                first_err.get_or_insert(e);
-            }
+        if let Err(e) = unregister(&self.fs, &mut self.uprobes, Duration::ZERO) {
+            first_err.get_or_insert(e);
         }
         first_err.map_or(Ok(()), Err)
     }
@@ -421,14 +417,9 @@ impl Attachment for FtraceAttachment {
         }
         if self.off {
             // Read before teardown removes the events (and their counters).
-            let hits = self.profile_hits()?;
+            let hits = uprobe_hits(&self.fs, &self.uprobes)?;
             self.teardown()?;
-            return Ok(EventStats {
-                recorded: hits,
-                lost: 0,
-                overwritten: 0,
-                outside_tree: 0,
-            });
+            return Ok(EventStats::new(hits, 0));
         }
         let stats = self
             .instance

@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use rtrace_sdt::Probe;
 use rtrace_tracer::Hook;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// One uprobe event to create.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,6 +104,24 @@ pub fn register(
         out.push((def.group, def.event));
     }
     Ok(out)
+}
+
+/// Removes the uprobe events `owned` (`GROUP/EVENT`; it is emptied), each tried again for up to
+/// `busy` while the kernel still holds it (EBUSY while it frees a dead perf's events); the first
+/// error.
+pub fn unregister(fs: &Tracefs, owned: &mut Vec<String>, busy: Duration) -> Result<()> {
+    let mut first_err = None;
+    for ev in owned.drain(..) {
+        let start = Instant::now();
+        while let Err(e) = fs.append_event("uprobe_events", &format!("-:{ev}")) {
+            if start.elapsed() >= busy {
+                first_err.get_or_insert(e);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    first_err.map_or(Ok(()), Err)
 }
 
 /// Fails unless kernel tracepoint `category:name` has a valid name and, where tracefs is

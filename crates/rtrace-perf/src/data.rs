@@ -177,17 +177,11 @@ pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
             .copied()
             .with_context(|| format!("perf.data holds a record of unknown event id {id}"))
     };
-    let layout_of = |rec: &[u8]| -> Result<Layout> {
+    // The event of a record whose id is at `at`: a sample's first field, the last of another
+    // record's sample_id trailer.
+    let layout_at = |rec: &[u8], at: usize| -> Result<Layout> {
         if mixed {
-            event(u64_at(rec, 8)?)
-        } else {
-            Ok(first)
-        }
-    };
-    // The event of a record other than a sample (its sample_id trailer ends with the id).
-    let event_of = |rec: &[u8]| -> Result<Layout> {
-        if mixed {
-            event(u64_at(rec, rec.len() - 8)?)
+            event(u64_at(rec, at)?)
         } else {
             Ok(first)
         }
@@ -212,7 +206,7 @@ pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
             .context("perf.data's last record is cut short")?;
         match kind {
             PERF_RECORD_SAMPLE => {
-                let layout = layout_of(rec)?;
+                let layout = layout_at(rec, 8)?;
                 if !layout.traced {
                     at += size;
                     continue;
@@ -242,7 +236,7 @@ pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
             PERF_RECORD_FORK | PERF_RECORD_EXIT if tree.is_some() => {
                 side.push(Side::task(kind == PERF_RECORD_FORK, rec)?)
             }
-            PERF_RECORD_LOST_SAMPLES if event_of(rec)?.traced => {
+            PERF_RECORD_LOST_SAMPLES if layout_at(rec, rec.len() - 8)?.traced => {
                 counts.lost_samples += u64_at(rec, 8)?
             }
             _ => {}
@@ -354,84 +348,58 @@ struct Sample {
     reads: Vec<(u64, u64)>,
 }
 
+/// The 8-byte fields of a record, read in order.
+struct Fields<'a> {
+    rec: &'a [u8],
+    at: usize,
+}
+
+impl Fields<'_> {
+    fn next(&mut self) -> Result<u64> {
+        self.at += 8;
+        u64_at(self.rec, self.at - 8)
+    }
+
+    /// The next field if `present` (skipped when not read).
+    fn next_if(&mut self, present: bool) -> Result<Option<u64>> {
+        present.then(|| self.next()).transpose()
+    }
+}
+
 fn sample(rec: &[u8], l: Layout) -> Result<Sample> {
-    let t = l.sample_type;
+    let has = |flag: u64| l.sample_type & flag != 0;
     ensure!(
-        t & SAMPLE_TIME != 0 && t & SAMPLE_CPU != 0,
+        has(SAMPLE_TIME) && has(SAMPLE_CPU),
         "perf.data's samples carry no time or CPU: record with -T (perf record gives both by default with -p)"
     );
-    let mut id = None;
-    let at_tid = 8 + [SAMPLE_IDENTIFIER, SAMPLE_IP]
-        .iter()
-        .filter(|&&f| t & f != 0)
-        .count()
-        * 8;
-    let pid = (t & SAMPLE_TID != 0)
-        .then(|| u32_at(rec, at_tid))
-        .transpose()?;
-    let mut at = at_tid + if t & SAMPLE_TID != 0 { 8 } else { 0 };
-    let time = u64_at(rec, at)?;
-    at += 8;
-    if t & SAMPLE_ADDR != 0 {
-        at += 8;
-    }
-    if t & SAMPLE_ID != 0 {
-        id = Some(u64_at(rec, at)?);
-        at += 8;
-    }
-    if t & SAMPLE_STREAM_ID != 0 {
-        at += 8;
-    }
-    let cpu = u32_at(rec, at)?;
-    at += 8;
-    if t & SAMPLE_PERIOD != 0 {
-        at += 8;
-    }
+    // The fields in `perf_event_open`'s order; `pid, tid` and `cpu, res` are u32 pairs (the
+    // first of each, little-endian, is the low half of the field).
+    let mut f = Fields { rec, at: 8 };
+    f.next_if(has(SAMPLE_IDENTIFIER))?;
+    f.next_if(has(SAMPLE_IP))?;
+    let pid = f.next_if(has(SAMPLE_TID))?.map(|v| v as u32);
+    let time = f.next()?;
+    f.next_if(has(SAMPLE_ADDR))?;
+    let id = f.next_if(has(SAMPLE_ID))?;
+    f.next_if(has(SAMPLE_STREAM_ID))?;
+    let cpu = f.next()? as u32;
+    f.next_if(has(SAMPLE_PERIOD))?;
     let mut reads = Vec::new();
-    if t & SAMPLE_READ != 0 {
-        let f = l.read_format;
-        let times = |at: &mut usize| {
-            for flag in [FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING] {
-                if f & flag != 0 {
-                    *at += 8;
-                }
-            }
-        };
-        let value = |at: &mut usize| -> Result<(Option<u64>, u64)> {
-            let v = u64_at(rec, *at)?;
-            *at += 8;
-            Ok((None, v))
-        };
-        if f & FORMAT_GROUP != 0 {
-            let nr = u64_at(rec, at)?;
-            at += 8;
-            times(&mut at);
-            for _ in 0..nr {
-                let (_, v) = value(&mut at)?;
-                let mut member = None;
-                if f & FORMAT_ID != 0 {
-                    member = Some(u64_at(rec, at)?);
-                    at += 8;
-                }
-                if f & FORMAT_LOST != 0 {
-                    at += 8;
-                }
-                let id = member.or(id).context(
-                    "perf.data's samples read a count without an event id: cannot tell events apart",
-                )?;
-                reads.push((id, v));
-            }
-        } else {
-            let (_, v) = value(&mut at)?;
-            times(&mut at);
-            let mut own = None;
-            if f & FORMAT_ID != 0 {
-                own = Some(u64_at(rec, at)?);
-            }
+    if has(SAMPLE_READ) {
+        let format = |flag: u64| l.read_format & flag != 0;
+        let group = format(FORMAT_GROUP);
+        // A group's member count, else the one value.
+        let first = f.next()?;
+        f.next_if(format(FORMAT_TOTAL_TIME_ENABLED))?;
+        f.next_if(format(FORMAT_TOTAL_TIME_RUNNING))?;
+        for _ in 0..if group { first } else { 1 } {
+            let value = if group { f.next()? } else { first };
+            let own = f.next_if(format(FORMAT_ID))?;
+            f.next_if(format(FORMAT_LOST))?;
             let id = own.or(id).context(
                 "perf.data's samples read a count without an event id: cannot tell events apart",
             )?;
-            reads.push((id, v));
+            reads.push((id, value));
         }
     }
     Ok(Sample {

@@ -38,11 +38,9 @@ pub const FILTER: &str = "count > 0";
 pub fn plan(read: &Read) -> Result<PerfProgram, Unsupported> {
     use Unsupported::{Inexpressible, Unavailable};
     read.check_kprobes()?;
-    let ordinary = |h: ReadHook| {
-        read.ordinary(h).ok_or(Unavailable(
-            "perf's kprobe events (perf probe -k) are not driven by this suite".into(),
-        ))
-    };
+    let not_driven =
+        || Unavailable("perf's kprobe events (perf probe -k) are not driven by this suite".into());
+    let ordinary = |h: ReadHook| read.ordinary(h).ok_or_else(not_driven);
     let on = |h: ReadHook, filter, stack| {
         Ok(PerfProgram {
             hook: ordinary(h)?,
@@ -60,9 +58,7 @@ pub fn plan(read: &Read) -> Result<PerfProgram, Unsupported> {
         Feature::Control => Err(Inexpressible(
             "perf record runs only with an event to record: its lightest run is 04".into(),
         )),
-        Feature::Kprobe | Feature::Kretprobe => {
-            Err(Unavailable("perf's kprobe events (perf probe -k) are not driven by this suite".into()))
-        }
+        Feature::Kprobe | Feature::Kretprobe => Err(not_driven()),
         Feature::TracepointEntry => on(ReadHook::Enter, None, None),
         Feature::TracepointReturn => on(ReadHook::Exit, None, None),
         Feature::Uprobe => on(ReadHook::Uprobe, None, None),
@@ -103,10 +99,8 @@ pub fn describe(read: &Read) -> String {
     if let Some(f) = p.filter {
         text.push_str(&format!(" --filter '{f}'"));
     }
-    match p.stack {
-        Some(Stack::Kernel) => text.push_str(" -g --kernel-callchains"),
-        Some(Stack::User) => text.push_str(" -g --user-callchains"),
-        None => {}
+    for arg in crate::stack_args(p.stack) {
+        text.push_str(&format!(" {}", arg.to_string_lossy()));
     }
     match read.program {
         ReadProgram::Account(_) => text.push_str(" -p of the workload"),

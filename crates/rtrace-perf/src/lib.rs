@@ -48,12 +48,12 @@ pub use data::{count, Counts};
 use anyhow::{bail, ensure, Context, Result};
 use events::Stack;
 use rtrace_ftrace::{Tracefs, UprobeDef};
-use rtrace_tracer::features::{Ordinary, Unsupported};
+use rtrace_tracer::features::Ordinary;
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where Debian installs perf (`linux-perf`).
 pub const PERF: &str = "/usr/bin/perf";
@@ -180,10 +180,7 @@ pub fn rounding(buffer_size_kb: Option<u64>) -> Option<String> {
 /// `RTRACE_BENCH_RUN`); their uprobe events are the ftrace backend's stale cleanup's (group
 /// `rtrace_<tag>_<seq>`), which must come after: an event perf still holds cannot be removed.
 pub fn remove_stale() -> Result<Vec<String>> {
-    Ok(rtrace_tracer::owner::stop_dead_runs_processes(Some("perf"))
-        .into_iter()
-        .map(|(pid, tag, _)| format!("perf (pid {pid}) of run {tag}"))
-        .collect())
+    Ok(rtrace_tracer::owner::stop_dead_runs_processes(Some("perf")))
 }
 
 impl Tracer for PerfTracer {
@@ -192,14 +189,7 @@ impl Tracer for PerfTracer {
     }
 
     fn check(&self, hook: &Hook) -> Result<()> {
-        if !self.program.is_file() {
-            let missing = Unsupported::Unavailable(format!(
-                "perf not found: apt-get install linux-perf (looked for {})",
-                self.program.display()
-            ));
-            return Err(missing.into());
-        }
-        rtrace_tracer::require_root("perf")?;
+        rtrace_tracer::tool::require("perf", "linux-perf", &self.program)?;
         let (version, number) = program_version(&self.program)?;
         if number < OLDEST {
             bail!(
@@ -399,31 +389,9 @@ struct PerfAttachment {
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl PerfAttachment {
-    /// Hits of our uprobe events since they were created (`uprobe_profile`).
-    fn profile_hits(&self) -> Result<u64> {
-        rtrace_ftrace::uprobe_hits(&self.fs, &self.uprobes)
-    }
-
     /// Removes our uprobe events (perf has exited: a recorded event cannot be removed).
     fn remove_uprobes(&mut self) -> Result<()> {
-        let mut first_err = None;
-        for ev in self.uprobes.drain(..) {
-            let start = Instant::now();
-            loop {
-                match self.fs.append_event("uprobe_events", &format!("-:{ev}")) {
-                    Ok(()) => break,
-                    // EBUSY while the kernel still frees the dead perf's events.
-                    Err(_) if start.elapsed() < RELEASE_TIMEOUT => {
-                        std::thread::sleep(Duration::from_millis(20))
-                    }
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                        break;
-                    }
-                }
-            }
-        }
-        first_err.map_or(Ok(()), Err)
+        rtrace_ftrace::unregister(&self.fs, &mut self.uprobes, RELEASE_TIMEOUT)
     }
 }
 
@@ -433,7 +401,8 @@ impl Attachment for PerfAttachment {
         let exited = record.stop();
         // Read before the events (and their counters) go: the kernel's count of every hit of
         // our uprobe events, in both modes.
-        let profile = (!self.uprobes.is_empty()).then(|| self.profile_hits());
+        let profile =
+            (!self.uprobes.is_empty()).then(|| rtrace_ftrace::uprobe_hits(&self.fs, &self.uprobes));
         let removed = self.remove_uprobes();
         let exited = exited?;
         // perf record ends itself with the SIGINT it was stopped by, once its file is written.
@@ -509,12 +478,7 @@ impl Drop for PerfAttachment {
 fn account(c: &Counts, hits: Option<u64>) -> Result<EventStats> {
     let lost = c.lost();
     let Some(hits) = hits else {
-        return Ok(EventStats {
-            recorded: c.samples,
-            lost,
-            overwritten: 0,
-            outside_tree: 0,
-        });
+        return Ok(EventStats::new(c.samples, lost));
     };
     let overwritten = hits.checked_sub(c.samples + lost).with_context(|| {
         format!(

@@ -95,15 +95,7 @@ impl Tracer for StraceTracer {
             bail!("{SYSCALLS_ONLY}");
         };
         expresses(read.program)?;
-        if !self.program.is_file() {
-            let missing = Unsupported::Unavailable(format!(
-                "strace not found: apt-get install strace (looked for {})",
-                self.program.display()
-            ));
-            return Err(missing.into());
-        }
-        rtrace_tracer::require_root("strace")?;
-        Ok(())
+        rtrace_tracer::tool::require("strace", "strace", &self.program)
     }
 
     fn program(&self, hook: &Hook) -> String {
@@ -171,19 +163,13 @@ impl StraceAttachment {
 impl Attachment for StraceAttachment {
     fn finish(self: Box<Self>) -> Result<EventStats> {
         let recorded = self.stop()?.map_or(0, |(_, n)| n);
-        Ok(EventStats {
-            recorded,
-            ..EventStats::default()
-        })
+        Ok(EventStats::new(recorded, 0))
     }
 
     fn evidence(self: Box<Self>, _pid: u32, _comm: &str) -> Result<Evidence> {
         Ok(match self.stop()? {
             Some((h, n)) => Evidence::of_the_workload(
-                EventStats {
-                    recorded: n,
-                    ..EventStats::default()
-                },
+                EventStats::new(n, 0),
                 &format!("strace's {} ({})", lines::what(h), h.label()),
             ),
             None => Evidence {
@@ -199,12 +185,9 @@ impl Attachment for StraceAttachment {
 /// stopping its process at every system call. Returns what was stopped.
 pub fn remove_stale() -> Result<Vec<String>> {
     // SIGTERM: strace detaches, and its process runs on untraced.
-    Ok(
-        rtrace_tracer::owner::stop_dead_runs_processes(Some("strace"))
-            .into_iter()
-            .map(|(pid, tag, _)| format!("strace (pid {pid}) of run {tag}"))
-            .collect(),
-    )
+    Ok(rtrace_tracer::owner::stop_dead_runs_processes(Some(
+        "strace",
+    )))
 }
 
 #[cfg(test)]

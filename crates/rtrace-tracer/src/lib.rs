@@ -321,6 +321,17 @@ pub struct EventStats {
     pub outside_tree: u64,
 }
 
+impl EventStats {
+    /// `recorded` kept and `lost` lost, none overwritten, none outside a tree.
+    pub fn new(recorded: u64, lost: u64) -> EventStats {
+        EventStats {
+            recorded,
+            lost,
+            ..EventStats::default()
+        }
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

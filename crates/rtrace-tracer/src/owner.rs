@@ -262,9 +262,9 @@ pub fn marked_processes(var: &str) -> Vec<(u32, String)> {
 
 /// Stops the processes tagged with a run that is gone ([`RUN_ENV`]) whose command name is
 /// `comm` (every tagged process for `None`): a tracer that outlived its run keeps its probes on
-/// the traced binary, and every later run would pay their trap. Returns `(pid, tag, comm)` of
-/// each process stopped.
-pub fn stop_dead_runs_processes(comm: Option<&str>) -> Vec<(u32, String, String)> {
+/// the traced binary, and every later run would pay their trap. Returns each process stopped,
+/// as `comm (pid N) of run TAG`.
+pub fn stop_dead_runs_processes(comm: Option<&str>) -> Vec<String> {
     let mut stale = Stale::new();
     let comm_of = |pid: u32| crate::procs::comm(pid).unwrap_or_default();
     let orphans: Vec<(u32, String, String)> = marked_processes(RUN_ENV)
@@ -279,6 +279,9 @@ pub fn stop_dead_runs_processes(comm: Option<&str>) -> Vec<(u32, String, String)
     // their tags: a lock file removed here would make the next backend misjudge them.
     drop(stale);
     orphans
+        .into_iter()
+        .map(|(pid, tag, comm)| format!("{comm} (pid {pid}) of run {tag}"))
+        .collect()
 }
 
 /// SIGTERM to each of `pids`, SIGKILL to those still alive after `grace`; returns once they are

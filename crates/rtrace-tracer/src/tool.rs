@@ -317,6 +317,21 @@ pub fn output(s: Spawn) -> Result<String> {
     Ok(exited.stdout.iter().map(|l| format!("{l}\n")).collect())
 }
 
+/// Fails unless `program` is installed (as [`Unsupported::Unavailable`](crate::features::Unsupported),
+/// naming the Debian `package`) and we run as root: the first check of a backend that runs
+/// the tool `name`.
+pub fn require(name: &'static str, package: &str, program: &Path) -> Result<()> {
+    if !program.is_file() {
+        return Err(crate::features::Unsupported::Unavailable(format!(
+            "{name} not found: apt-get install {package} (looked for {})",
+            program.display()
+        ))
+        .into());
+    }
+    crate::require_root(name)?;
+    Ok(())
+}
+
 /// The first `n` non-empty lines, trimmed and joined with ` / ` (an error stays one line).
 pub fn first_lines(lines: &[impl AsRef<str>], n: usize) -> String {
     let kept: Vec<&str> = lines
