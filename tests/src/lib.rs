@@ -206,6 +206,22 @@ pub fn our_instances() -> Vec<String> {
 }
 
 /// Reads a usdt/sweep JSON result file.
+/// Copies result file `path` into `$RTRACE_KEEP_RESULTS` when it is set: `cargo xtask ci`
+/// renders a report of these in a real browser (`xtask/src/browser.rs`).
+pub fn keep_result(path: &Path) {
+    let Some(dir) = std::env::var_os("RTRACE_KEEP_RESULTS") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    std::fs::create_dir_all(dir).expect("RTRACE_KEEP_RESULTS directory");
+    let stem = path.file_stem().unwrap().to_string_lossy();
+    let name = (0..)
+        .map(|n| dir.join(format!("{stem}-{n}.json")))
+        .find(|p| !p.exists())
+        .unwrap();
+    std::fs::copy(path, name).expect("copy a result file to RTRACE_KEEP_RESULTS");
+}
+
 pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).expect("result file")).expect("valid JSON")
 }

@@ -28,6 +28,7 @@ fn experiments_run_with_exact_accounting_and_leave_nothing() {
     assert_ok(&out);
     assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
     assert_eq!(bpf_ids("link"), bpf_before, "BPF links left behind");
+    keep_result(&dir.path().join("events.json"));
     let v = read_json(&dir.path().join("events.json"));
     assert_eq!(v["baseline"].as_array().unwrap().len(), 4, "two per round");
     assert_buffers(&v, &["bpftrace", "ebpf", "ftrace"]);

@@ -23,6 +23,7 @@ fn baseline_and_each_tracer_account_every_event_and_leave_nothing() {
     assert_ok(&out);
     assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
     assert_eq!(bpf_ids("link"), bpf_before, "BPF links left behind");
+    keep_result(&dir.path().join("npt.json"));
     let v = read_json(&dir.path().join("npt.json"));
     let runs = v["runs"].as_array().unwrap();
     let labels: Vec<&str> = runs.iter().map(|r| r["tracer"].as_str().unwrap()).collect();

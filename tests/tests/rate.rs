@@ -29,6 +29,7 @@ fn short_searches_account_every_point_and_leave_nothing() {
     ]);
     assert_ok(&out);
     assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
+    keep_result(&dir.path().join("rate.json"));
     let v = read_json(&dir.path().join("rate.json"));
     let searches = v["searches"].as_array().unwrap();
     assert_eq!(

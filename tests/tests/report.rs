@@ -21,6 +21,7 @@ fn usdt_run(dir: &Path) -> serde_json::Value {
         dir.to_str().unwrap(),
     ]);
     assert_ok(&out);
+    keep_result(&dir.join("usdt.json"));
     read_json(&dir.join("usdt.json"))
 }
 

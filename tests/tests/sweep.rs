@@ -5,7 +5,7 @@
 //! Run as root: `cargo build --release --workspace --bins` then
 //! `cargo test --release -p rtrace-tests --test sweep -- --test-threads=1`.
 
-use rtrace_tests::{bin, run_tag_of, tracefs_snapshot};
+use rtrace_tests::{bin, keep_result, run_tag_of, tracefs_snapshot};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -97,6 +97,7 @@ fn short_sweep_of_every_available_configuration() {
         "the sweep left tracing state behind"
     );
 
+    keep_result(&dir.path().join("cyclictest-sweep.json"));
     let r = result(dir.path());
     assert_eq!(
         r,

@@ -113,14 +113,24 @@ fn run_all(o: Options) -> Result<()> {
         })
     });
     if !o.no_root_tests {
-        exec(cargo().args([
-            "test",
-            "--release",
-            "-p",
-            "rtrace-tests",
-            "--",
-            "--test-threads=1",
-        ]))?;
+        // Some root tests keep their result files here: their report is checked in a browser.
+        let target = crate::exec::target_dir()?;
+        let kept = target.join("ci-results");
+        let _ = std::fs::remove_dir_all(&kept);
+        exec(
+            cargo()
+                .args([
+                    "test",
+                    "--release",
+                    "-p",
+                    "rtrace-tests",
+                    "--",
+                    "--test-threads=1",
+                ])
+                .env("RTRACE_KEEP_RESULTS", &kept),
+        )?;
+        let bench = target.join("release/rtrace-bench");
+        crate::browser::ci(&bench, &kept, &target.join("browser-check"))?;
     }
     if let Some(prepared) = prepared {
         let prepared = prepared.join().expect("guest preparation panicked");

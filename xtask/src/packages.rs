@@ -38,6 +38,8 @@ pub const PACKAGES: &[&str] = &[
     // The fleet playbook (deploy/fleet.yml) and its root test: ansible-playbook with the
     // ansible.builtin modules only (without recommends: 8 small packages, not the collections).
     "ansible-core",
+    // `cargo xtask ci`'s browser check of a report (headless, xtask/src/browser.rs).
+    "chromium",
 ];
 
 fn installed(pkg: &str) -> bool {

@@ -14,12 +14,12 @@ h1 { margin-bottom: 4px; } h2 { margin-top: 48px; border-bottom: 2px solid #ddd;
 h3 { margin-top: 28px; }
 .sub { color: #666; margin-top: 0; }
 nav a { margin-right: 16px; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-variant-numeric: tabular-nums;
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 15px; font-variant-numeric: tabular-nums;
         display: block; overflow-x: auto; max-width: 100%; }
-th, td { padding: 4px 10px; border-bottom: 1px solid #e4e4e4; text-align: right; }
+th, td { padding: 4px 7px; border-bottom: 1px solid #e4e4e4; text-align: right; }
 th { background: #f4f4f4; } th.group { text-align: center; border-left: 2px solid #ccc; }
-td { white-space: nowrap; } td.first, th.first { text-align: left; } td.wrap { white-space: normal; min-width: 16em; } td.note { white-space: normal; min-width: 8em; } td.group, th.gstart { border-left: 2px solid #ccc; }
-table.env td { text-align: left; } table.env td:first-child { color: #666; white-space: nowrap; }
+td { white-space: nowrap; } td.first, th.first { text-align: left; } td.wrap { white-space: normal; min-width: 6em; } td.note { white-space: normal; min-width: 8em; } td.group, th.gstart { border-left: 2px solid #ccc; }
+table.env td { text-align: left; white-space: normal; overflow-wrap: anywhere; } table.env td:first-child { color: #666; white-space: nowrap; }
 .warnings { background: #fff8e1; border-left: 5px solid #f5a623; padding: 8px 16px; margin: 12px 0; }
 .warnings li { margin: 4px 0; } .warnings code { background: #fff1c4; }
 .kind { font-weight: 600; color: #8a5a00; }
@@ -33,9 +33,11 @@ figcaption { color: #555; margin-top: 4px; max-width: 960px; }
 details pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
 "#;
 
-/// Text cells longer than this wrap; shorter ones (names) stay on one line. A note after the
+/// Cells longer than this wrap, in any column; shorter ones (names, numbers) stay on one line. A note after the
 /// numbers (`td.note`) always wraps, in a narrower column.
-const WRAP_AFTER: usize = 40;
+const WRAP_AFTER: usize = 14;
+/// Column groups per table part (Table 3.1: 3 tracers of 4 columns fit 1400 px).
+const GROUPS_PER_TABLE: usize = 3;
 
 /// Escapes text for HTML.
 pub fn esc(s: &str) -> String {
@@ -103,10 +105,41 @@ fn cell(tag: &str, text: &str, classes: &[&str]) -> String {
         [] => String::new(),
         _ => format!(" class=\"{}\"", classes.join(" ")),
     };
-    format!("<{tag}{class}>{}</{tag}>", esc(text))
+    format!("<{tag}{class}>{}</{tag}>", unit_kept(&esc(text)))
 }
 
-/// A table with its group header row, then a link to its CSV file.
+/// A number and the word after it (`0.23 s`, `12.27 % lost`) and an interval's ends
+/// (`[9439, 11239]`) joined by no-break spaces: a wrapping cell never breaks a number from its
+/// unit nor an interval apart.
+fn unit_kept(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut prev: Option<char> = None;
+    let mut bracket = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        bracket = match c {
+            '[' => true,
+            ']' => false,
+            _ => bracket,
+        };
+        let unit = || {
+            chars
+                .clone()
+                .next()
+                .is_some_and(|n| n.is_alphabetic() || "%×".contains(n))
+        };
+        let joins = c == ' ' && (bracket || prev.is_some_and(|p| p.is_ascii_digit()) && unit());
+        match joins {
+            true => out.push_str("&nbsp;"),
+            false => out.push(c),
+        }
+        prev = Some(c);
+    }
+    out
+}
+
+/// A table with its group header row, a grouped one in parts of [`GROUPS_PER_TABLE`] (each
+/// fits the page), then a link to its CSV file (the whole table).
 fn table(t: &Table, section: &str) -> String {
     let mut out = String::new();
     if let Some(title) = &t.title {
@@ -117,7 +150,24 @@ fn table(t: &Table, section: &str) -> String {
         out.push_str(&format!("<p><b>{}</b>{caption}</p>\n", esc(title)));
     }
     let id = format!("{section}-{}", t.id);
-    out.push_str(&format!("<table id=\"{}\">\n<tr>", esc(&id)));
+    for (n, part) in t.split(GROUPS_PER_TABLE).iter().enumerate() {
+        let id = match n {
+            0 => id.clone(),
+            n => format!("{id}-{}", n + 1),
+        };
+        out.push_str(&table_part(part, &id));
+    }
+    let csv = crate::csv::path(section, &t.id);
+    out.push_str(&format!(
+        "<p class=\"csv\"><a href=\"{}\">CSV</a></p>\n",
+        esc(&csv)
+    ));
+    out
+}
+
+/// One `<table>`: its header rows (the groups' names above their columns), then its rows.
+fn table_part(t: &Table, id: &str) -> String {
+    let mut out = format!("<table id=\"{}\">\n<tr>", esc(id));
     let grouped = !t.groups.is_empty();
     for (i, c) in t.columns.iter().enumerate() {
         if i < t.text_columns {
@@ -154,9 +204,10 @@ fn table(t: &Table, section: &str) -> String {
                 classes.push("first");
                 if t.columns[i].text {
                     classes.push("note");
-                } else if c.shown.chars().count() > WRAP_AFTER {
-                    classes.push("wrap");
                 }
+            }
+            if !classes.contains(&"note") && c.shown.chars().count() > WRAP_AFTER {
+                classes.push("wrap");
             }
             if t.starts_group(i) {
                 classes.push("group");
@@ -169,11 +220,6 @@ fn table(t: &Table, section: &str) -> String {
         out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
-    let csv = crate::csv::path(section, &t.id);
-    out.push_str(&format!(
-        "<p class=\"csv\"><a href=\"{}\">CSV</a></p>\n",
-        esc(&csv)
-    ));
     out
 }
 
