@@ -31,6 +31,9 @@ table.env td { text-align: left; white-space: normal; overflow-wrap: anywhere; }
 figure { margin: 16px 0 32px; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; margin-top: 4px; max-width: 960px; }
 details pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
+.verdict h2 { margin-top: 16px; } .verdict .sub { margin-bottom: 4px; }
+.beside { display: flex; gap: 24px; align-items: flex-start; }
+.beside > div { flex: 0 1 auto; max-width: 70%; } .beside > figure { flex: 1 1 0; min-width: 0; margin: 8px 0; }
 "#;
 
 /// Cells longer than this wrap, in any column; shorter ones (names, numbers) stay on one line. A note after the
@@ -298,6 +301,25 @@ fn section(s: &Section, doc: &Document) -> Result<String> {
 /// The HTML page.
 pub struct Html;
 
+/// The verdict first: its tables and its figure side by side, then the rest of its blocks.
+fn verdict(s: &Section, doc: &Document) -> Result<String> {
+    let pick = |f: fn(&Block) -> bool| -> Vec<Block> {
+        s.blocks.iter().filter(|b| f(b)).cloned().collect()
+    };
+    let tables = pick(|b| matches!(b, Block::Table(_)));
+    let figures = pick(|b| matches!(b, Block::Figure(_)));
+    let rest = pick(|b| !matches!(b, Block::Table(_) | Block::Figure(_)));
+    Ok(format!(
+        "<section class=\"verdict\" id=\"{}\"><h2>{}</h2>\n<p class=\"sub\">{}</p>\n<div class=\"beside\"><div>{}</div>\n{}</div>\n{}</section>\n",
+        esc(&s.id),
+        esc(&s.title),
+        code_spans(&s.subtitle),
+        blocks_html(&tables, &s.id, doc)?,
+        blocks_html(&figures, &s.id, doc)?,
+        blocks_html(&rest, &s.id, doc)?
+    ))
+}
+
 impl Exporter for Html {
     fn name(&self) -> &'static str {
         "html"
@@ -318,10 +340,14 @@ impl Exporter for Html {
                 blocks_html(&doc.shared, "across", doc)?
             ));
         }
-        let summary = format!(
+        let mut summary = match &doc.verdict {
+            Some(v) => verdict(v, doc)?,
+            None => String::new(),
+        };
+        summary.push_str(&format!(
             "<section class=\"summary\"><h2>Summary</h2>\n{}</section>\n",
             blocks_html(&doc.summary, "summary", doc)?
-        );
+        ));
         let (n, total) = (count(doc.sections.len(), "result"), count(total, "warning"));
         let page = format!(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rtrace-bench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>rtrace-bench report</h1>\n<p class=\"sub\">The observer effect of Linux tracers on real-time workloads: {n}, {total}. The same tables in <a href=\"report.md\">Markdown</a>; each table's numbers at full precision in the CSV file linked under it.</p>\n<nav>{nav}</nav>\n{summary}{body}</body>\n</html>\n",

@@ -24,6 +24,9 @@ pub use table::{columns, slug, Cell, Column, Group, Table, Value};
 /// drawn across results.
 #[derive(Debug, Clone, Default)]
 pub struct Document {
+    /// The answer first, before the summary: a table of the tracers and what each costs here
+    /// (and in HTML a figure beside it), when the results measured any.
+    pub verdict: Option<Section>,
     /// The summary: each section's sentences, headed with its id when the report has several.
     pub summary: Vec<Block>,
     /// After the summary, across machines (a fleet), when there is one.
@@ -49,10 +52,10 @@ impl Document {
             .chain(&self.sections)
     }
 
-    /// Every table, with the id of its section, in document order.
+    /// Every table, with the id of its section, in document order (the verdict's first).
     pub fn tables(&self) -> Vec<(&Section, &Table)> {
         let mut out = Vec::new();
-        for s in self.all_sections() {
+        for s in self.verdict.iter().chain(self.all_sections()) {
             walk(&s.blocks, &mut |b| {
                 if let Block::Table(t) = b {
                     out.push((s, t));
@@ -65,7 +68,7 @@ impl Document {
     /// Every figure, in document order.
     pub fn figures(&self) -> Vec<&Figure> {
         let mut out = Vec::new();
-        let fleet = self.fleet.iter().map(|s| &s.blocks[..]);
+        let fleet = (self.verdict.iter().chain(&self.fleet)).map(|s| &s.blocks[..]);
         let blocks = fleet.chain(self.sections.iter().map(|s| &s.blocks[..]));
         for blocks in blocks.chain([&self.shared[..]]) {
             walk(blocks, &mut |b| {

@@ -26,8 +26,9 @@ impl Exporter for Markdown {
 
 /// The Markdown rendering of `doc`.
 pub fn render(doc: &Document) -> String {
+    let verdict = doc.verdict.as_ref().map_or(String::new(), section);
     let mut out = format!(
-        "# rtrace-bench report\n\n## Summary\n\n{}",
+        "# rtrace-bench report\n\n{verdict}## Summary\n\n{}",
         blocks_md(&doc.summary)
     );
     for s in doc.all_sections() {

@@ -55,6 +55,9 @@ pub fn render(doc: &Document, paint: Paint) -> String {
         count(doc.warnings, "warning")
     ));
     out.push('\n');
+    if let Some(v) = &doc.verdict {
+        out.push_str(&section(v, paint));
+    }
     if !doc.summary.is_empty() {
         out.push_str(&format!("\n{}\n", paint.bold("Summary")));
         out.push_str(&blocks_text(&doc.summary, paint));

@@ -68,6 +68,7 @@ pub fn document(report: &Report) -> Result<Document> {
         attachments.push(Output::new("fleet.json", bytes));
     }
     Ok(Document {
+        verdict: crate::answer::section(report)?,
         summary,
         fleet,
         consistency,

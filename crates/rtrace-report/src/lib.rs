@@ -5,6 +5,7 @@
 //! document; `result.rs` loads any result file; `consistency/` sets one hook's cost in every
 //! experiment side by side.
 
+pub mod answer;
 pub mod assemble;
 pub mod bootstrap;
 pub mod compare;

@@ -1,0 +1,330 @@
+//! The answer first: which tracer costs how much on this machine. One table at the top of every
+//! report, a row per tracer recording every event (the cheapest first), a column per thing the
+//! results measured — the per-hit cost on each hook kind, the wake-up shift, the sustained event
+//! rate — with the best cell of each column marked; beside it in HTML, the per-hit costs as bars
+//! on a log axis. Every number is one a section of the report prints: the per-hit costs are the
+//! consistency section's (`crate::consistency::sources`), the rates `rate`'s.
+
+use crate::cost::{Cost, Experiment, Hook};
+use crate::doc::{interval, items, Block, Cell, Column, Figure, Section, Table};
+use crate::figures::bars;
+use crate::result::Report;
+use anyhow::Result;
+use rtrace_measure::interval::Estimate;
+use rtrace_measure::rate::RateResult;
+use rtrace_measure::usdt::HookKind;
+use rtrace_tracer::TracerKind;
+
+/// The section's id: anchors and file names.
+const ID: &str = "verdict";
+/// What marks the best cell of a column.
+const BEST: &str = "★ ";
+
+/// The mode in which `tracer` records every event, the one its row shows: ftrace's and perf's
+/// stream, eBPF's and bpftrace's record, LTTng's tracepoint.
+fn recording(tracer: TracerKind, mode: Option<&str>) -> bool {
+    match tracer {
+        TracerKind::Ftrace | TracerKind::Perf => mode == Some("stream"),
+        TracerKind::Ebpf | TracerKind::Bpftrace => mode == Some("record"),
+        TracerKind::Lttng => mode == Some("tracepoint"),
+        _ => false,
+    }
+}
+
+/// A column of the table: which costs it takes, how it shows them.
+struct Kind {
+    name: &'static str,
+    unit: &'static str,
+    /// ns per shown unit.
+    per: f64,
+    takes: fn(&Cost) -> bool,
+}
+
+const KINDS: [Kind; 5] = [
+    Kind {
+        name: "usdt",
+        unit: "ns",
+        per: 1.0,
+        takes: |c| hot_usdt(c, HookKind::Usdt),
+    },
+    Kind {
+        name: "uprobe",
+        unit: "ns",
+        per: 1.0,
+        takes: |c| hot_usdt(c, HookKind::Uprobe),
+    },
+    Kind {
+        name: "uretprobe",
+        unit: "ns",
+        per: 1.0,
+        takes: |c| hot_usdt(c, HookKind::Uretprobe),
+    },
+    Kind {
+        name: "kernel tp",
+        unit: "ns",
+        per: 1.0,
+        takes: |c| {
+            c.experiment == Experiment::Events
+                && c.hook == Hook::Kernel
+                && c.source.starts_with("events 04 loop")
+        },
+    },
+    Kind {
+        name: "wake-up shift",
+        unit: "µs",
+        per: 1000.0,
+        takes: |c| {
+            c.experiment == Experiment::Sweep
+                && c.hook == Hook::User(HookKind::Usdt)
+                && c.source.starts_with("sweep")
+                && recording(c.tracer, c.mode.as_deref())
+        },
+    },
+];
+
+/// Plain `usdt`'s hot loop on `hook`, in the tracer's recording mode.
+fn hot_usdt(c: &Cost, hook: HookKind) -> bool {
+    c.experiment == Experiment::Usdt
+        && c.source.starts_with("usdt")
+        && !c.source.starts_with("usdt spaced")
+        && c.hook == Hook::User(hook)
+        && recording(c.tracer, c.mode.as_deref())
+}
+
+/// One tracer's row: its cost per column kind (the first the report gives), its sustained rate.
+struct Row {
+    tracer: TracerKind,
+    costs: Vec<Option<Cost>>,
+    rate: Option<(f64, String)>,
+}
+
+/// The verdict section of `report`, `None` when its results measured no per-hit cost or rate.
+pub fn section(report: &Report) -> Result<Option<Section>> {
+    let costs: Vec<Cost> = report
+        .entries
+        .iter()
+        .flat_map(|e| crate::consistency::sources::costs(&e.result))
+        .collect();
+    let rates: Vec<&RateResult> = report.of::<RateResult>().map(|(_, r)| r).collect();
+    let mut rows: Vec<Row> = Vec::new();
+    for tracer in TracerKind::ALL {
+        let costs: Vec<Option<Cost>> = KINDS
+            .iter()
+            .map(|k| {
+                costs
+                    .iter()
+                    .find(|c| c.tracer == tracer && (k.takes)(c))
+                    .cloned()
+            })
+            .collect();
+        let rate = rates.iter().find_map(|r| sustained(r, tracer));
+        if costs.iter().any(Option::is_some) || rate.is_some() {
+            rows.push(Row {
+                tracer,
+                costs,
+                rate,
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    // The cheapest first: by the first column every row has, then by the columns after it.
+    let key = |r: &Row| -> Vec<f64> {
+        r.costs
+            .iter()
+            .map(|c| c.as_ref().map_or(f64::INFINITY, |c| c.ns.estimate))
+            .collect()
+    };
+    rows.sort_by(|a, b| {
+        key(a)
+            .iter()
+            .zip(key(b))
+            .map(|(x, y)| x.total_cmp(&y))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let shown: Vec<usize> = (0..KINDS.len())
+        .filter(|&k| rows.iter().any(|r| r.costs[k].is_some()))
+        .collect();
+    let has_rate = rows.iter().any(|r| r.rate.is_some());
+    let mut table = Table::new("tracers", 1, vec![Column::new("tracer")]);
+    for &k in &shown {
+        let kind = &KINDS[k];
+        table
+            .columns
+            .push(Column::new(kind.name).shown_unit(kind.unit));
+    }
+    if has_rate {
+        table
+            .columns
+            .push(Column::new("sustained rate").shown_unit("events/s"));
+    }
+    let best = |k: usize| -> Option<f64> {
+        rows.iter()
+            .filter_map(|r| r.costs[k].as_ref())
+            .map(|c| c.ns.estimate)
+            .filter(|v| *v > 0.0)
+            .min_by(f64::total_cmp)
+    };
+    let best_rate = rows
+        .iter()
+        .filter_map(|r| r.rate.as_ref().map(|(hz, _)| *hz))
+        .max_by(f64::total_cmp);
+    for r in &rows {
+        let mut cells = vec![Cell::text(label(r.tracer))];
+        for &k in &shown {
+            let kind = &KINDS[k];
+            cells.push(Cell::or_missing(r.costs[k].as_ref(), |c| {
+                let mark = match best(k) == Some(c.ns.estimate) {
+                    true => BEST,
+                    false => "",
+                };
+                Cell::estimate(
+                    interval(&c.ns),
+                    kind.per,
+                    format!("{mark}{}", shown_estimate(&c.ns, kind.per)),
+                )
+            }));
+        }
+        if has_rate {
+            cells.push(Cell::or_missing(r.rate.as_ref(), |(hz, shown)| {
+                let mark = match best_rate == Some(*hz) {
+                    true => BEST,
+                    false => "",
+                };
+                Cell::num(*hz, format!("{mark}{shown}"))
+            }));
+        }
+        table.rows.push(cells);
+    }
+    let mut s = Section {
+        id: ID.into(),
+        title: "Which tracer costs how much here".into(),
+        source: None,
+        subtitle: "Each tracer recording every event (ftrace and perf stream, eBPF and bpftrace record, LTTng tracepoint), the cheapest first; ★ marks the best of a column.".into(),
+        summary: Vec::new(),
+        blocks: vec![
+            Block::Table(table),
+            Block::List(items(columns_said(&shown, has_rate))),
+        ],
+        figures_at: None,
+    };
+    if let Some(f) = figure(&rows, &shown)? {
+        s.blocks.push(Block::Figure(f));
+    }
+    Ok(Some(s))
+}
+
+/// `ftrace (stream)`: the tracer in the mode its row shows.
+fn label(t: TracerKind) -> String {
+    let mode = match t {
+        TracerKind::Ftrace | TracerKind::Perf => "stream",
+        TracerKind::Ebpf | TracerKind::Bpftrace => "record",
+        TracerKind::Lttng => "tracepoint",
+        _ => return t.name().into(),
+    };
+    format!("{} ({mode})", t.name())
+}
+
+/// `62 (37–87)`, `1.36 (1.22–1.49)`: the estimate in the column's unit, with its interval.
+fn shown_estimate(e: &Estimate, per: f64) -> String {
+    let digits = if per > 1.0 { 2 } else { 0 };
+    let f = |v: f64| format!("{:.*}", digits, v / per);
+    match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{} ({}–{})", f(e.estimate), f(l), f(h)),
+        _ => f(e.estimate),
+    }
+}
+
+/// `tracer`'s highest sustained event rate in `r` at its smallest buffer: (events/s, shown).
+fn sustained(r: &RateResult, tracer: TracerKind) -> Option<(f64, String)> {
+    let s = r
+        .searches
+        .iter()
+        .filter(|s| s.tracer == tracer && recording(tracer, s.variant.as_deref().or(Some(mode(r)))))
+        .min_by_key(|s| s.buffer_size_kb)?;
+    let b = s.bound()?;
+    let hz = b.sustained_hz();
+    let at_least = match b {
+        rtrace_measure::rate::Bound::Workload { .. } => "≥ ",
+        _ => "",
+    };
+    Some((
+        hz,
+        format!(
+            "{at_least}{} at {} KiB",
+            crate::rate::rate(hz),
+            s.buffer_size_kb
+        ),
+    ))
+}
+
+/// The record mode `rate` ran its tracers in (`stream`).
+fn mode(r: &RateResult) -> &str {
+    r.config.run.tracer_options["record"]
+        .as_str()
+        .unwrap_or("stream")
+}
+
+/// What each column shown is, where its numbers come from: a line each.
+fn columns_said(shown: &[usize], rate: bool) -> Vec<String> {
+    let mut what = Vec::new();
+    if shown.iter().any(|&k| k < 3) {
+        what.push("usdt, uprobe, uretprobe: the extra ns of a traced hit in a hot loop (plain `usdt`, case 1 minus case 0, 95% interval over rounds).".to_owned());
+    }
+    if shown.contains(&3) {
+        what.push("kernel tp: the extra ns of a `sys_enter_read` event (events 04, the read loop; the BPF tracers with an empty program).".into());
+    }
+    if shown.contains(&4) {
+        what.push("wake-up shift: the median wake-up latency with the USDT probe minus the same runs' untraced wake-ups (`cyclictest-sweep`, builtin loop).".into());
+    }
+    if rate {
+        what.push("sustained rate: the highest event rate sustained at the smallest buffer (`rate`; ≥: the loop's own limit).".into());
+    }
+    what.push("Every mode, hook and run is in the sections below.".into());
+    what
+}
+
+/// The per-hit costs as bars on a log axis, a group per hook kind: `None` without any.
+fn figure(rows: &[Row], shown: &[usize]) -> Result<Option<Figure>> {
+    let kinds: Vec<usize> = shown
+        .iter()
+        .copied()
+        .filter(|&k| KINDS[k].unit == "ns")
+        .collect();
+    if kinds.is_empty() {
+        return Ok(None);
+    }
+    let categories: Vec<String> = kinds.iter().map(|&k| KINDS[k].name.to_owned()).collect();
+    let series: Vec<bars::Bars> = rows
+        .iter()
+        .map(|r| bars::Bars {
+            label: label(r.tracer),
+            colour: crate::figures::style::colour(r.tracer),
+            values: kinds
+                .iter()
+                .map(|&k| r.costs[k].as_ref().map(|c| c.ns))
+                .collect(),
+        })
+        .collect();
+    let title = "Per-hit cost by tracer and hook";
+    let svg = bars::figure(
+        title,
+        &categories,
+        bars::Axes {
+            x: "hook",
+            y: "ns per hit (log)",
+        },
+        &series,
+        None,
+    )?;
+    Ok(Some(Figure {
+        file: format!("{ID}-per-hit.svg"),
+        title: title.into(),
+        caption:
+            "The table's per-hit costs, each tracer recording every event; whiskers: 95% intervals."
+                .into(),
+        svg,
+    }))
+}
