@@ -42,10 +42,6 @@ impl Span {
         }
     }
 
-    pub fn contains(self, x: f64) -> bool {
-        (self.low..=self.high).contains(&x)
-    }
-
     pub const ZERO: Span = Span {
         estimate: 0.0,
         low: 0.0,
