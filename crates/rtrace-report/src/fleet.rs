@@ -11,7 +11,7 @@
 use crate::consistency::cost::{Cost, Experiment, Hook};
 use crate::consistency::{interval, sources};
 use crate::doc::{Block, Cell, Column, Group, Section, Table};
-use crate::format::int;
+use crate::format::{int, unique};
 use crate::result::{Entry, Report};
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::usdt::HookKind;
@@ -79,30 +79,21 @@ type RowKey = (String, usize);
 
 /// The fleet of `report`'s results; `None` when they come from one machine.
 pub fn of(report: &Report) -> Option<Fleet> {
-    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
-    for e in &report.entries {
-        let k = e.result.environment().machine_key();
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
+    fn key(e: &Entry) -> (&str, &str, &str) {
+        e.result.environment().machine_key()
     }
+    let keys = unique(report.entries.iter().map(key));
     if keys.len() < 2 {
         return None;
     }
-    let machine_of = |e: &Entry| {
-        let k = e.result.environment().machine_key();
-        keys.iter().position(|x| *x == k).unwrap_or(0)
-    };
+    let machine_of = |e: &Entry| keys.iter().position(|x| *x == key(e)).unwrap_or(0);
     let names = names(&keys);
     let version = common_version(report);
     let mut machines: Vec<Machine> = keys
         .iter()
         .zip(&names)
         .map(|(k, name)| {
-            let first = report
-                .entries
-                .iter()
-                .find(|e| e.result.environment().machine_key() == *k);
+            let first = report.entries.iter().find(|e| key(e) == *k);
             machine(name, first.map(|e| e.result.environment()))
         })
         .collect();
@@ -173,20 +164,15 @@ fn names(keys: &[(&str, &str, &str)]) -> Vec<String> {
 /// The rtrace-bench version most of the results were measured with (the first such in report
 /// order on a tie).
 fn common_version(report: &Report) -> String {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for e in &report.entries {
-        let v = e.result.tool_version();
-        match counts.iter_mut().find(|(x, _)| *x == v) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((v, 1)),
-        }
-    }
-    let most = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
-    counts
-        .into_iter()
-        .find(|(_, n)| *n == most)
-        .map(|(v, _)| v.to_owned())
-        .unwrap_or_default()
+    let versions: Vec<&str> = report
+        .entries
+        .iter()
+        .map(|e| e.result.tool_version())
+        .collect();
+    let count = |v: &&&str| versions.iter().filter(|x| x == v).count();
+    // `max_by_key` keeps the last of equals: reversed, the first.
+    let most = versions.iter().rev().max_by_key(count);
+    most.map_or_else(String::new, |v| v.to_string())
 }
 
 fn machine(name: &str, env: Option<&rtrace_measure::Environment>) -> Machine {
@@ -258,15 +244,8 @@ fn alone(
     names: &[String],
     machine_of: impl Fn(&Entry) -> usize,
 ) -> Vec<String> {
-    let mut kinds: Vec<&str> = report.entries.iter().map(kind).collect();
-    kinds.dedup();
-    let mut seen = Vec::new();
     let mut out = Vec::new();
-    for k in kinds {
-        if seen.contains(&k) {
-            continue;
-        }
-        seen.push(k);
+    for k in unique(report.entries.iter().map(kind)) {
         let mut on: Vec<usize> = report
             .entries
             .iter()
@@ -324,16 +303,9 @@ impl Fleet {
     /// The columns of `tracer`'s costs of `experiment`, in the order of the first machine's
     /// (then the others').
     fn columns(&self, experiment: &str, tracer: Option<TracerKind>) -> Vec<String> {
-        let mut cols: Vec<String> = Vec::new();
-        for c in &self.costs {
-            if c.experiment == experiment
-                && tracer.is_none_or(|t| c.tracer == t)
-                && !cols.contains(&c.column)
-            {
-                cols.push(c.column.clone());
-            }
-        }
-        cols
+        let of =
+            |c: &&FleetCost| c.experiment == experiment && tracer.is_none_or(|t| c.tracer == t);
+        unique(self.costs.iter().filter(of).map(|c| c.column.clone()))
     }
 
     /// The cost in `row` and `column` (of `tracer`: two tracers may share a column's name).

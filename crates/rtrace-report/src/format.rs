@@ -1,5 +1,6 @@
 //! Number formats and labels every section uses: nanoseconds, microseconds, bytes, a run's
-//! tracer and mode, the environment's rows, the sweep's notes.
+//! tracer and mode, the environment's rows, the sweep's notes; and [`unique`], the order in
+//! which tables list what they group by.
 
 use rtrace_measure::usdt::{CaseResult, UsdtResult};
 use rtrace_measure::Environment;
@@ -199,9 +200,15 @@ pub fn case0_ratio_value(r: &UsdtResult, c: &CaseResult) -> Option<f64> {
     }
 }
 
-/// `1 warning`, `3 warnings`.
-pub fn count(n: usize, noun: &str) -> String {
-    rtrace_doc::count(n, noun)
+/// `items` without repeats, in the order they first come.
+pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for x in items {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -80,14 +80,8 @@ fn hook_rows<'a>(group: &[&'a Cost]) -> Vec<Row<'a>> {
     if group.iter().all(|c| c.experiment == group[0].experiment) || shown.is_empty() {
         return Vec::new();
     }
-    let mut modes: Vec<&Option<String>> = Vec::new();
-    for c in group {
-        if !modes.contains(&&c.mode) {
-            modes.push(&c.mode);
-        }
-    }
     let mut out: Vec<Row<'a>> = Vec::new();
-    for mode in modes {
+    for mode in crate::format::unique(group.iter().map(|c| &c.mode)) {
         for &c in group.iter().filter(|c| &c.mode == mode) {
             let referenced = shown.iter().any(|s| std::ptr::eq(reference(s), c));
             if shown.iter().any(|s| std::ptr::eq(*s, c)) || referenced {
