@@ -11,44 +11,55 @@ use rtrace_measure::events::{
 use rtrace_tracer::features::Feature;
 use rtrace_tracer::TracerKind;
 
-/// The section of events result `r` (entry `e`).
-pub fn section(e: &Entry, r: &EventsResult) -> Section {
-    let mut s = crate::doc::section(
-        e,
-        "per-event cost of tracer features (Gregg's benchmark)",
-        format!(
-            "{} reads per run, {} round(s) on CPU {}; {}; {}.",
-            r.config.reads,
-            r.config.run.rounds,
-            r.config.run.cpu,
-            e.kernel(),
-            r.environment.cpu_model
-        ),
-        summary(r),
-        Some(Block::Note(format!("{}.", note(r)))),
-    );
-    for w in r.workloads() {
-        let name = w.name();
-        let cost_title = format!("{name}: per-event cost, ns (Piotrowski's Table IV)");
-        let slowdown_title = format!("{name}: slowdown (Piotrowski's Table V)");
-        s.table(cost_title, costs(r, w));
-        s.table(slowdown_title, slowdowns(r, w));
+/// Gregg's per-event cost suite.
+impl crate::result::Reported for EventsResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        let r = self;
+        let mut s = crate::doc::section(
+            e,
+            "per-event cost of tracer features (Gregg's benchmark)",
+            format!(
+                "{} reads per run, {} round(s) on CPU {}; {}; {}.",
+                r.config.reads,
+                r.config.run.rounds,
+                r.config.run.cpu,
+                e.kernel(),
+                r.environment.cpu_model
+            ),
+            summary(r),
+            Some(Block::Note(format!("{}.", note(r)))),
+        );
+        for w in r.workloads() {
+            let name = w.name();
+            let cost_title = format!("{name}: per-event cost, ns (Piotrowski's Table IV)");
+            let slowdown_title = format!("{name}: slowdown (Piotrowski's Table V)");
+            s.table(cost_title, costs(r, w));
+            s.table(slowdown_title, slowdowns(r, w));
+        }
+        let accounting = "Accounting: each tracer kept to the workload's process";
+        s.table(accounting, checks(r));
+        let unequal = r.config.run.unequal.iter();
+        s.list(
+            "Not equal between tracers",
+            items(unequal.map(|(t, why)| format!("{t}: {why}"))),
+        );
+        s.list("Not run here", items(not_run(r)));
+        s.list("Runs retried once", items(r.retried.iter().cloned()));
+        s.push(Block::Details {
+            summary: "Programs, Gregg's fastest-run statistic, output checked".into(),
+            blocks: vec![Block::Table(programs(r))],
+        });
+        crate::doc::close(&mut s, e, &r.failed, &r.config);
+        s
     }
-    let accounting = "Accounting: each tracer kept to the workload's process";
-    s.table(accounting, checks(r));
-    let unequal = r.config.run.unequal.iter();
-    s.list(
-        "Not equal between tracers",
-        items(unequal.map(|(t, why)| format!("{t}: {why}"))),
-    );
-    s.list("Not run here", items(not_run(r)));
-    s.list("Runs retried once", items(r.retried.iter().cloned()));
-    s.push(Block::Details {
-        summary: "Programs, Gregg's fastest-run statistic, output checked".into(),
-        blocks: vec![Block::Table(programs(r))],
-    });
-    crate::doc::close(&mut s, e, &r.failed, &r.config);
-    s
+
+    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
+        Some(crate::consistency::cost::Experiment::Events)
+    }
+
+    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
+        crate::consistency::sources::events(self)
+    }
 }
 
 /// The tracers of a result, in table order.
@@ -208,17 +219,14 @@ pub fn checks(r: &EventsResult) -> Table {
         .hook_checks
         .iter()
         .map(|c| {
-            let events = if c.startup > 0 {
-                format!(
-                    "{} recorded + {} lost of {} reads + {} at start-up (measured)",
-                    c.recorded, c.lost, c.reads, c.startup
-                )
-            } else {
-                format!(
-                    "{} recorded + {} lost of {} reads",
-                    c.recorded, c.lost, c.reads
-                )
+            let startup = match c.startup {
+                0 => String::new(),
+                n => format!(" + {n} at start-up (measured)"),
             };
+            let events = format!(
+                "{} recorded + {} lost of {} reads{startup}",
+                c.recorded, c.lost, c.reads
+            );
             vec![
                 Cell::text(c.workload.name()),
                 Cell::text(c.tracer.to_string()),
@@ -286,21 +294,14 @@ pub fn not_run(r: &EventsResult) -> Vec<String> {
 
 /// `[2, 3, 9, 10, 11, 15]` → `02-03, 09-11, 15`.
 fn ranges(n: &[u8]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < n.len() {
-        let mut j = i;
-        while j + 1 < n.len() && n[j + 1] == n[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            format!("{:02}", n[i])
-        } else {
-            format!("{:02}-{:02}", n[i], n[j])
-        });
-        i = j + 1;
-    }
-    out.join(", ")
+    let runs: Vec<String> = n
+        .chunk_by(|a, b| *b == a + 1)
+        .map(|run| match run {
+            [one] => format!("{one:02}"),
+            _ => format!("{:02}-{:02}", run[0], run[run.len() - 1]),
+        })
+        .collect();
+    runs.join(", ")
 }
 
 /// What the tables show and how the numbers are made.
@@ -444,20 +445,6 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
         }
     }
     out
-}
-
-/// Gregg's per-event cost suite.
-impl crate::result::Reported for EventsResult {
-    fn section(&self, e: &Entry, _: &Report) -> Section {
-        section(e, self)
-    }
-    fn cost_experiment(&self) -> Option<crate::consistency::cost::Experiment> {
-        Some(crate::consistency::cost::Experiment::Events)
-    }
-
-    fn costs(&self) -> Vec<crate::consistency::cost::Cost> {
-        crate::consistency::sources::events(self)
-    }
 }
 
 #[cfg(test)]

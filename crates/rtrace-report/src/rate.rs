@@ -7,35 +7,38 @@ use crate::doc::{columns, Block, Cell, Column, Section, Table};
 use crate::result::{Entry, Report};
 use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
 
-/// The section of rate result `r` (entry `e`).
-pub fn section(e: &Entry, r: &RateResult) -> Section {
-    let mut s = crate::doc::section(
-        e,
-        "sustained and lossless event rate",
-        format!(
-            "{} per run on {}; {}; {}.",
-            window(r),
-            on(r),
-            e.kernel(),
-            r.environment.cpu_model
-        ),
-        summary(r),
-        Some(Block::Note(
-            if r.searches.iter().any(|s| s.flood().is_some()) {
-                let flood = crate::format::duration_s(r.config.plan.flood_ms as f64 / 1e3);
-                format!("{}. {NOTE}.", FLOOD_NOTE.replace("{flood}", &flood))
-            } else {
-                format!("{NOTE}.")
-            },
-        )),
-    );
-    s.push(Block::Table(table(r)));
-    s.push(Block::Details {
-        summary: "Every run".into(),
-        blocks: vec![Block::Table(points(r))],
-    });
-    crate::doc::close(&mut s, e, &r.failed, &r.config);
-    s
+/// The lossless-rate search: rates and losses, no time per event.
+impl crate::result::Reported for RateResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        let r = self;
+        let mut s = crate::doc::section(
+            e,
+            "sustained and lossless event rate",
+            format!(
+                "{} per run on {}; {}; {}.",
+                window(r),
+                on(r),
+                e.kernel(),
+                r.environment.cpu_model
+            ),
+            summary(r),
+            Some(Block::Note(
+                if r.searches.iter().any(|s| s.flood().is_some()) {
+                    let flood = crate::format::duration_s(r.config.plan.flood_ms as f64 / 1e3);
+                    format!("{}. {NOTE}.", FLOOD_NOTE.replace("{flood}", &flood))
+                } else {
+                    format!("{NOTE}.")
+                },
+            )),
+        );
+        s.push(Block::Table(table(r)));
+        s.push(Block::Details {
+            summary: "Every run".into(),
+            blocks: vec![Block::Table(points(r))],
+        });
+        crate::doc::close(&mut s, e, &r.failed, &r.config);
+        s
+    }
 }
 
 /// `at least 200 ms and 10 buffer-fulls of events`, or `200 ms` (older files).
@@ -458,13 +461,6 @@ pub fn points(r: &RateResult) -> Table {
     cols.extend(columns(&["hits", "recorded", "lost"]));
     cols.push(Column::new("lost").shown_unit("%"));
     Table::new("points", 3, cols).rows(rows)
-}
-
-/// The lossless-rate search: rates and losses, no time per event.
-impl crate::result::Reported for RateResult {
-    fn section(&self, e: &Entry, _: &Report) -> Section {
-        section(e, self)
-    }
 }
 
 #[cfg(test)]
