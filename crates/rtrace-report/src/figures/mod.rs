@@ -73,11 +73,6 @@ impl Figure {
         matches!(self.kind, Kind::Fleet(_))
     }
 
-    /// Path in the report directory.
-    pub fn path(&self) -> String {
-        format!("figures/{}", self.file)
-    }
-
     /// The figure drawn, as the document shows it.
     pub fn draw(&self, report: &Report) -> Result<crate::doc::Figure> {
         let svg = self
@@ -99,18 +94,14 @@ impl Figure {
             .filter_map(|id| report.entries.iter().find(|e| &e.id == id))
             .collect();
         let first = entries.first().map(|e| &e.result);
-        let needs = |what: &str| format!("{} needs {what} result", self.file);
-        let usdt = || {
-            let r = first.and_then(|r| r.get::<UsdtResult>());
-            r.with_context(|| needs("a usdt"))
-        };
+        let usdt = || model::<UsdtResult>(first, &self.file, "a usdt");
         let sweeps = || -> Vec<(&Entry, &SweepResult)> {
             entries
                 .iter()
                 .filter_map(|e| Some((*e, e.result.get()?)))
                 .collect()
         };
-        let svg = match &self.kind {
+        match &self.kind {
             Kind::Case1Box(pick) => boxplot::figure(
                 style::SIZE,
                 &self.title,
@@ -145,23 +136,10 @@ impl Figure {
             Kind::Case1Polygon(pick) => {
                 polygon(&self.title, *pick, &picked(usdt()?, *pick, Case::Traced))
             }
-            Kind::LossCurve => {
-                let r = first
-                    .and_then(|r| r.get())
-                    .with_context(|| needs("a rate"))?;
-                rate::figure(&self.title, r)
-            }
-            Kind::NptGaps => {
-                let r = first
-                    .and_then(|r| r.get())
-                    .with_context(|| needs("an npt"))?;
-                npt::figure(&self.title, r)
-            }
+            Kind::LossCurve => rate::figure(&self.title, model(first, &self.file, "a rate")?),
+            Kind::NptGaps => npt::figure(&self.title, model(first, &self.file, "an npt")?),
             Kind::EventCosts(w) => {
-                let r = first
-                    .and_then(|r| r.get())
-                    .with_context(|| needs("an events"))?;
-                events::figure(&self.title, r, *w)
+                events::figure(&self.title, model(first, &self.file, "an events")?, *w)
             }
             Kind::Fleet(hook) => {
                 let fleet = crate::fleet::of(report).context("results of one machine")?;
@@ -222,9 +200,18 @@ impl Figure {
                     .collect();
                 latency_histograms(&self.title, series, colours)
             }
-        }?;
-        Ok(svg)
+        }
     }
+}
+
+/// The result as model `R`; an error naming the figure (`file`) and `what` it needs otherwise.
+fn model<'a, R: crate::result::Reported>(
+    r: Option<&'a crate::result::AnyResult>,
+    file: &str,
+    what: &str,
+) -> Result<&'a R> {
+    r.and_then(|r| r.get())
+        .with_context(|| format!("{file} needs {what} result"))
 }
 
 fn decode(h: &str) -> Result<Histogram<u64>> {
