@@ -17,7 +17,7 @@ use rtrace_measure::interval::Estimate;
 use rtrace_measure::usdt::HookKind;
 use rtrace_tracer::TracerKind;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How to read the fleet's tables.
 pub const NOTE: &str = "Each machine is its name (`--machine`, else the hostname), kernel and CPU model: the same host booted on another kernel is another row. Per-hit costs are plain `usdt`'s (case 1 minus case 0 by mean without disturbed samples, 95% interval over rounds), the numbers of each machine's usdt section; shifts are the sweep's (a configuration's median wake-up latency minus the untraced runs beside it). A machine's second result of the same experiment is a repeat: its own row, `run 2`, the spread between repeats is what the machine itself varies";
@@ -128,7 +128,7 @@ pub fn of(report: &Report) -> Option<Fleet> {
             }
         }
     }
-    not_compared.extend(alone(report, &machines, &names, machine_of));
+    not_compared.extend(alone(report, &names, machine_of));
     Some(Fleet {
         machines,
         costs,
@@ -238,12 +238,7 @@ fn usdt_column(c: &Cost) -> String {
 }
 
 /// The experiments only one machine measured, and those the fleet does not set side by side.
-fn alone(
-    report: &Report,
-    machines: &[Machine],
-    names: &[String],
-    machine_of: impl Fn(&Entry) -> usize,
-) -> Vec<String> {
+fn alone(report: &Report, names: &[String], machine_of: impl Fn(&Entry) -> usize) -> Vec<String> {
     let mut out = Vec::new();
     for k in unique(report.entries.iter().map(kind)) {
         let mut on: Vec<usize> = report
@@ -257,10 +252,15 @@ fn alone(
         let compared = matches!(k, "usdt" | "cyclictest-sweep");
         let list: Vec<&str> = on.iter().map(|&m| names[m].as_str()).collect();
         if compared && on.len() == 1 {
+            let others: Vec<&str> = names
+                .iter()
+                .map(|n| n.as_str())
+                .filter(|n| *n != list[0])
+                .collect();
             out.push(format!(
                 "`{k}`: measured on {} only, nothing to set beside it (not on {})",
                 list[0],
-                others(machines, on[0])
+                others.join(", ")
             ));
         } else if !compared {
             out.push(format!(
@@ -272,32 +272,15 @@ fn alone(
     out
 }
 
-fn others(machines: &[Machine], but: usize) -> String {
-    let names: Vec<&str> = machines
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != but)
-        .map(|(_, m)| m.name.as_str())
-        .collect();
-    names.join(", ")
-}
-
 impl Fleet {
     /// The rows of the tables: every machine's runs, in machine order.
     fn rows(&self, experiment: &str) -> Vec<RowKey> {
-        let mut rows: Vec<RowKey> = Vec::new();
-        for m in &self.machines {
-            let mut runs: Vec<usize> = self
-                .costs
-                .iter()
-                .filter(|c| c.machine == m.name && c.experiment == experiment)
-                .map(|c| c.run)
-                .collect();
-            runs.sort_unstable();
-            runs.dedup();
-            rows.extend(runs.into_iter().map(|r| (m.name.clone(), r)));
-        }
-        rows
+        let at = |name: &str| self.machines.iter().position(|m| m.name == name);
+        let of = self.costs.iter().filter(|c| c.experiment == experiment);
+        let rows: BTreeSet<_> = of.map(|c| (at(&c.machine), c.run, &c.machine)).collect();
+        rows.into_iter()
+            .map(|(_, run, m)| (m.clone(), run))
+            .collect()
     }
 
     /// The columns of `tracer`'s costs of `experiment`, in the order of the first machine's
@@ -374,42 +357,34 @@ fn row_name((machine, run): &RowKey) -> String {
 /// The fleet section of `report`; `None` for results of one machine.
 pub fn section(report: &Report) -> Option<Section> {
     let fleet = of(report)?;
-    let mut blocks = vec![Block::Heading("Machines".into()), machines_table(&fleet)];
-    for t in TracerKind::ALL {
-        if let Some(table) = cost_table(&fleet, "usdt", Some(t)) {
-            blocks.push(Block::Heading(format!("{t}: per-hit cost by machine")));
-            blocks.push(Block::Table(table));
-        }
-    }
-    if let Some(table) = cost_table(&fleet, "sweep", None) {
-        blocks.push(Block::Heading(
-            "cyclictest-sweep: median latency shift by machine".into(),
-        ));
-        blocks.push(Block::Table(table));
-    }
-    if fleet.costs.is_empty() {
-        blocks.push(Block::Paragraph(
-            "No usdt or cyclictest-sweep result of these machines could be compared.".into(),
-        ));
-    }
-    if !fleet.not_compared.is_empty() {
-        blocks.push(Block::Heading("Not compared".into()));
-        blocks.push(Block::List(crate::doc::items(
-            fleet.not_compared.iter().cloned(),
-        )));
-    }
-    Some(Section {
+    let mut s = Section {
         id: "fleet".into(),
         title: "the same measurement on several machines".into(),
         source: None,
         subtitle: format!("{NOTE}."),
         summary: summary(&fleet),
-        blocks,
+        blocks: Vec::new(),
         figures_at: None,
-    })
+    };
+    s.table("Machines", machines_table(&fleet));
+    for t in TracerKind::ALL {
+        if let Some(table) = cost_table(&fleet, "usdt", Some(t)) {
+            s.table(format!("{t}: per-hit cost by machine"), table);
+        }
+    }
+    if let Some(table) = cost_table(&fleet, "sweep", None) {
+        s.table("cyclictest-sweep: median latency shift by machine", table);
+    }
+    if fleet.costs.is_empty() {
+        s.push(Block::Paragraph(
+            "No usdt or cyclictest-sweep result of these machines could be compared.".into(),
+        ));
+    }
+    s.list("Not compared", crate::doc::items(fleet.not_compared));
+    Some(s)
 }
 
-fn machines_table(f: &Fleet) -> Block {
+fn machines_table(f: &Fleet) -> Table {
     let names = [
         "machine",
         "hostname",
@@ -441,7 +416,7 @@ fn machines_table(f: &Fleet) -> Block {
             m.results.join(", "),
         ]);
     }
-    Block::Table(t)
+    t
 }
 
 /// A table with a row per machine run and, per column of `experiment` (of `tracer`), the cost
@@ -509,10 +484,7 @@ fn summary(f: &Fleet) -> Vec<String> {
                 continue;
             }
             let by = |a: &&&FleetCost, b: &&&FleetCost| a.ns.estimate.total_cmp(&b.ns.estimate);
-            let (lo, hi) = (
-                firsts.iter().min_by(by).copied(),
-                firsts.iter().max_by(by).copied(),
-            );
+            let (lo, hi) = (firsts.iter().min_by(by), firsts.iter().max_by(by));
             let (Some(lo), Some(hi)) = (lo, hi) else {
                 continue;
             };
