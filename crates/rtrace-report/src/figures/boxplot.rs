@@ -102,13 +102,16 @@ fn log_tick(v: f64) -> String {
     }
 }
 
+/// The lowest whisker (at least 1 ns) and the highest of `series`.
+fn whiskers(series: &[BoxSeries]) -> (f64, f64) {
+    let lo = series.iter().map(|s| s.stats.low.max(1.0));
+    let hi = series.iter().map(|s| s.stats.high);
+    (lo.fold(f64::INFINITY, f64::min), hi.fold(0.0, f64::max))
+}
+
 /// Whether a panel of `series` needs a logarithmic axis (see [`LOG_SPAN`]).
 pub fn needs_log(series: &[BoxSeries]) -> bool {
-    let lo = series
-        .iter()
-        .map(|s| s.stats.low.max(1.0))
-        .fold(f64::INFINITY, f64::min);
-    let hi = series.iter().map(|s| s.stats.high).fold(0.0, f64::max);
+    let (lo, hi) = whiskers(series);
     lo.is_finite() && hi / lo > LOG_SPAN
 }
 
@@ -121,43 +124,31 @@ pub fn panel(
     series: &[BoxSeries],
     unit_ns: f64,
 ) -> Result<()> {
-    let (bottom, top) = y_range(series, unit_ns);
-    if needs_log(series) {
-        let lo = series
-            .iter()
-            .map(|s| s.stats.low.max(1.0))
-            .fold(f64::INFINITY, f64::min)
-            / unit_ns;
-        let hi = series.iter().map(|s| s.stats.high).fold(0.0, f64::max) / unit_ns;
-        let (bottom, top) = (lo / 1.5, hi * 4.0);
-        draw(
-            area,
-            title,
-            &if y_desc.is_empty() {
-                "log scale".to_owned()
-            } else {
-                format!("{y_desc}, log scale")
-            },
-            series,
-            unit_ns,
-            (bottom..top).log_scale(),
-            top,
-            bottom,
-            log_tick,
-        )
-    } else {
-        draw(
+    if !needs_log(series) {
+        let (bottom, top) = y_range(series, unit_ns);
+        let y = bottom..top;
+        return draw(
             area,
             title,
             y_desc,
             series,
             unit_ns,
-            bottom..top,
+            y,
             top,
             bottom,
             style::tick,
-        )
+        );
     }
+    let (lo, hi) = whiskers(series);
+    let (bottom, top) = (lo / unit_ns / 1.5, hi / unit_ns * 4.0);
+    let y_desc = match y_desc {
+        "" => "log scale".to_owned(),
+        _ => format!("{y_desc}, log scale"),
+    };
+    let y = (bottom..top).log_scale();
+    draw(
+        area, title, &y_desc, series, unit_ns, y, top, bottom, log_tick,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]

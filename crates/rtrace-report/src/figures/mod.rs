@@ -249,19 +249,14 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 "Frequency polygon of the case-1 durations: how often each duration occurs, as a share of the calls of each tracer (the thesis' tracers as it ran them, our libbpf eBPF beside them).",
                 Kind::Case1Polygon(Pick::Thesis)));
         }
-        let mut hooks: Vec<HookKind> = r.runs.iter().map(|c| c.hook_kind).collect();
-        hooks.sort_by_key(|h| HookKind::ALL.iter().position(|k| k == h));
-        hooks.dedup();
-        for h in hooks {
+        let measured = |h: &HookKind| r.runs.iter().any(|c| c.hook_kind == *h);
+        for h in HookKind::ALL.into_iter().filter(measured) {
             let all = picked(r, Pick::Hook(h), Case::Traced);
             let same = all.len() == thesis.len()
                 && all.iter().zip(&thesis).all(|(a, b)| std::ptr::eq(*a, *b));
-            let name = |what: &str| {
-                if h == HookKind::Usdt {
-                    what.to_owned()
-                } else {
-                    format!("{what}-{h}")
-                }
+            let name = |what: &str| match h {
+                HookKind::Usdt => what.to_owned(),
+                _ => format!("{what}-{h}"),
             };
             if !all.is_empty() && !same {
                 out.push(fig(e, &name("case1-box-all"), format!("Probe duration, case 1, every tracer and mode ({h} hook)"),
@@ -317,12 +312,11 @@ pub fn plan(report: &Report) -> Vec<Figure> {
         }
     }
     for e in &report.entries {
-        if let Some(r) = e.result.get::<rtrace_measure::rate::RateResult>() {
-            if !r.searches.is_empty() {
-                out.push(fig(e, "loss-curve", "Events lost against the event rate".into(),
-                    "The share of events each tracer and buffer size lost at each rate it was driven at (log axis); the thick tick on the axis marks its highest lossless rate.",
-                    Kind::LossCurve));
-            }
+        let rate = e.result.get::<rtrace_measure::rate::RateResult>();
+        if rate.is_some_and(|r| !r.searches.is_empty()) {
+            out.push(fig(e, "loss-curve", "Events lost against the event rate".into(),
+                "The share of events each tracer and buffer size lost at each rate it was driven at (log axis); the thick tick on the axis marks its highest lossless rate.",
+                Kind::LossCurve));
         }
         if let Some(r) = e.result.get::<rtrace_measure::events::EventsResult>() {
             for w in r.workloads() {
@@ -340,21 +334,16 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 }
             }
         }
-        if let Some(r) = e.result.get::<rtrace_measure::npt::NptResult>() {
-            if !r.runs.is_empty() {
-                out.push(fig(e, "gaps", "npt: gaps of a tight loop, with and without tracing".into(),
-                    "How often each gap length occurred (log count axis) while the loop ran with no tracer and with each tracer consuming its events: the loop's own gap is the first bin; everything to its right took the CPU away from it.",
-                    Kind::NptGaps));
-            }
+        let npt = e.result.get::<rtrace_measure::npt::NptResult>();
+        if npt.is_some_and(|r| !r.runs.is_empty()) {
+            out.push(fig(e, "gaps", "npt: gaps of a tight loop, with and without tracing".into(),
+                "How often each gap length occurred (log count axis) while the loop ran with no tracer and with each tracer consuming its events: the loop's own gap is the first bin; everything to its right took the CPU away from it.",
+                Kind::NptGaps));
         }
     }
-    if let Some(fleet) = crate::fleet::of(report) {
+    if let Some(fleet) = crate::fleet::of(report).filter(|f| f.row_names().len() >= 2) {
         let usdt: Vec<String> = report.usdt().map(|(e, _)| e.id.clone()).collect();
-        let hooks = match fleet.row_names().len() >= 2 {
-            true => fleet.hooks(),
-            false => Vec::new(),
-        };
-        for hook in hooks {
+        for hook in fleet.hooks() {
             out.push(Figure {
                 file: format!("fleet-{hook}.svg"),
                 title: format!("Per-hit cost by machine ({hook} hook)"),
