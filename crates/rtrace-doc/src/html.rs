@@ -177,15 +177,15 @@ fn table(t: &Table, section: &str) -> String {
     out
 }
 
-fn figure(f: &Figure) -> Result<String> {
-    let svg = &f.svg;
-    Ok(format!(
-        "<figure id=\"{}\">\n{svg}\n<figcaption><b>{}.</b> {} <a href=\"{}\">SVG</a></figcaption>\n</figure>\n",
+fn figure(f: &Figure) -> String {
+    format!(
+        "<figure id=\"{}\">\n{}\n<figcaption><b>{}.</b> {} <a href=\"{}\">SVG</a></figcaption>\n</figure>\n",
         esc(&f.file),
+        f.svg,
         esc(&f.title),
         esc(&f.caption),
         esc(&f.path())
-    ))
+    )
 }
 
 fn item(i: &Item) -> String {
@@ -195,8 +195,8 @@ fn item(i: &Item) -> String {
     format!("<li>{}{more}</li>\n", code_spans(&i.text))
 }
 
-fn block(b: &Block, section: &str, doc: &Document) -> Result<String> {
-    Ok(match b {
+fn block(b: &Block, section: &str) -> String {
+    match b {
         Block::Heading(h) => format!("<h3>{}</h3>\n", code_spans(h)),
         Block::Paragraph(p) => format!("<p>{}</p>\n", code_spans(p)),
         Block::Note(p) => format!("<p class=\"sub\">{}</p>\n", code_spans(p)),
@@ -206,11 +206,11 @@ fn block(b: &Block, section: &str, doc: &Document) -> Result<String> {
         ),
         Block::Warnings(list) => warnings(list),
         Block::Table(t) => table(t, section),
-        Block::Figure(f) => figure(f)?,
+        Block::Figure(f) => figure(f),
         Block::Details { summary, blocks } => format!(
             "<details><summary>{}</summary>\n{}</details>\n",
             esc(summary),
-            blocks_html(blocks, section, doc)?
+            blocks_html(blocks, section)
         ),
         Block::Pre(text) => format!("<pre>{}</pre>\n", esc(text)),
         Block::Environment(rows) => {
@@ -221,11 +221,11 @@ fn block(b: &Block, section: &str, doc: &Document) -> Result<String> {
             out.push_str("</table>\n");
             out
         }
-    })
+    }
 }
 
-fn blocks_html(blocks: &[Block], section: &str, doc: &Document) -> Result<String> {
-    blocks.iter().map(|b| block(b, section, doc)).collect()
+fn blocks_html(blocks: &[Block], section: &str) -> String {
+    blocks.iter().map(|b| block(b, section)).collect()
 }
 
 /// `text` with its first letter upper-case.
@@ -235,18 +235,18 @@ fn capitalized(text: &str) -> String {
         .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
 }
 
-fn section(s: &Section, doc: &Document) -> Result<String> {
+fn section(s: &Section) -> String {
     let file = s
         .source
         .as_deref()
         .map_or(String::new(), |f| format!(" — <code>{}</code>", esc(f)));
-    Ok(format!(
+    format!(
         "<section id=\"{0}\">\n<h2>{1} (<code>{0}</code>){file}</h2>\n<p class=\"sub\">{2}</p>\n{3}</section>\n",
         esc(&s.id),
         esc(&capitalized(&s.title)),
         code_spans(&s.subtitle),
-        blocks_html(&s.blocks, &s.id, doc)?
-    ))
+        blocks_html(&s.blocks, &s.id)
+    )
 }
 
 /// The HTML page.
@@ -263,18 +263,18 @@ impl Exporter for Html {
         let mut nav = String::new();
         for s in doc.all_sections() {
             nav.push_str(&format!("<a href=\"#{0}\">{0}</a>", esc(&s.id)));
-            body.push_str(&section(s, doc)?);
+            body.push_str(&section(s));
         }
         if !doc.shared.is_empty() {
             nav.push_str("<a href=\"#across\">across results</a>");
             body.push_str(&format!(
                 "<section id=\"across\"><h2>Across results</h2>\n{}</section>\n",
-                blocks_html(&doc.shared, "across", doc)?
+                blocks_html(&doc.shared, "across")
             ));
         }
         let summary = format!(
             "<section class=\"summary\"><h2>Summary</h2>\n{}</section>\n",
-            blocks_html(&doc.summary, "summary", doc)?
+            blocks_html(&doc.summary, "summary")
         );
         let (n, total) = (count(doc.sections.len(), "result"), count(total, "warning"));
         let page = format!(
