@@ -200,6 +200,15 @@ pub fn case0_ratio_value(r: &UsdtResult, c: &CaseResult) -> Option<f64> {
     }
 }
 
+/// `sentence` of `list` joined by `sep`; `None` when `list` is empty.
+pub fn listed(
+    list: Vec<String>,
+    sep: &str,
+    sentence: impl FnOnce(String) -> String,
+) -> Option<String> {
+    (!list.is_empty()).then(|| sentence(list.join(sep)))
+}
+
 /// `items` without repeats, in the order they first come.
 pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     let mut out = Vec::new();

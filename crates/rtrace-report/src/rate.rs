@@ -4,6 +4,7 @@
 //! loss) and the run at 1.5 times it (which must lose events), then every point measured.
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
+use crate::format::listed;
 use crate::result::{Entry, Report};
 use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
 
@@ -392,12 +393,9 @@ pub fn summary(r: &RateResult) -> Vec<String> {
             Some(format!("{} at {} KiB {what}", label(s), s.buffer_size_kb))
         })
         .collect();
-    if !sustained.is_empty() {
-        out.push(format!(
-            "Highest event rate sustained (flooded, {record}): {}.",
-            sustained.join(", ")
-        ));
-    }
+    out.extend(listed(sustained, ", ", |l| {
+        format!("Highest event rate sustained (flooded, {record}): {l}.")
+    }));
     let list: Vec<String> = r
         .searches
         .iter()
@@ -418,13 +416,10 @@ pub fn summary(r: &RateResult) -> Vec<String> {
             ))
         })
         .collect();
-    if !list.is_empty() {
-        out.push(format!(
-            "Highest event rate recorded without loss (runs of {}, {record}): {}.",
-            window(r),
-            list.join(", ")
-        ));
-    }
+    let window = window(r);
+    out.extend(listed(list, ", ", |l| {
+        format!("Highest event rate recorded without loss (runs of {window}, {record}): {l}.")
+    }));
     out.extend(poll_sentences(r));
     out
 }

@@ -10,7 +10,7 @@
 use super::cost::{wakes, work, Cost, Experiment, Spacing};
 use super::measured::{self, Measured, Span};
 use super::pairs::Row;
-use crate::format::{int, int_plus};
+use crate::format::{int, int_plus, listed};
 use rtrace_measure::interval::Estimate;
 use std::cmp::Ordering;
 
@@ -157,9 +157,7 @@ impl Why {
             ("not measured", &self.not_measured),
             ("contrary", &self.contrary),
         ] {
-            if !list.is_empty() {
-                out.push(format!("{name}: {}", list.join("; ")));
-            }
+            out.extend(listed(list.clone(), "; ", |l| format!("{name}: {l}")));
         }
         out
     }
