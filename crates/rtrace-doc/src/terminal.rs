@@ -39,11 +39,8 @@ impl Paint {
 
     /// `Warning:`.
     pub fn warning(&self, text: &str) -> String {
-        self.bold_in(AnsiColor::Yellow, text)
-    }
-
-    fn bold_in(&self, colour: AnsiColor, text: &str) -> String {
-        self.with(Style::new().bold().fg_color(Some(colour.into())), text)
+        let yellow = Some(AnsiColor::Yellow.into());
+        self.with(Style::new().bold().fg_color(yellow), text)
     }
 }
 

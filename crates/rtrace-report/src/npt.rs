@@ -191,15 +191,11 @@ pub fn table(r: &NptResult) -> Table {
             let fired = run.fired.as_ref();
             let mut row = vec![
                 Cell::text(run.label()),
-                if run.buffer.is_empty() {
-                    Cell::missing()
-                } else {
-                    Cell::text(run.buffer.clone())
-                },
+                Cell::or_missing(Some(&run.buffer).filter(|b| !b.is_empty()), Cell::text),
                 Cell::count(run.done.iterations),
                 stat(fired, |s| s.min_ns),
                 stat(fired, |s| s.p50_ns),
-                Cell::or_missing(fired, |s| Cell::num(s.mean_ns, int(s.mean_ns))),
+                stat(fired, |s| s.mean_ns),
                 stat(fired, |s| s.p9999_ns),
                 stat(fired, |s| s.max_ns),
             ];

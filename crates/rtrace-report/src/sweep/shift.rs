@@ -135,17 +135,9 @@ pub fn us_interval(e: &Estimate) -> String {
     if let (Some(l), Some(h)) = (e.low, e.high) {
         // "−1.37–2.52" reads as a range of two negatives: spell it out then.
         let to = if l < 0.0 { " to " } else { "–" };
-        s.push_str(&format!(" ({}{to}{})", signed(l), signed(h)));
+        s.push_str(&format!(" ({}{to}{})", us(l), us(h)).replace('-', "−"));
     }
     s
-}
-
-fn signed(ns: f64) -> String {
-    if ns < 0.0 {
-        format!("−{}", us(-ns))
-    } else {
-        us(ns)
-    }
 }
 
 /// The shifts as a table, in µs; `None` without a `none` run.
