@@ -192,29 +192,21 @@ where
         let b = &s.stats;
         let v = |ns: f64| (ns / unit_ns).max(bottom);
         let line = s.colour.stroke_width(2);
+        // A horizontal line at `y`, `half` a category each side of the box's centre.
+        let across = |y: f64, half: f64| vec![(x - half, v(y)), (x + half, v(y))];
         chart.draw_series([
             PathElement::new(vec![(x, v(b.q3)), (x, v(b.high))], line),
             PathElement::new(vec![(x, v(b.q1)), (x, v(b.low))], line),
-            PathElement::new(
-                vec![(x - HALF_CAP, v(b.high)), (x + HALF_CAP, v(b.high))],
-                line,
-            ),
-            PathElement::new(
-                vec![(x - HALF_CAP, v(b.low)), (x + HALF_CAP, v(b.low))],
-                line,
-            ),
+            PathElement::new(across(b.high, HALF_CAP), line),
+            PathElement::new(across(b.low, HALF_CAP), line),
         ])?;
+        let corners = [(x - HALF_BOX, v(b.q1)), (x + HALF_BOX, v(b.q3))];
         chart.draw_series([
-            Rectangle::new(
-                [(x - HALF_BOX, v(b.q1)), (x + HALF_BOX, v(b.q3))],
-                s.colour.mix(style::FILL_ALPHA).filled(),
-            ),
-            Rectangle::new([(x - HALF_BOX, v(b.q1)), (x + HALF_BOX, v(b.q3))], line),
+            Rectangle::new(corners, s.colour.mix(style::FILL_ALPHA).filled()),
+            Rectangle::new(corners, line),
         ])?;
-        chart.draw_series([PathElement::new(
-            vec![(x - HALF_BOX, v(b.median)), (x + HALF_BOX, v(b.median))],
-            style::TEXT.stroke_width(3),
-        )])?;
+        let median = PathElement::new(across(b.median, HALF_BOX), style::TEXT.stroke_width(3));
+        chart.draw_series([median])?;
         let note = style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top));
         let far_p99 = if b.p99 / unit_ns <= top {
             chart.draw_series([Circle::new((x, v(b.p99)), 5, s.colour.stroke_width(2))])?;
