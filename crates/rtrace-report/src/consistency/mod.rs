@@ -30,19 +30,24 @@ pub fn section(report: &Report) -> Option<Section> {
     let first = report.entries.first()?;
     let (here, elsewhere): (Vec<&Entry>, Vec<&Entry>) =
         report.entries.iter().partition(|e| same_machine(e, first));
-    let mut kinds: Vec<_> = here.iter().map(|e| kind(e)).collect();
-    kinds.sort();
-    kinds.dedup();
-    if kinds.len() < 2 {
+    if crate::format::unique(here.iter().map(|e| kind(e))).len() < 2 {
         return None;
     }
     let costs = costs(&here);
     let rows = pairs::rows(&costs);
     let verdicts: Vec<Verdict> = rows.iter().map(|r| verdict::of(r, &costs)).collect();
-    let mut blocks = Vec::new();
+    let mut s = Section {
+        id: "consistency".into(),
+        title: "one hook, one cost".into(),
+        source: None,
+        subtitle: format!("{NOTE}."),
+        summary: summary(&rows, &verdicts),
+        blocks: Vec::new(),
+        figures_at: None,
+    };
     if !elsewhere.is_empty() {
         let ids: Vec<String> = elsewhere.iter().map(|e| format!("`{}`", e.id)).collect();
-        blocks.push(Block::Note(format!(
+        s.push(Block::Note(format!(
             "Left out, measured on another machine than `{}` ({}): {}.",
             first.id,
             first.kernel(),
@@ -56,24 +61,15 @@ pub fn section(report: &Report) -> Option<Section> {
             .filter(|(r, _)| r.cost.tracer == tracer)
             .collect();
         if !mine.is_empty() {
-            blocks.push(Block::Heading(tracer.to_string()));
-            blocks.push(Block::Table(table(tracer, &mine)));
+            s.table(tracer.to_string(), table(tracer, &mine));
         }
     }
     if rows.is_empty() {
-        blocks.push(Block::Paragraph(
+        s.push(Block::Paragraph(
             "No tracer and kind of hook was measured by two of these experiments.".into(),
         ));
     }
-    Some(Section {
-        id: "consistency".into(),
-        title: "one hook, one cost".into(),
-        source: None,
-        subtitle: format!("{NOTE}."),
-        summary: summary(&rows, &verdicts),
-        blocks,
-        figures_at: None,
-    })
+    Some(s)
 }
 
 /// On the same machine: name, kernel and CPU model.
