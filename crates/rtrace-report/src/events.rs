@@ -178,12 +178,8 @@ pub fn slowdowns(r: &EventsResult, w: Workload) -> Table {
             .map(|t| Column::new(format!("{t} slowdown")).unit("%")),
     );
     cols.push(Column::new("Piotrowski bpftrace 0.17").unit("%"));
-    Table::new(
-        crate::doc::slug(&format!("slowdowns {}", w.name())),
-        1,
-        cols,
-    )
-    .rows(rows)
+    let id = crate::doc::slug(&format!("slowdowns {}", w.name()));
+    Table::new(id, 1, cols).rows(rows)
 }
 
 /// Every measured cell: program, rounds, Gregg's fastest-run statistic, evidence.
@@ -306,10 +302,9 @@ fn ranges(n: &[u8]) -> String {
 
 /// What the tables show and how the numbers are made.
 pub fn note(r: &EventsResult) -> String {
-    let hooks = if r.config.kprobes {
-        "The BPF tracers hook where Gregg's one-liners do; ftrace and LTTng hook the read syscall's tracepoints.".to_owned()
-    } else {
-        "This kernel has no kprobes: experiments 8-18, which Gregg hooks on kprobe:vfs_read, hook the read syscall's tracepoint syscalls:sys_enter_read (vfs_read's arg2 is its count; 16 times sys_enter_read to sys_exit_read), so their costs include a tracepoint's dispatch instead of a kprobe's; 2 and 3 do not run here.".to_owned()
+    let hooks = match r.config.kprobes {
+        true => "The BPF tracers hook where Gregg's one-liners do; ftrace and LTTng hook the read syscall's tracepoints.",
+        false => "This kernel has no kprobes: experiments 8-18, which Gregg hooks on kprobe:vfs_read, hook the read syscall's tracepoint syscalls:sys_enter_read (vfs_read's arg2 is its count; 16 times sys_enter_read to sys_exit_read), so their costs include a tracepoint's dispatch instead of a kprobe's; 2 and 3 do not run here.",
     };
     let workloads: Vec<String> = r
         .workloads()
@@ -373,25 +368,22 @@ fn beside_gebai_table_iii(r: &EventsResult, w: Workload) -> Option<String> {
 
 /// The summary sentences.
 pub fn summary(r: &EventsResult) -> Vec<String> {
-    let mut out = Vec::new();
     let measured = r
         .cells
         .iter()
         .filter(|c| matches!(c.outcome, Outcome::Measured(_)))
         .count();
-    out.push(format!(
+    let mut out = vec![format!(
         "events: {measured} experiment × tracer cells measured, {} not run here (listed with why); {} of {} accounting checks exact.",
         r.cells.len() - measured,
         r.hook_checks.iter().filter(|c| c.exact()).count(),
         r.hook_checks.len()
-    ));
+    )];
     for w in r.workloads() {
         // Gebai & Dagenais' Table V (strace on an empty ioctl(): ~19× slower) beside ours, with
         // what differs in how strace ran here.
-        let strace = r
-            .cell(w, Feature::TracepointEntry, TracerKind::Strace)
-            .and_then(|c| r.cost(c));
-        if let Some(c) = strace {
+        let pick = |f: Feature, t: TracerKind| r.cell(w, f, t).and_then(|c| r.cost(c));
+        if let Some(c) = pick(Feature::TracepointEntry, TracerKind::Strace) {
             let times = 1.0 + c.slowdown_pct / 100.0;
             let why = r.config.run.unequal.get(TracerKind::Strace.name());
             out.push(format!(
@@ -400,10 +392,7 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
                 why.map_or(String::new(), |why| format!("; here {why}"))
             ));
         }
-        let pick = |f: Feature, t: TracerKind| r.cell(w, f, t).and_then(|c| r.cost(c));
-        if let Some(line) = beside_gebai_table_iii(r, w) {
-            out.push(line);
-        }
+        out.extend(beside_gebai_table_iii(r, w));
         for f in [
             Feature::TracepointEntry,
             Feature::Uprobe,

@@ -28,9 +28,8 @@ impl crate::result::Reported for NptResult {
             Some(Block::Note(format!("{}.", note(r)))),
         );
         s.push(Block::Table(table(r)));
-        for line in kernel_lines(r) {
-            s.push(Block::Note(line));
-        }
+        s.blocks
+            .extend(kernel_lines(r).into_iter().map(Block::Note));
         s.push(Block::Pre(osnoise_line(r).trim_end().to_owned()));
         crate::doc::close(&mut s, e, &r.failed, &r.config);
         s

@@ -49,9 +49,7 @@ pub fn push(s: &mut Section, r: &UsdtResult) {
     s.push(Block::Heading("Per-hit cost by hook (ns)".into()));
     s.push(Block::Note(format!("{NOTE}.")));
     s.push(Block::Table(Table::new("hooks", 1, cols).rows(rows)));
-    if let Some(p) = nop5_paths(r, &costs) {
-        s.push(Block::Paragraph(p));
-    }
+    s.blocks.extend(nop5_paths(r, &costs).map(Block::Paragraph));
     if let Some(call) = costs.call {
         s.push(Block::Paragraph(format!(
             "The plain marker call, nothing attached: {} ns above the barrier baseline by mean, {} ns by p50.",
