@@ -75,10 +75,10 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// A run's trace data in a table cell: `2.5 MB`, `2.5 MB (kept)` while on disk, `-` untraced.
-pub fn trace_cell(d: Option<rtrace_measure::trace_data::TraceData>) -> String {
-    d.map_or("-".into(), |d| {
+pub fn trace_cell(d: Option<rtrace_measure::trace_data::TraceData>) -> rtrace_doc::Cell {
+    rtrace_doc::Cell::or_missing(d, |d| {
         let kept = if d.kept > 0 { " (kept)" } else { "" };
-        format!("{}{kept}", bytes(d.bytes))
+        rtrace_doc::Cell::count_shown(d.bytes, format!("{}{kept}", bytes(d.bytes)))
     })
 }
 

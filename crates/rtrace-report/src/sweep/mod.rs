@@ -142,9 +142,7 @@ pub fn latency(r: &SweepResult) -> Table {
                 ev(|e| e.recorded),
                 ev(|e| e.lost),
                 accounting_cell(acc),
-                Cell::or_missing(run.trace_data, |d| {
-                    Cell::count_shown(d.bytes, trace_cell(Some(d)))
-                }),
+                trace_cell(run.trace_data),
             ]);
             row
         })

@@ -134,9 +134,7 @@ pub fn percentiles(r: &UsdtResult) -> Table {
                 ev(|e| e.hits),
                 ev(|e| e.recorded),
                 ev(|e| e.lost),
-                Cell::or_missing(c.trace_data, |d| {
-                    Cell::count_shown(d.bytes, trace_cell(Some(d)))
-                }),
+                trace_cell(c.trace_data),
             ]
         })
         .collect();
