@@ -9,7 +9,7 @@
 //! [`Environment::machine_key`]: rtrace_measure::Environment::machine_key
 
 use crate::consistency::cost::{Cost, Experiment, Hook};
-use crate::consistency::{interval, sources};
+use crate::consistency::interval;
 use crate::doc::{Block, Cell, Column, Group, Section, Table};
 use crate::format::{int, unique};
 use crate::result::{Entry, Report};
@@ -118,11 +118,11 @@ pub fn of(report: &Report) -> Option<Fleet> {
             ));
             continue;
         }
-        let experiment = match sources::experiment(&e.result) {
+        let experiment = match e.result.model().cost_experiment() {
             Some(x @ (Experiment::Usdt | Experiment::Sweep)) => x,
             _ => continue,
         };
-        for c in sources::costs(&e.result) {
+        for c in e.result.model().costs() {
             if c.experiment == experiment {
                 costs.push(cost(&names[m], *run, e, &c));
             }
@@ -561,7 +561,7 @@ mod tests {
             "a machine's repeats under it"
         );
         // The fleet's numbers are the consistency sources' (the usdt section's).
-        let expected = sources::costs(&r.entries[0].result);
+        let expected = r.entries[0].result.model().costs();
         let a1: Vec<&FleetCost> = f
             .costs
             .iter()

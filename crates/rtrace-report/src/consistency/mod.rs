@@ -79,12 +79,12 @@ fn same_machine(a: &Entry, b: &Entry) -> bool {
 
 /// What experiment an entry is: `usdt` and `usdt --decompose` are two.
 fn kind(e: &Entry) -> (&'static str, Option<cost::Experiment>) {
-    (e.result.experiment(), sources::experiment(&e.result))
+    (e.result.experiment(), e.result.model().cost_experiment())
 }
 
 /// Every entry's costs; a source several entries give is named after each entry.
 fn costs(entries: &[&Entry]) -> Vec<Cost> {
-    let each: Vec<Vec<Cost>> = entries.iter().map(|e| sources::costs(&e.result)).collect();
+    let each: Vec<Vec<Cost>> = entries.iter().map(|e| e.result.model().costs()).collect();
     let given_by = |source: &str| {
         each.iter()
             .filter(|costs| costs.iter().any(|c| c.source == source))

@@ -193,11 +193,8 @@ pub fn of(row: &Row, costs: &[Cost]) -> Verdict {
     if (low..=high).contains(&1.0) {
         return Verdict::Undecided { ratio, low, high };
     }
-    let dearer = match ratio > 1.0 {
-        true => Ordering::Greater,
-        false => Ordering::Less,
-    };
-    let why = Why::of(c, r, costs, dearer);
+    // Beyond the band, so not 1: the cost is the dearer (`Greater`) or the cheaper side.
+    let why = Why::of(c, r, costs, ratio.total_cmp(&1.0));
     match why.accounts() {
         true => Verdict::Explained { ratio, why },
         false => Verdict::Unexplained { ratio, why },
