@@ -95,12 +95,7 @@ impl Figure {
             .collect();
         let first = entries.first().map(|e| &e.result);
         let usdt = || model::<UsdtResult>(first, &self.file, "a usdt");
-        let sweeps = || -> Vec<(&Entry, &SweepResult)> {
-            entries
-                .iter()
-                .filter_map(|e| Some((*e, e.result.get()?)))
-                .collect()
-        };
+        let sweep = || model::<SweepResult>(first, &self.file, "a sweep");
         match &self.kind {
             Kind::Case1Box(pick) => boxplot::figure(
                 style::SIZE,
@@ -153,8 +148,7 @@ impl Figure {
                 staircase::figure(&self.title, &stairs)
             }
             Kind::SweepBox(space) => {
-                let (_, r) = *sweeps().first().context("no sweep")?;
-                let runs = sweep_runs(r, *space);
+                let runs = sweep_runs(sweep()?, *space);
                 let boxes = runs
                     .iter()
                     .map(|run| {
@@ -174,8 +168,7 @@ impl Figure {
                 )
             }
             Kind::SweepHistogram => {
-                let (_, r) = *sweeps().first().context("no sweep")?;
-                let runs = r.runs.iter().filter(|run| run.source == Source::Builtin);
+                let runs = (sweep()?.runs.iter()).filter(|run| run.source == Source::Builtin);
                 let series = runs
                     .clone()
                     .map(|run| (run.config.to_string(), run.histogram.as_str()))
@@ -184,12 +177,13 @@ impl Figure {
                 latency_histograms(&self.title, series, colours)
             }
             Kind::Preemption(config) => {
-                let series: Vec<(String, &str)> = sweeps()
-                    .into_iter()
-                    .filter_map(|(e, r)| {
-                        r.run(*config, Source::Builtin).map(|run| {
-                            (format!("{} ({})", e.kernel(), e.id), run.histogram.as_str())
-                        })
+                let series: Vec<(String, &str)> = (entries.iter())
+                    .filter_map(|e| {
+                        let run = e
+                            .result
+                            .get::<SweepResult>()?
+                            .run(*config, Source::Builtin)?;
+                        Some((format!("{} ({})", e.kernel(), e.id), run.histogram.as_str()))
                     })
                     .collect();
                 let colours = style::SERIES
@@ -287,9 +281,8 @@ pub fn plan(report: &Report) -> Vec<Figure> {
             }
         }
     }
-    let mut sweeps = Vec::new();
-    for (e, r) in report.sweeps() {
-        sweeps.push((e, r));
+    let sweeps: Vec<_> = report.sweeps().collect();
+    for &(e, r) in &sweeps {
         let any = |space: Space| {
             sweep_runs(r, space)
                 .iter()
