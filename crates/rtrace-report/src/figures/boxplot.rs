@@ -92,16 +92,6 @@ const ONE_ROW: usize = 4;
 /// Height of one panel when panels are stacked (px).
 const ROW_PX: u32 = 330;
 
-/// A label on a log axis only at 1, 2 and 5 × 10ⁿ: plotters puts a grid line at every
-/// multiple, and near a decade their labels overprint.
-fn log_tick(v: f64) -> String {
-    if style::one_two_five(v) {
-        style::grouped(v)
-    } else {
-        String::new()
-    }
-}
-
 /// The lowest whisker (at least 1 ns) and the highest of `series`.
 fn whiskers(series: &[BoxSeries]) -> (f64, f64) {
     let lo = series.iter().map(|s| s.stats.low.max(1.0));
@@ -146,9 +136,9 @@ pub fn panel(
         _ => format!("{y_desc}, log scale"),
     };
     let y = (bottom..top).log_scale();
-    draw(
-        area, title, &y_desc, series, unit_ns, y, top, bottom, log_tick,
-    )
+    draw(area, title, &y_desc, series, unit_ns, y, top, bottom, |v| {
+        style::log_label(v, style::grouped)
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -269,7 +259,7 @@ mod tests {
     fn log_axis_labels_only_one_two_five() {
         let shown: Vec<String> = [100.0, 200.0, 300.0, 500.0, 700.0, 900.0, 1000.0, 2000.0]
             .iter()
-            .map(|v| log_tick(*v))
+            .map(|v| style::log_label(*v, style::grouped))
             .filter(|s| !s.is_empty())
             .collect();
         assert_eq!(shown, ["100", "200", "500", "1000", "2000"]);
