@@ -228,11 +228,7 @@ pub fn checks(r: &EventsResult) -> Table {
                 Cell::text(c.tracer.to_string()),
                 Cell::text(c.hook.clone()),
                 Cell::text(events),
-                if c.exact() {
-                    Cell::text("exact")
-                } else {
-                    Cell::text("MISMATCH").flag()
-                },
+                Cell::text(if c.exact() { "exact" } else { "MISMATCH" }).flag_if(!c.exact()),
             ]
         })
         .collect();

@@ -137,12 +137,9 @@ pub fn warning_kind(w: &rtrace_measure::Warning) -> String {
 pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "not exposed".into());
     let yes = |b: bool| if b { "yes" } else { "no" }.to_owned();
-    let or_none = |s: &str| {
-        if s.is_empty() {
-            "none".to_owned()
-        } else {
-            s.to_owned()
-        }
+    let or_none = |s: &str| match s {
+        "" => "none".to_owned(),
+        s => s.to_owned(),
     };
     // Files of older versions record neither.
     let mut machine = Vec::new();

@@ -307,13 +307,9 @@ pub fn table(r: &RateResult) -> Table {
                         )
                     )),
                 },
-                if s.max_lossless_hz.is_none() {
-                    Cell::missing()
-                } else if s.confirmed {
-                    Cell::text("yes")
-                } else {
-                    Cell::text("NO").flag()
-                },
+                Cell::or_missing(s.max_lossless_hz, |_| {
+                    Cell::text(if s.confirmed { "yes" } else { "NO" }).flag_if(!s.confirmed)
+                }),
                 Cell::text(over_cell(s)),
                 Cell::text(steady(s)),
                 Cell::count(s.points.len() as u64),
