@@ -13,7 +13,14 @@ use rtrace_measure::sweep::{Accounting, AccountingRule, Skipped, SweepResult};
 impl crate::result::Reported for SweepResult {
     fn section(&self, e: &Entry, report: &Report) -> Section {
         let r = self;
-        let (c, usdt) = (&r.config, shift::usdt_beside(report, r));
+        // The usdt result it is compared with: the first plain one (not a decomposition, whose
+        // runs are steps of a staircase) measured on the same machine (a per-hit cost from
+        // another machine says nothing about this one).
+        let usdt = report
+            .plain_usdt_of(&r.environment)
+            .first()
+            .map(|&(_, u)| u);
+        let c = &r.config;
         let mut s = crate::doc::section(
             e,
             "wake-up latency",

@@ -115,19 +115,6 @@ pub fn shifts(r: &SweepResult, usdt: Option<&UsdtResult>) -> Vec<Shift> {
         .collect()
 }
 
-/// The usdt result a report compares `sweep` with: the first plain one (not a decomposition,
-/// whose runs are steps of a staircase) measured on the same machine (a per-hit cost from
-/// another machine says nothing about this one).
-pub fn usdt_beside<'a>(
-    report: &'a crate::result::Report,
-    sweep: &SweepResult,
-) -> Option<&'a UsdtResult> {
-    report
-        .plain_usdt_of(&sweep.environment)
-        .first()
-        .map(|&(_, u)| u)
-}
-
 /// `+1.23 (1.10–1.36)` or `+0.58 (−1.37 to 2.52)` in µs, or `+1.23` without an interval.
 pub fn us_interval(e: &Estimate) -> String {
     let sign = if e.estimate >= 0.0 { "+" } else { "−" };
