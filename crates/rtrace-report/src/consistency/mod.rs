@@ -162,14 +162,11 @@ fn table(tracer: TracerKind, rows: &[(&Row, &Verdict)]) -> Table {
 /// The report's sentence on the tables: how many costs agree with their reference, how many a
 /// measured mechanism explains, and where the ones nothing measured explains were measured.
 fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
-    let compared = verdicts
-        .iter()
-        .filter(|v| **v != Verdict::Reference)
-        .count();
+    let count = |f: fn(&Verdict) -> bool| verdicts.iter().filter(|v| f(v)).count();
+    let compared = count(|v| *v != Verdict::Reference);
     if compared == 0 {
         return Vec::new();
     }
-    let count = |f: fn(&Verdict) -> bool| verdicts.iter().filter(|v| f(v)).count();
     // The unexplained ones by experiment and site: (where, ratios).
     let mut unexplained: Vec<((&str, &str), Vec<f64>)> = Vec::new();
     for (r, v) in rows.iter().zip(verdicts) {
