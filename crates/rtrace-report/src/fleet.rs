@@ -11,7 +11,7 @@
 use crate::consistency::cost::{Cost, Experiment, Hook};
 use crate::consistency::interval;
 use crate::doc::{Block, Cell, Column, Group, Section, Table};
-use crate::format::{int, unique};
+use crate::format::{int, listed, unique};
 use crate::result::{Entry, Report};
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::usdt::HookKind;
@@ -408,10 +408,7 @@ fn machines_table(f: &Fleet) -> Table {
             m.kernel_release.clone(),
             m.preemption.clone(),
             m.platform.clone(),
-            match tracers.is_empty() {
-                true => "not recorded".into(),
-                false => tracers.join("; "),
-            },
+            listed(tracers, "; ", |l| l).unwrap_or_else(|| "not recorded".into()),
             m.tool_versions.join(", "),
             m.results.join(", "),
         ]);

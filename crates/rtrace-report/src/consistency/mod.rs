@@ -13,7 +13,7 @@ pub mod sources;
 pub mod verdict;
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
-use crate::format::{int, int_signed};
+use crate::format::{int, int_signed, listed};
 use crate::result::{Entry, Report};
 use cost::Cost;
 use pairs::Row;
@@ -192,10 +192,7 @@ fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
             format!("{} in `{experiment}` on `{site}` ({range})", ratios.len())
         })
         .collect();
-    let places = match places.is_empty() {
-        true => String::new(),
-        false => format!(": {}", places.join(", ")),
-    };
+    let places = listed(places, ", ", |l| format!(": {l}")).unwrap_or_default();
     vec![format!(
         "One hook, one cost: {compared} per-hit costs beside another experiment's; {}{} within {band:.0}% of it, {} not resolved at their precision, {} negative (traced faster than untraced), {} apart by what a mechanism measured in this report accounts for (a residual of at most {band:.0}% of the cost), {n} unexplained by anything measured{places}.",
         match count(|v| matches!(v, Verdict::Measures { .. })) {

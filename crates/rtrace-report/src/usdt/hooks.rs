@@ -3,7 +3,7 @@
 //! ratio, and the plain cost of the marker call the dynamic hooks attach to.
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
-use crate::format::ns;
+use crate::format::{listed, ns};
 use rtrace_measure::usdt::{Case, HookCosts, HookKind, UsdtResult};
 
 /// What the table shows.
@@ -99,9 +99,7 @@ fn nop5_paths(r: &UsdtResult, costs: &HookCosts) -> Option<String> {
                 )
             })
             .collect();
-        if !saved.is_empty() {
-            p += &format!(" ({})", saved.join(", "));
-        }
+        p += &listed(saved, ", ", |l| format!(" ({l})")).unwrap_or_default();
         p += ".";
     }
     Some(p)

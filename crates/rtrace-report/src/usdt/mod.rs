@@ -10,7 +10,7 @@ pub mod table31;
 pub mod threads;
 
 use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
-use crate::format::{case0_ratio_value, int, ns, run_tracer, trace_cell};
+use crate::format::{case0_ratio_value, int, listed, ns, run_tracer, trace_cell};
 use crate::result::{Entry, Report};
 use rtrace_measure::usdt::UsdtResult;
 
@@ -145,9 +145,6 @@ pub fn percentiles(r: &UsdtResult) -> Table {
 /// state (Gebai): case 1 warmed up until its buffer wrapped, ftrace 300,000 (capacity ≤ 65,792),
 /// …`; empty without it.
 fn steady_state(r: &UsdtResult) -> String {
-    if r.config.steady_state.is_empty() {
-        return String::new();
-    }
     let cols: Vec<String> = r
         .config
         .steady_state
@@ -159,10 +156,10 @@ fn steady_state(r: &UsdtResult) -> String {
             )
         })
         .collect();
-    format!(
-        "; steady state (Gebai): case 1 warmed up until its buffer wrapped, {}; the accounting counts those hits too",
-        cols.join(", ")
-    )
+    let line = listed(cols, ", ", |l| {
+        format!("; steady state (Gebai): case 1 warmed up until its buffer wrapped, {l}; the accounting counts those hits too")
+    });
+    line.unwrap_or_default()
 }
 
 #[cfg(test)]
