@@ -111,19 +111,23 @@ fn cell(tag: &str, text: &str, classes: &[&str]) -> String {
     format!("<{tag}{class}>{}</{tag}>", unit_kept(&esc(text)))
 }
 
-/// A number and the word after it (`0.23 s`, `12.27 % lost`) and an interval's ends
-/// (`[9439, 11239]`) joined by no-break spaces: a wrapping cell never breaks a number from its
-/// unit nor an interval apart.
+/// A number and the word after it (`0.23 s`, `12.27 % lost`) and an interval
+/// (`[9439, 11239]`, `(1.00–1.10)`: numbers only) kept together by no-break spaces and word joiners: a
+/// wrapping cell never breaks a number from its unit nor an interval apart.
 fn unit_kept(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut prev: Option<char> = None;
-    let mut bracket = false;
+    let mut inside = false;
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        bracket = match c {
-            '[' => true,
-            ']' => false,
-            _ => bracket,
+        inside = match c {
+            // An interval: numbers only up to its end (not a parenthesis of prose).
+            '[' | '(' => chars
+                .clone()
+                .take_while(|n| !matches!(n, ']' | ')'))
+                .all(|n| !n.is_alphabetic()),
+            ']' | ')' => false,
+            _ => inside,
         };
         let unit = || {
             chars
@@ -131,10 +135,14 @@ fn unit_kept(text: &str) -> String {
                 .next()
                 .is_some_and(|n| n.is_alphabetic() || "%×".contains(n))
         };
-        let joins = c == ' ' && (bracket || prev.is_some_and(|p| p.is_ascii_digit()) && unit());
+        let joins = c == ' ' && (inside || prev.is_some_and(|p| p.is_ascii_digit()) && unit());
         match joins {
             true => out.push_str("&nbsp;"),
             false => out.push(c),
+        }
+        if inside && c == '–' {
+            // WORD JOINER: no line break after the dash of `1.00–1.10`.
+            out.push('\u{2060}');
         }
         prev = Some(c);
     }

@@ -68,9 +68,8 @@ impl Document {
     /// Every figure, in document order.
     pub fn figures(&self) -> Vec<&Figure> {
         let mut out = Vec::new();
-        let fleet = (self.verdict.iter().chain(&self.fleet)).map(|s| &s.blocks[..]);
-        let blocks = fleet.chain(self.sections.iter().map(|s| &s.blocks[..]));
-        for blocks in blocks.chain([&self.shared[..]]) {
+        let sections = (self.verdict.iter().chain(self.all_sections())).map(|s| &s.blocks[..]);
+        for blocks in sections.chain([&self.shared[..]]) {
             walk(blocks, &mut |b| {
                 if let Block::Figure(f) = b {
                     out.push(f);

@@ -26,7 +26,14 @@ impl Exporter for Markdown {
 
 /// The Markdown rendering of `doc`.
 pub fn render(doc: &Document) -> String {
-    let verdict = doc.verdict.as_ref().map_or(String::new(), section);
+    let verdict = doc.verdict.as_ref().map_or(String::new(), |v| {
+        format!(
+            "## {}\n\n{}\n\n{}",
+            v.title,
+            v.subtitle,
+            blocks_md(&v.blocks)
+        )
+    });
     let mut out = format!(
         "# rtrace-bench report\n\n{verdict}## Summary\n\n{}",
         blocks_md(&doc.summary)

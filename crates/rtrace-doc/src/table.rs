@@ -61,16 +61,20 @@ impl Table {
         }
     }
 
+    /// Each group with the index of its first column.
+    fn starts(&self) -> impl Iterator<Item = (usize, &Group)> {
+        self.groups.iter().scan(self.text_columns, |start, g| {
+            *start += g.columns;
+            Some((*start - g.columns, g))
+        })
+    }
+
     /// The group of column `i`.
     pub fn group_of(&self, i: usize) -> Option<&Group> {
-        let mut start = self.text_columns;
-        for g in &self.groups {
-            if (start..start + g.columns).contains(&i) {
-                return Some(g);
-            }
-            start += g.columns;
-        }
-        None
+        let mut spans = self.starts();
+        spans
+            .find(|&(s, g)| (s..s + g.columns).contains(&i))
+            .map(|(_, g)| g)
     }
 
     /// Whether column `i` holds text: a leading text column or a note after the numbers
@@ -81,14 +85,7 @@ impl Table {
 
     /// Whether column `i` starts a group.
     pub fn starts_group(&self, i: usize) -> bool {
-        let mut start = self.text_columns;
-        for g in &self.groups {
-            if i == start {
-                return true;
-            }
-            start += g.columns;
-        }
-        false
+        self.starts().any(|(s, _)| s == i)
     }
 
     /// The table in parts of at most `n` groups each, every part with the text columns; the

@@ -39,11 +39,8 @@ impl Paint {
 
     /// `Warning:`.
     pub fn warning(&self, text: &str) -> String {
-        self.bold_in(AnsiColor::Yellow, text)
-    }
-
-    fn bold_in(&self, colour: AnsiColor, text: &str) -> String {
-        self.with(Style::new().bold().fg_color(Some(colour.into())), text)
+        let yellow = Some(AnsiColor::Yellow.into());
+        self.with(Style::new().bold().fg_color(yellow), text)
     }
 }
 
@@ -56,7 +53,12 @@ pub fn render(doc: &Document, paint: Paint) -> String {
     ));
     out.push('\n');
     if let Some(v) = &doc.verdict {
-        out.push_str(&section(v, paint));
+        out.push_str(&format!(
+            "\n{}\n{}\n",
+            paint.bold(&v.title),
+            plain(&v.subtitle)
+        ));
+        out.push_str(&blocks_text(&v.blocks, paint));
     }
     if !doc.summary.is_empty() {
         out.push_str(&format!("\n{}\n", paint.bold("Summary")));

@@ -103,7 +103,7 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
     let costs: Vec<Cost> = report
         .entries
         .iter()
-        .flat_map(|e| crate::consistency::sources::costs(&e.result))
+        .flat_map(|e| e.result.model().costs())
         .collect();
     let rates: Vec<&RateResult> = report.of::<RateResult>().map(|(_, r)| r).collect();
     let mut rows: Vec<Row> = Vec::new();
@@ -309,7 +309,8 @@ fn figure(rows: &[Row], shown: &[usize]) -> Result<Option<Figure>> {
         })
         .collect();
     let title = "Per-hit cost by tracer and hook";
-    let svg = bars::figure(
+    let svg = bars::figure_in(
+        ((560, 420), 200),
         title,
         &categories,
         bars::Axes {

@@ -38,14 +38,9 @@ pub fn document(report: &Report) -> Result<Document> {
     }
     let fleet_model = crate::fleet::of(report);
     // Across machines, each result's section names its machine.
-    let on: Vec<(String, String)> = fleet_model
-        .as_ref()
-        .map(|f| f.machines.clone())
-        .unwrap_or_default()
-        .into_iter()
-        .flat_map(|m| m.results.into_iter().map(move |id| (id, m.name.clone())))
-        .collect();
-    let machine = |id: &str| on.iter().find(|(i, _)| i == id).map(|(_, m)| m.clone());
+    let machines = fleet_model.as_ref().map_or(&[][..], |f| &f.machines);
+    let on = |id: &str| machines.iter().find(|m| m.results.iter().any(|r| r == id));
+    let machine = |id: &str| on(id).map(|m| m.name.clone());
     for s in &mut sections {
         if let Some(m) = machine(&s.id) {
             s.title = format!("{}, on {m}", s.title);

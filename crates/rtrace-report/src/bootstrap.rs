@@ -18,13 +18,6 @@ pub enum Statistic {
 }
 
 impl Statistic {
-    pub fn name(self) -> &'static str {
-        match self {
-            Statistic::Mean => "mean",
-            Statistic::Median => "median",
-        }
-    }
-
     /// The statistic of weighted values sorted by value; `None` without weight.
     pub fn of(self, values: &[(f64, f64)]) -> Option<f64> {
         let total: f64 = values.iter().map(|v| v.1).sum();
@@ -102,18 +95,8 @@ fn quantile(xs: &[f64], q: f64) -> f64 {
     xs[i.min(xs.len() - 1)]
 }
 
-/// `stat(a) / stat(b)` with a percentile bootstrap interval; `None` when either side is empty
-/// or `stat(b)` is 0.
-pub fn ratio(
-    a: &[(f64, f64)],
-    b: &[(f64, f64)],
-    stat: Statistic,
-    how: Bootstrap,
-) -> Option<Interval> {
-    ratios(a, b, &[stat], how).remove(0)
-}
-
-/// [`ratio`] for several statistics at once, from the same resamples.
+/// `stat(a) / stat(b)` for each of `stats` with a percentile bootstrap interval, from the same
+/// resamples; `None` when either side is empty or `stat(b)` is 0.
 pub fn ratios(
     a: &[(f64, f64)],
     b: &[(f64, f64)],
@@ -155,6 +138,15 @@ pub fn ratios(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ratio(
+        a: &[(f64, f64)],
+        b: &[(f64, f64)],
+        stat: Statistic,
+        how: Bootstrap,
+    ) -> Option<Interval> {
+        ratios(a, b, &[stat], how).remove(0)
+    }
 
     /// `n` samples per value of `values`.
     fn flat(values: &[f64], n: f64) -> Vec<(f64, f64)> {

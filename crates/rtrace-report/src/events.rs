@@ -11,44 +11,55 @@ use rtrace_measure::events::{
 use rtrace_tracer::features::Feature;
 use rtrace_tracer::TracerKind;
 
-/// The section of events result `r` (entry `e`).
-pub fn section(e: &Entry, r: &EventsResult) -> Section {
-    let mut s = crate::doc::section(
-        e,
-        "per-event cost of tracer features (Gregg's benchmark)",
-        format!(
-            "{} reads per run, {} round(s) on CPU {}; {}; {}.",
-            r.config.reads,
-            r.config.run.rounds,
-            r.config.run.cpu,
-            e.kernel(),
-            r.header.environment.cpu_model
-        ),
-        summary(r),
-        Some(Block::Note(format!("{}.", note(r)))),
-    );
-    for w in r.workloads() {
-        let name = w.name();
-        let cost_title = format!("{name}: per-event cost, ns (Piotrowski's Table IV)");
-        let slowdown_title = format!("{name}: slowdown (Piotrowski's Table V)");
-        s.table(cost_title, costs(r, w));
-        s.table(slowdown_title, slowdowns(r, w));
+/// Gregg's per-event cost suite.
+impl crate::result::Reported for EventsResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        let r = self;
+        let mut s = crate::doc::section(
+            e,
+            "per-event cost of tracer features (Gregg's benchmark)",
+            format!(
+                "{} reads per run, {} round(s) on CPU {}; {}; {}.",
+                r.config.reads,
+                r.config.run.rounds,
+                r.config.run.cpu,
+                e.kernel(),
+                r.header.environment.cpu_model
+            ),
+            summary(r),
+            Some(Block::Note(format!("{}.", note(r)))),
+        );
+        for w in r.workloads() {
+            let name = w.name();
+            let cost_title = format!("{name}: per-event cost, ns (Piotrowski's Table IV)");
+            let slowdown_title = format!("{name}: slowdown (Piotrowski's Table V)");
+            s.table(cost_title, costs(r, w));
+            s.table(slowdown_title, slowdowns(r, w));
+        }
+        let accounting = "Accounting: each tracer kept to the workload's process";
+        s.table(accounting, checks(r));
+        let unequal = r.config.run.unequal.iter();
+        s.list(
+            "Not equal between tracers",
+            items(unequal.map(|(t, why)| format!("{t}: {why}"))),
+        );
+        s.list("Not run here", items(not_run(r)));
+        s.list("Runs retried once", items(r.retried.iter().cloned()));
+        s.push(Block::Details {
+            summary: "Programs, Gregg's fastest-run statistic, output checked".into(),
+            blocks: vec![Block::Table(programs(r))],
+        });
+        crate::doc::close(&mut s, e, &r.failed, &r.config);
+        s
     }
-    let accounting = "Accounting: each tracer kept to the workload's process";
-    s.table(accounting, checks(r));
-    let unequal = r.config.run.unequal.iter();
-    s.list(
-        "Not equal between tracers",
-        items(unequal.map(|(t, why)| format!("{t}: {why}"))),
-    );
-    s.list("Not run here", items(not_run(r)));
-    s.list("Runs retried once", items(r.retried.iter().cloned()));
-    s.push(Block::Details {
-        summary: "Programs, Gregg's fastest-run statistic, output checked".into(),
-        blocks: vec![Block::Table(programs(r))],
-    });
-    crate::doc::close(&mut s, e, &r.failed, &r.config);
-    s
+
+    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
+        Some(crate::cost::Experiment::Events)
+    }
+
+    fn costs(&self) -> Vec<crate::cost::Cost> {
+        crate::consistency::sources::events(self)
+    }
 }
 
 /// The tracers of a result, in table order.
@@ -167,12 +178,8 @@ pub fn slowdowns(r: &EventsResult, w: Workload) -> Table {
             .map(|t| Column::new(format!("{t} slowdown")).unit("%")),
     );
     cols.push(Column::new("Piotrowski bpftrace 0.17").unit("%"));
-    Table::new(
-        crate::doc::slug(&format!("slowdowns {}", w.name())),
-        1,
-        cols,
-    )
-    .rows(rows)
+    let id = crate::doc::slug(&format!("slowdowns {}", w.name()));
+    Table::new(id, 1, cols).rows(rows)
 }
 
 /// Every measured cell: program, rounds, Gregg's fastest-run statistic, evidence.
@@ -208,27 +215,20 @@ pub fn checks(r: &EventsResult) -> Table {
         .hook_checks
         .iter()
         .map(|c| {
-            let events = if c.startup > 0 {
-                format!(
-                    "{} recorded + {} lost of {} reads + {} at start-up (measured)",
-                    c.recorded, c.lost, c.reads, c.startup
-                )
-            } else {
-                format!(
-                    "{} recorded + {} lost of {} reads",
-                    c.recorded, c.lost, c.reads
-                )
+            let startup = match c.startup {
+                0 => String::new(),
+                n => format!(" + {n} at start-up (measured)"),
             };
+            let events = format!(
+                "{} recorded + {} lost of {} reads{startup}",
+                c.recorded, c.lost, c.reads
+            );
             vec![
                 Cell::text(c.workload.name()),
                 Cell::text(c.tracer.to_string()),
                 Cell::text(c.hook.clone()),
                 Cell::text(events),
-                if c.exact() {
-                    Cell::text("exact")
-                } else {
-                    Cell::text("MISMATCH").flag()
-                },
+                Cell::text(if c.exact() { "exact" } else { "MISMATCH" }).flag_if(!c.exact()),
             ]
         })
         .collect();
@@ -286,29 +286,21 @@ pub fn not_run(r: &EventsResult) -> Vec<String> {
 
 /// `[2, 3, 9, 10, 11, 15]` → `02-03, 09-11, 15`.
 fn ranges(n: &[u8]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < n.len() {
-        let mut j = i;
-        while j + 1 < n.len() && n[j + 1] == n[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            format!("{:02}", n[i])
-        } else {
-            format!("{:02}-{:02}", n[i], n[j])
-        });
-        i = j + 1;
-    }
-    out.join(", ")
+    let runs: Vec<String> = n
+        .chunk_by(|a, b| *b == a + 1)
+        .map(|run| match run {
+            [one] => format!("{one:02}"),
+            _ => format!("{:02}-{:02}", run[0], run[run.len() - 1]),
+        })
+        .collect();
+    runs.join(", ")
 }
 
 /// What the tables show and how the numbers are made.
 pub fn note(r: &EventsResult) -> String {
-    let hooks = if r.config.kprobes {
-        "The BPF tracers hook where Gregg's one-liners do; ftrace and LTTng hook the read syscall's tracepoints.".to_owned()
-    } else {
-        "This kernel has no kprobes: experiments 8-18, which Gregg hooks on kprobe:vfs_read, hook the read syscall's tracepoint syscalls:sys_enter_read (vfs_read's arg2 is its count; 16 times sys_enter_read to sys_exit_read), so their costs include a tracepoint's dispatch instead of a kprobe's; 2 and 3 do not run here.".to_owned()
+    let hooks = match r.config.kprobes {
+        true => "The BPF tracers hook where Gregg's one-liners do; ftrace and LTTng hook the read syscall's tracepoints.",
+        false => "This kernel has no kprobes: experiments 8-18, which Gregg hooks on kprobe:vfs_read, hook the read syscall's tracepoint syscalls:sys_enter_read (vfs_read's arg2 is its count; 16 times sys_enter_read to sys_exit_read), so their costs include a tracepoint's dispatch instead of a kprobe's; 2 and 3 do not run here.",
     };
     let workloads: Vec<String> = r
         .workloads()
@@ -372,25 +364,22 @@ fn beside_gebai_table_iii(r: &EventsResult, w: Workload) -> Option<String> {
 
 /// The summary sentences.
 pub fn summary(r: &EventsResult) -> Vec<String> {
-    let mut out = Vec::new();
     let measured = r
         .cells
         .iter()
         .filter(|c| matches!(c.outcome, Outcome::Measured(_)))
         .count();
-    out.push(format!(
+    let mut out = vec![format!(
         "events: {measured} experiment × tracer cells measured, {} not run here (listed with why); {} of {} accounting checks exact.",
         r.cells.len() - measured,
         r.hook_checks.iter().filter(|c| c.exact()).count(),
         r.hook_checks.len()
-    ));
+    )];
     for w in r.workloads() {
         // Gebai & Dagenais' Table V (strace on an empty ioctl(): ~19× slower) beside ours, with
         // what differs in how strace ran here.
-        let strace = r
-            .cell(w, Feature::TracepointEntry, TracerKind::Strace)
-            .and_then(|c| r.cost(c));
-        if let Some(c) = strace {
+        let pick = |f: Feature, t: TracerKind| r.cell(w, f, t).and_then(|c| r.cost(c));
+        if let Some(c) = pick(Feature::TracepointEntry, TracerKind::Strace) {
             let times = 1.0 + c.slowdown_pct / 100.0;
             let why = r.config.run.unequal.get(TracerKind::Strace.name());
             out.push(format!(
@@ -399,10 +388,7 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
                 why.map_or(String::new(), |why| format!("; here {why}"))
             ));
         }
-        let pick = |f: Feature, t: TracerKind| r.cell(w, f, t).and_then(|c| r.cost(c));
-        if let Some(line) = beside_gebai_table_iii(r, w) {
-            out.push(line);
-        }
+        out.extend(beside_gebai_table_iii(r, w));
         for f in [
             Feature::TracepointEntry,
             Feature::Uprobe,
@@ -444,20 +430,6 @@ pub fn summary(r: &EventsResult) -> Vec<String> {
         }
     }
     out
-}
-
-/// Gregg's per-event cost suite.
-impl crate::result::Reported for EventsResult {
-    fn section(&self, e: &Entry, _: &Report) -> Section {
-        section(e, self)
-    }
-    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
-        Some(crate::cost::Experiment::Events)
-    }
-
-    fn costs(&self) -> Vec<crate::cost::Cost> {
-        crate::consistency::sources::events(self)
-    }
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ fn the_summary_ends_with_what_the_job_left_out() {
     let heading = md.find("Left out").expect("a heading");
     let line = md.find(&format!("- {left}"));
     assert!(line.is_some_and(|l| l > heading), "{md}");
-    let first_section = md.find("\n## `").unwrap();
+    let first_section = heading + md[heading..].find("\n## `").unwrap();
     assert!(
         heading < first_section,
         "in the summary, before the sections"
@@ -87,9 +87,12 @@ fn report_has_every_section() {
 #[test]
 fn page_is_self_contained_and_has_everything() {
     let report = fixtures::report();
-    let out = Html.export(&document(&report).unwrap()).unwrap().remove(0);
+    let doc = document(&report).unwrap();
+    let out = Html.export(&doc).unwrap().remove(0);
     let page = String::from_utf8(out.bytes).unwrap();
-    let svgs = crate::figures::plan(&report).len();
+    // Every planned figure, and the verdict's beside its table.
+    let svgs = crate::figures::plan(&report).len() + 1;
+    assert_eq!(doc.figures().len(), svgs);
     assert_eq!(page.matches("<svg").count(), svgs);
     assert_has(
         &page,

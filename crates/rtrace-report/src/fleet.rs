@@ -8,16 +8,16 @@
 //!
 //! [`Environment::machine_key`]: rtrace_measure::Environment::machine_key
 
-use crate::consistency::{interval, sources};
+use crate::consistency::interval;
 use crate::cost::{Cost, Experiment, Hook};
 use crate::doc::{Block, Cell, Column, Group, Section, Table};
-use crate::format::int;
+use crate::format::{int, listed, unique};
 use crate::result::{Entry, Report};
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::usdt::HookKind;
 use rtrace_tracer::TracerKind;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How to read the fleet's tables.
 pub const NOTE: &str = "Each machine is its name (`--machine`, else the hostname), kernel and CPU model: the same host booted on another kernel is another row. Per-hit costs are plain `usdt`'s (case 1 minus case 0 by mean without disturbed samples, 95% interval over rounds), the numbers of each machine's usdt section; shifts are the sweep's (a configuration's median wake-up latency minus the untraced runs beside it). A machine's second result of the same experiment is a repeat: its own row, `run 2`, the spread between repeats is what the machine itself varies";
@@ -79,30 +79,21 @@ type RowKey = (String, usize);
 
 /// The fleet of `report`'s results; `None` when they come from one machine.
 pub fn of(report: &Report) -> Option<Fleet> {
-    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
-    for e in &report.entries {
-        let k = e.result.environment().machine_key();
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
+    fn key(e: &Entry) -> (&str, &str, &str) {
+        e.result.environment().machine_key()
     }
+    let keys = unique(report.entries.iter().map(key));
     if keys.len() < 2 {
         return None;
     }
-    let machine_of = |e: &Entry| {
-        let k = e.result.environment().machine_key();
-        keys.iter().position(|x| *x == k).unwrap_or(0)
-    };
+    let machine_of = |e: &Entry| keys.iter().position(|x| *x == key(e)).unwrap_or(0);
     let names = names(&keys);
     let version = common_version(report);
     let mut machines: Vec<Machine> = keys
         .iter()
         .zip(&names)
         .map(|(k, name)| {
-            let first = report
-                .entries
-                .iter()
-                .find(|e| e.result.environment().machine_key() == *k);
+            let first = report.entries.iter().find(|e| key(e) == *k);
             machine(name, first.map(|e| e.result.environment()))
         })
         .collect();
@@ -127,17 +118,17 @@ pub fn of(report: &Report) -> Option<Fleet> {
             ));
             continue;
         }
-        let experiment = match sources::experiment(&e.result) {
+        let experiment = match e.result.model().cost_experiment() {
             Some(x @ (Experiment::Usdt | Experiment::Sweep)) => x,
             _ => continue,
         };
-        for c in sources::costs(&e.result) {
+        for c in e.result.model().costs() {
             if c.experiment == experiment {
                 costs.push(cost(&names[m], *run, e, &c));
             }
         }
     }
-    not_compared.extend(alone(report, &machines, &names, machine_of));
+    not_compared.extend(alone(report, &names, machine_of));
     Some(Fleet {
         machines,
         costs,
@@ -173,20 +164,15 @@ fn names(keys: &[(&str, &str, &str)]) -> Vec<String> {
 /// The rtrace-bench version most of the results were measured with (the first such in report
 /// order on a tie).
 fn common_version(report: &Report) -> String {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for e in &report.entries {
-        let v = &e.result.header().tool_version;
-        match counts.iter_mut().find(|(x, _)| *x == v) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((v, 1)),
-        }
-    }
-    let most = counts.iter().map(|(_, n)| *n).max().unwrap_or(0);
-    counts
-        .into_iter()
-        .find(|(_, n)| *n == most)
-        .map(|(v, _)| v.to_owned())
-        .unwrap_or_default()
+    let versions: Vec<&str> = report
+        .entries
+        .iter()
+        .map(|e| e.result.header().tool_version.as_str())
+        .collect();
+    let count = |v: &&&str| versions.iter().filter(|x| x == v).count();
+    // `max_by_key` keeps the last of equals: reversed, the first.
+    let most = versions.iter().rev().max_by_key(count);
+    most.map_or_else(String::new, |v| v.to_string())
 }
 
 fn machine(name: &str, env: Option<&rtrace_measure::Environment>) -> Machine {
@@ -252,21 +238,9 @@ fn usdt_column(c: &Cost) -> String {
 }
 
 /// The experiments only one machine measured, and those the fleet does not set side by side.
-fn alone(
-    report: &Report,
-    machines: &[Machine],
-    names: &[String],
-    machine_of: impl Fn(&Entry) -> usize,
-) -> Vec<String> {
-    let mut kinds: Vec<&str> = report.entries.iter().map(kind).collect();
-    kinds.dedup();
-    let mut seen = Vec::new();
+fn alone(report: &Report, names: &[String], machine_of: impl Fn(&Entry) -> usize) -> Vec<String> {
     let mut out = Vec::new();
-    for k in kinds {
-        if seen.contains(&k) {
-            continue;
-        }
-        seen.push(k);
+    for k in unique(report.entries.iter().map(kind)) {
         let mut on: Vec<usize> = report
             .entries
             .iter()
@@ -278,10 +252,15 @@ fn alone(
         let compared = matches!(k, "usdt" | "cyclictest-sweep");
         let list: Vec<&str> = on.iter().map(|&m| names[m].as_str()).collect();
         if compared && on.len() == 1 {
+            let others: Vec<&str> = names
+                .iter()
+                .map(|n| n.as_str())
+                .filter(|n| *n != list[0])
+                .collect();
             out.push(format!(
                 "`{k}`: measured on {} only, nothing to set beside it (not on {})",
                 list[0],
-                others(machines, on[0])
+                others.join(", ")
             ));
         } else if !compared {
             out.push(format!(
@@ -293,47 +272,23 @@ fn alone(
     out
 }
 
-fn others(machines: &[Machine], but: usize) -> String {
-    let names: Vec<&str> = machines
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != but)
-        .map(|(_, m)| m.name.as_str())
-        .collect();
-    names.join(", ")
-}
-
 impl Fleet {
     /// The rows of the tables: every machine's runs, in machine order.
     fn rows(&self, experiment: &str) -> Vec<RowKey> {
-        let mut rows: Vec<RowKey> = Vec::new();
-        for m in &self.machines {
-            let mut runs: Vec<usize> = self
-                .costs
-                .iter()
-                .filter(|c| c.machine == m.name && c.experiment == experiment)
-                .map(|c| c.run)
-                .collect();
-            runs.sort_unstable();
-            runs.dedup();
-            rows.extend(runs.into_iter().map(|r| (m.name.clone(), r)));
-        }
-        rows
+        let at = |name: &str| self.machines.iter().position(|m| m.name == name);
+        let of = self.costs.iter().filter(|c| c.experiment == experiment);
+        let rows: BTreeSet<_> = of.map(|c| (at(&c.machine), c.run, &c.machine)).collect();
+        rows.into_iter()
+            .map(|(_, run, m)| (m.clone(), run))
+            .collect()
     }
 
     /// The columns of `tracer`'s costs of `experiment`, in the order of the first machine's
     /// (then the others').
     fn columns(&self, experiment: &str, tracer: Option<TracerKind>) -> Vec<String> {
-        let mut cols: Vec<String> = Vec::new();
-        for c in &self.costs {
-            if c.experiment == experiment
-                && tracer.is_none_or(|t| c.tracer == t)
-                && !cols.contains(&c.column)
-            {
-                cols.push(c.column.clone());
-            }
-        }
-        cols
+        let of =
+            |c: &&FleetCost| c.experiment == experiment && tracer.is_none_or(|t| c.tracer == t);
+        unique(self.costs.iter().filter(of).map(|c| c.column.clone()))
     }
 
     /// The cost in `row` and `column` (of `tracer`: two tracers may share a column's name).
@@ -402,42 +357,34 @@ fn row_name((machine, run): &RowKey) -> String {
 /// The fleet section of `report`; `None` for results of one machine.
 pub fn section(report: &Report) -> Option<Section> {
     let fleet = of(report)?;
-    let mut blocks = vec![Block::Heading("Machines".into()), machines_table(&fleet)];
-    for t in TracerKind::ALL {
-        if let Some(table) = cost_table(&fleet, "usdt", Some(t)) {
-            blocks.push(Block::Heading(format!("{t}: per-hit cost by machine")));
-            blocks.push(Block::Table(table));
-        }
-    }
-    if let Some(table) = cost_table(&fleet, "sweep", None) {
-        blocks.push(Block::Heading(
-            "cyclictest-sweep: median latency shift by machine".into(),
-        ));
-        blocks.push(Block::Table(table));
-    }
-    if fleet.costs.is_empty() {
-        blocks.push(Block::Paragraph(
-            "No usdt or cyclictest-sweep result of these machines could be compared.".into(),
-        ));
-    }
-    if !fleet.not_compared.is_empty() {
-        blocks.push(Block::Heading("Not compared".into()));
-        blocks.push(Block::List(crate::doc::items(
-            fleet.not_compared.iter().cloned(),
-        )));
-    }
-    Some(Section {
+    let mut s = Section {
         id: "fleet".into(),
         title: "the same measurement on several machines".into(),
         source: None,
         subtitle: format!("{NOTE}."),
         summary: summary(&fleet),
-        blocks,
+        blocks: Vec::new(),
         figures_at: None,
-    })
+    };
+    s.table("Machines", machines_table(&fleet));
+    for t in TracerKind::ALL {
+        if let Some(table) = cost_table(&fleet, "usdt", Some(t)) {
+            s.table(format!("{t}: per-hit cost by machine"), table);
+        }
+    }
+    if let Some(table) = cost_table(&fleet, "sweep", None) {
+        s.table("cyclictest-sweep: median latency shift by machine", table);
+    }
+    if fleet.costs.is_empty() {
+        s.push(Block::Paragraph(
+            "No usdt or cyclictest-sweep result of these machines could be compared.".into(),
+        ));
+    }
+    s.list("Not compared", crate::doc::items(fleet.not_compared));
+    Some(s)
 }
 
-fn machines_table(f: &Fleet) -> Block {
+fn machines_table(f: &Fleet) -> Table {
     let names = [
         "machine",
         "hostname",
@@ -461,15 +408,12 @@ fn machines_table(f: &Fleet) -> Block {
             m.kernel_release.clone(),
             m.preemption.clone(),
             m.platform.clone(),
-            match tracers.is_empty() {
-                true => "not recorded".into(),
-                false => tracers.join("; "),
-            },
+            listed(tracers, "; ", |l| l).unwrap_or_else(|| "not recorded".into()),
             m.tool_versions.join(", "),
             m.results.join(", "),
         ]);
     }
-    Block::Table(t)
+    t
 }
 
 /// A table with a row per machine run and, per column of `experiment` (of `tracer`), the cost
@@ -537,10 +481,7 @@ fn summary(f: &Fleet) -> Vec<String> {
                 continue;
             }
             let by = |a: &&&FleetCost, b: &&&FleetCost| a.ns.estimate.total_cmp(&b.ns.estimate);
-            let (lo, hi) = (
-                firsts.iter().min_by(by).copied(),
-                firsts.iter().max_by(by).copied(),
-            );
+            let (lo, hi) = (firsts.iter().min_by(by), firsts.iter().max_by(by));
             let (Some(lo), Some(hi)) = (lo, hi) else {
                 continue;
             };
@@ -617,7 +558,7 @@ mod tests {
             "a machine's repeats under it"
         );
         // The fleet's numbers are the consistency sources' (the usdt section's).
-        let expected = sources::costs(&r.entries[0].result);
+        let expected = r.entries[0].result.model().costs();
         let a1: Vec<&FleetCost> = f
             .costs
             .iter()

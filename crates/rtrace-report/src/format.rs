@@ -1,5 +1,6 @@
 //! Number formats and labels every section uses: nanoseconds, microseconds, bytes, a run's
-//! tracer and mode, the environment's rows, the sweep's notes.
+//! tracer and mode, the environment's rows, the sweep's notes; and [`unique`], the order in
+//! which tables list what they group by.
 
 use rtrace_measure::usdt::{CaseResult, UsdtResult};
 use rtrace_measure::Environment;
@@ -74,10 +75,10 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// A run's trace data in a table cell: `2.5 MB`, `2.5 MB (kept)` while on disk, `-` untraced.
-pub fn trace_cell(d: Option<rtrace_measure::trace_data::TraceData>) -> String {
-    d.map_or("-".into(), |d| {
+pub fn trace_cell(d: Option<rtrace_measure::trace_data::TraceData>) -> rtrace_doc::Cell {
+    rtrace_doc::Cell::or_missing(d, |d| {
         let kept = if d.kept > 0 { " (kept)" } else { "" };
-        format!("{}{kept}", bytes(d.bytes))
+        rtrace_doc::Cell::count_shown(d.bytes, format!("{}{kept}", bytes(d.bytes)))
     })
 }
 
@@ -136,12 +137,9 @@ pub fn warning_kind(w: &rtrace_measure::Warning) -> String {
 pub fn environment_rows(e: &Environment) -> Vec<(&'static str, String)> {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "not exposed".into());
     let yes = |b: bool| if b { "yes" } else { "no" }.to_owned();
-    let or_none = |s: &str| {
-        if s.is_empty() {
-            "none".to_owned()
-        } else {
-            s.to_owned()
-        }
+    let or_none = |s: &str| match s {
+        "" => "none".to_owned(),
+        s => s.to_owned(),
     };
     // Files of older versions record neither.
     let mut machine = Vec::new();
@@ -199,9 +197,24 @@ pub fn case0_ratio_value(r: &UsdtResult, c: &CaseResult) -> Option<f64> {
     }
 }
 
-/// `1 warning`, `3 warnings`.
-pub fn count(n: usize, noun: &str) -> String {
-    rtrace_doc::count(n, noun)
+/// `sentence` of `list` joined by `sep`; `None` when `list` is empty.
+pub fn listed(
+    list: Vec<String>,
+    sep: &str,
+    sentence: impl FnOnce(String) -> String,
+) -> Option<String> {
+    (!list.is_empty()).then(|| sentence(list.join(sep)))
+}
+
+/// `items` without repeats, in the order they first come.
+pub fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for x in items {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -9,29 +9,39 @@ use crate::format::{int, us};
 use crate::result::{Entry, Report};
 use rtrace_measure::npt::{LargestGap, NptResult, NptRun, Osnoise, INTERRUPTION_NS};
 
-/// The section of npt result `r` (entry `e`).
-pub fn section(e: &Entry, r: &NptResult) -> Section {
-    let mut s = crate::doc::section(
-        e,
-        "the Non-Preempt Test (npt, gaps of a tight loop)",
-        format!(
-            "{} ms per run on CPU {}, the probe {}; {}; {}.",
-            r.config.duration_ms,
-            r.config.run.cpu,
-            firing(r),
-            e.kernel(),
-            r.header.environment.cpu_model
-        ),
-        summary(r),
-        Some(Block::Note(format!("{}.", note(r)))),
-    );
-    s.push(Block::Table(table(r)));
-    for line in kernel_lines(r) {
-        s.push(Block::Note(line));
+/// The Non-Preempt Test.
+impl crate::result::Reported for NptResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        let r = self;
+        let mut s = crate::doc::section(
+            e,
+            "the Non-Preempt Test (npt, gaps of a tight loop)",
+            format!(
+                "{} ms per run on CPU {}, the probe {}; {}; {}.",
+                r.config.duration_ms,
+                r.config.run.cpu,
+                firing(r),
+                e.kernel(),
+                r.header.environment.cpu_model
+            ),
+            summary(r),
+            Some(Block::Note(format!("{}.", note(r)))),
+        );
+        s.push(Block::Table(table(r)));
+        s.blocks
+            .extend(kernel_lines(r).into_iter().map(Block::Note));
+        s.push(Block::Pre(osnoise_line(r).trim_end().to_owned()));
+        crate::doc::close(&mut s, e, &r.failed, &r.config);
+        s
     }
-    s.push(Block::Pre(osnoise_line(r).trim_end().to_owned()));
-    crate::doc::close(&mut s, e, &r.failed, &r.config);
-    s
+
+    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
+        Some(crate::cost::Experiment::Npt)
+    }
+
+    fn costs(&self) -> Vec<crate::cost::Cost> {
+        crate::consistency::sources::npt(self)
+    }
 }
 
 /// `in every iteration`, `10000 times a second`.
@@ -180,15 +190,11 @@ pub fn table(r: &NptResult) -> Table {
             let fired = run.fired.as_ref();
             let mut row = vec![
                 Cell::text(run.label()),
-                if run.buffer.is_empty() {
-                    Cell::missing()
-                } else {
-                    Cell::text(run.buffer.clone())
-                },
+                Cell::or_missing(Some(&run.buffer).filter(|b| !b.is_empty()), Cell::text),
                 Cell::count(run.done.iterations),
                 stat(fired, |s| s.min_ns),
                 stat(fired, |s| s.p50_ns),
-                Cell::or_missing(fired, |s| Cell::num(s.mean_ns, int(s.mean_ns))),
+                stat(fired, |s| s.mean_ns),
                 stat(fired, |s| s.p9999_ns),
                 stat(fired, |s| s.max_ns),
             ];
@@ -286,19 +292,20 @@ pub fn summary(r: &NptResult) -> Vec<String> {
     };
     let max = |run: &NptRun| run.fired.as_ref().map_or("-".into(), |s| us(s.max_ns));
     let traced: Vec<&NptRun> = r.runs.iter().filter(|run| run.events.is_some()).collect();
+    // Each traced run's `what`, or `none` when no tracer ran.
+    let each = |none: &str, what: &dyn Fn(&NptRun) -> String| match traced.is_empty() {
+        true => none.to_owned(),
+        false => traced
+            .iter()
+            .map(|run| format!("{} {}", run.label(), what(run)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
     let mut out = vec![format!(
         "npt, the probe {}: the largest gap of the firing iterations with no tracer {} µs; {}.",
         firing(r),
         max(base),
-        if traced.is_empty() {
-            "no tracer ran".into()
-        } else {
-            traced
-                .iter()
-                .map(|run| format!("{} {} µs", run.label(), max(run)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        each("no tracer ran", &|run| format!("{} µs", max(run)))
     )];
     for run in traced.iter().filter(|run| !run.largest.is_empty()) {
         out.push(format!("{}: largest gap {}.", run.label(), at_largest(run)));
@@ -322,32 +329,10 @@ pub fn summary(r: &NptResult) -> Vec<String> {
             "Interruptions of the quiet iterations (gaps ≥ {} µs) with no tracer {}; with a tracer: {}.",
             INTERRUPTION_NS / 1000,
             rate(base),
-            if traced.is_empty() {
-                "none ran".into()
-            } else {
-                traced
-                    .iter()
-                    .map(|run| format!("{} {}", run.label(), rate(run)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
+            each("none ran", &rate)
         ));
     }
     out
-}
-
-/// The Non-Preempt Test.
-impl crate::result::Reported for NptResult {
-    fn section(&self, e: &Entry, _: &Report) -> Section {
-        section(e, self)
-    }
-    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
-        Some(crate::cost::Experiment::Npt)
-    }
-
-    fn costs(&self) -> Vec<crate::cost::Cost> {
-        crate::consistency::sources::npt(self)
-    }
 }
 
 #[cfg(test)]

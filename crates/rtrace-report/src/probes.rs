@@ -73,15 +73,11 @@ pub fn table(probes: &[Sited<RawProbe>]) -> String {
 /// `s` with control characters escaped (`\n`, `\u{1b}`): names come from the ELF file, and a
 /// crafted note must not break the table or drive the terminal.
 fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    let shown = |c: char| match c.is_control() {
+        true => c.escape_default().to_string(),
+        false => c.to_string(),
+    };
+    s.chars().map(shown).collect()
 }
 
 /// Function symbols with their first instruction and the file offsets uprobes take.

@@ -4,38 +4,42 @@
 //! loss) and the run at 1.5 times it (which must lose events), then every point measured.
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
+use crate::format::listed;
 use crate::result::{Entry, Report};
 use rtrace_measure::rate::{Bound, Phase, RateResult, Search};
 
-/// The section of rate result `r` (entry `e`).
-pub fn section(e: &Entry, r: &RateResult) -> Section {
-    let mut s = crate::doc::section(
-        e,
-        "sustained and lossless event rate",
-        format!(
-            "{} per run on {}; {}; {}.",
-            window(r),
-            on(r),
-            e.kernel(),
-            r.header.environment.cpu_model
-        ),
-        summary(r),
-        Some(Block::Note(
-            if r.searches.iter().any(|s| s.flood().is_some()) {
-                let flood = crate::format::duration_s(r.config.plan.flood_ms as f64 / 1e3);
-                format!("{}. {NOTE}.", FLOOD_NOTE.replace("{flood}", &flood))
-            } else {
-                format!("{NOTE}.")
-            },
-        )),
-    );
-    s.push(Block::Table(table(r)));
-    s.push(Block::Details {
-        summary: "Every run".into(),
-        blocks: vec![Block::Table(points(r))],
-    });
-    crate::doc::close(&mut s, e, &r.failed, &r.config);
-    s
+/// The lossless-rate search: rates and losses, no time per event.
+impl crate::result::Reported for RateResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        let r = self;
+        let mut s = crate::doc::section(
+            e,
+            "sustained and lossless event rate",
+            format!(
+                "{} per run on {}; {}; {}.",
+                window(r),
+                on(r),
+                e.kernel(),
+                r.header.environment.cpu_model
+            ),
+            summary(r),
+            Some(Block::Note(
+                if r.searches.iter().any(|s| s.flood().is_some()) {
+                    let flood = crate::format::duration_s(r.config.plan.flood_ms as f64 / 1e3);
+                    format!("{}. {NOTE}.", FLOOD_NOTE.replace("{flood}", &flood))
+                } else {
+                    format!("{NOTE}.")
+                },
+            )),
+        );
+        s.push(Block::Table(table(r)));
+        s.push(Block::Details {
+            summary: "Every run".into(),
+            blocks: vec![Block::Table(points(r))],
+        });
+        crate::doc::close(&mut s, e, &r.failed, &r.config);
+        s
+    }
 }
 
 /// `at least 200 ms and 10 buffer-fulls of events`, or `200 ms` (older files).
@@ -303,13 +307,9 @@ pub fn table(r: &RateResult) -> Table {
                         )
                     )),
                 },
-                if s.max_lossless_hz.is_none() {
-                    Cell::missing()
-                } else if s.confirmed {
-                    Cell::text("yes")
-                } else {
-                    Cell::text("NO").flag()
-                },
+                Cell::or_missing(s.max_lossless_hz, |_| {
+                    Cell::text(if s.confirmed { "yes" } else { "NO" }).flag_if(!s.confirmed)
+                }),
                 Cell::text(over_cell(s)),
                 Cell::text(steady(s)),
                 Cell::count(s.points.len() as u64),
@@ -389,12 +389,9 @@ pub fn summary(r: &RateResult) -> Vec<String> {
             Some(format!("{} at {} KiB {what}", label(s), s.buffer_size_kb))
         })
         .collect();
-    if !sustained.is_empty() {
-        out.push(format!(
-            "Highest event rate sustained (flooded, {record}): {}.",
-            sustained.join(", ")
-        ));
-    }
+    out.extend(listed(sustained, ", ", |l| {
+        format!("Highest event rate sustained (flooded, {record}): {l}.")
+    }));
     let list: Vec<String> = r
         .searches
         .iter()
@@ -415,13 +412,10 @@ pub fn summary(r: &RateResult) -> Vec<String> {
             ))
         })
         .collect();
-    if !list.is_empty() {
-        out.push(format!(
-            "Highest event rate recorded without loss (runs of {}, {record}): {}.",
-            window(r),
-            list.join(", ")
-        ));
-    }
+    let window = window(r);
+    out.extend(listed(list, ", ", |l| {
+        format!("Highest event rate recorded without loss (runs of {window}, {record}): {l}.")
+    }));
     out.extend(poll_sentences(r));
     out
 }
@@ -458,13 +452,6 @@ pub fn points(r: &RateResult) -> Table {
     cols.extend(columns(&["hits", "recorded", "lost"]));
     cols.push(Column::new("lost").shown_unit("%"));
     Table::new("points", 3, cols).rows(rows)
-}
-
-/// The lossless-rate search: rates and losses, no time per event.
-impl crate::result::Reported for RateResult {
-    fn section(&self, e: &Entry, _: &Report) -> Section {
-        section(e, self)
-    }
 }
 
 #[cfg(test)]

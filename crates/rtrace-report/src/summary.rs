@@ -4,7 +4,7 @@
 //! section carries its own (`crate::doc::Section::summary`); rate, npt and events make theirs
 //! in their modules.
 
-use crate::format::{mode_label, us};
+use crate::format::{listed, mode_label, us};
 use rtrace_measure::probe_cost::{dormant, per_hit};
 use rtrace_measure::sweep::{Configuration, Source, SweepResult};
 use rtrace_measure::usdt::{Case, HookKind, UsdtResult};
@@ -39,13 +39,8 @@ pub fn hit_costs(
 /// The sentences of a usdt result.
 pub fn usdt(r: &UsdtResult) -> Vec<String> {
     let mut out = Vec::new();
-    let mut first = true;
     for hook in HookKind::ALL {
-        let costs = hit_costs(r, hook);
-        if costs.is_empty() {
-            continue;
-        }
-        let list: Vec<String> = costs
+        let list: Vec<String> = hit_costs(r, hook)
             .iter()
             .map(|(name, e, in_ratios)| {
                 let lossy = if *in_ratios {
@@ -56,11 +51,12 @@ pub fn usdt(r: &UsdtResult) -> Vec<String> {
                 format!("{name} {}{lossy}", ns_with_interval(e))
             })
             .collect();
-        if first {
-            out.push("Extra ns per traced hit over case 0 (mean without disturbed samples, 95% interval over rounds), cheapest first:".into());
-            first = false;
+        if !list.is_empty() {
+            out.push(format!("{hook} hook: {}.", list.join(", ")));
         }
-        out.push(format!("{hook} hook: {}.", list.join(", ")));
+    }
+    if !out.is_empty() {
+        out.insert(0, "Extra ns per traced hit over case 0 (mean without disturbed samples, 95% interval over rounds), cheapest first:".into());
     }
     let d = dormant(r);
     let worst = d
@@ -101,20 +97,17 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
                 ))
             })
             .collect();
-        if !list.is_empty() {
-            // Traced and untraced runs are separate processes: the machine's drift between
-            // them is in these shifts, not in the paired ones.
-            let paired_below = if mine.iter().any(|s| s.paired.is_some()) {
-                " These compare separate runs, so the machine's drift between runs is in them; the paired line below compares wake-ups of the same runs."
-            } else {
-                ""
-            };
-            out.push(format!(
-                "Median wake-up latency against no tracing ({} µs, {source}; 95% interval over rounds): {}.{paired_below}",
-                us(none.latency.p50_ns),
-                list.join(", ")
-            ));
-        }
+        // Traced and untraced runs are separate processes: the machine's drift between them is
+        // in these shifts, not in the paired ones.
+        let paired_below = if mine.iter().any(|s| s.paired.is_some()) {
+            " These compare separate runs, so the machine's drift between runs is in them; the paired line below compares wake-ups of the same runs."
+        } else {
+            ""
+        };
+        let none = us(none.latency.p50_ns);
+        out.extend(listed(list, ", ", |l| {
+            format!("Median wake-up latency against no tracing ({none} µs, {source}; 95% interval over rounds): {l}.{paired_below}")
+        }));
         let ratios: Vec<String> = mine
             .iter()
             .filter_map(|s| {
@@ -126,12 +119,9 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
                 ))
             })
             .collect();
-        if !ratios.is_empty() {
-            out.push(format!(
-                "Median shift ÷ the per-hit cost `usdt` measured for the same tracer and hook ({source}): {}.",
-                ratios.join(", ")
-            ));
-        }
+        out.extend(listed(ratios, ", ", |l| {
+            format!("Median shift ÷ the per-hit cost `usdt` measured for the same tracer and hook ({source}): {l}.")
+        }));
         let paired: Vec<String> = mine
             .iter()
             .filter_map(|s| {
@@ -147,12 +137,9 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
                 ))
             })
             .collect();
-        if !paired.is_empty() {
-            out.push(format!(
-                "Median latency of the wake-ups with the tracepoint against the same runs' wake-ups without it (--probe-at alternate, {source}): {}.",
-                paired.join("; ")
-            ));
-        }
+        out.extend(listed(paired, "; ", |l| {
+            format!("Median latency of the wake-ups with the tracepoint against the same runs' wake-ups without it (--probe-at alternate, {source}): {l}.")
+        }));
         let split: Vec<String> = (mine.iter())
             .filter_map(|s| {
                 let t = rtrace_measure::sweep::two_states(&s.run)?;
@@ -171,12 +158,9 @@ pub fn sweep(r: &SweepResult, usdt: Option<&rtrace_measure::usdt::UsdtResult>) -
                 ))
             })
             .collect();
-        if !split.is_empty() {
-            out.push(format!(
-                "Rounds in two states of the machine, their paired shifts apart by more than 4 standard deviations of either group (so the interval above spans both): {}.",
-                split.join("; ")
-            ));
-        }
+        out.extend(listed(split, "; ", |l| {
+            format!("Rounds in two states of the machine, their paired shifts apart by more than 4 standard deviations of either group (so the interval above spans both): {l}.")
+        }));
     }
     out
 }

@@ -42,10 +42,6 @@ impl Span {
         }
     }
 
-    pub fn contains(self, x: f64) -> bool {
-        (self.low..=self.high).contains(&x)
-    }
-
     pub const ZERO: Span = Span {
         estimate: 0.0,
         low: 0.0,
@@ -69,15 +65,13 @@ pub fn mode_step(c: &Cost, r: &Cost, costs: &[Cost]) -> Option<Measured> {
         return None;
     }
     let steps = |mode| costs.iter().filter(move |x| is_step(x, c, mode));
-    for a in steps(&c.mode) {
-        if let Some(b) = steps(&r.mode).find(|b| b.source == a.source) {
-            return Some(Measured {
-                by: a.source.clone(),
-                ns: Span::of(&a.ns).minus(Span::of(&b.ns)),
-            });
-        }
-    }
-    None
+    steps(&c.mode).find_map(|a| {
+        let b = steps(&r.mode).find(|b| b.source == a.source)?;
+        Some(Measured {
+            by: a.source.clone(),
+            ns: Span::of(&a.ns).minus(Span::of(&b.ns)),
+        })
+    })
 }
 
 /// What hits after a sleep cost more than back to back on `c`'s tracer, hook, site and mode: a

@@ -12,7 +12,7 @@ pub mod verdict;
 
 use crate::cost::{self, Cost};
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
-use crate::format::{int, int_signed};
+use crate::format::{int, int_signed, listed};
 use crate::result::{Entry, Report};
 use pairs::Row;
 use rtrace_measure::interval::Estimate;
@@ -28,19 +28,24 @@ pub fn section(report: &Report) -> Option<Section> {
     let first = report.entries.first()?;
     let (here, elsewhere): (Vec<&Entry>, Vec<&Entry>) =
         report.entries.iter().partition(|e| same_machine(e, first));
-    let mut kinds: Vec<_> = here.iter().map(|e| kind(e)).collect();
-    kinds.sort();
-    kinds.dedup();
-    if kinds.len() < 2 {
+    if crate::format::unique(here.iter().map(|e| kind(e))).len() < 2 {
         return None;
     }
     let costs = costs(&here);
     let rows = pairs::rows(&costs);
     let verdicts: Vec<Verdict> = rows.iter().map(|r| verdict::of(r, &costs)).collect();
-    let mut blocks = Vec::new();
+    let mut s = Section {
+        id: "consistency".into(),
+        title: "one hook, one cost".into(),
+        source: None,
+        subtitle: format!("{NOTE}."),
+        summary: summary(&rows, &verdicts),
+        blocks: Vec::new(),
+        figures_at: None,
+    };
     if !elsewhere.is_empty() {
         let ids: Vec<String> = elsewhere.iter().map(|e| format!("`{}`", e.id)).collect();
-        blocks.push(Block::Note(format!(
+        s.push(Block::Note(format!(
             "Left out, measured on another machine than `{}` ({}): {}.",
             first.id,
             first.kernel(),
@@ -54,24 +59,15 @@ pub fn section(report: &Report) -> Option<Section> {
             .filter(|(r, _)| r.cost.tracer == tracer)
             .collect();
         if !mine.is_empty() {
-            blocks.push(Block::Heading(tracer.to_string()));
-            blocks.push(Block::Table(table(tracer, &mine)));
+            s.table(tracer.to_string(), table(tracer, &mine));
         }
     }
     if rows.is_empty() {
-        blocks.push(Block::Paragraph(
+        s.push(Block::Paragraph(
             "No tracer and kind of hook was measured by two of these experiments.".into(),
         ));
     }
-    Some(Section {
-        id: "consistency".into(),
-        title: "one hook, one cost".into(),
-        source: None,
-        subtitle: format!("{NOTE}."),
-        summary: summary(&rows, &verdicts),
-        blocks,
-        figures_at: None,
-    })
+    Some(s)
 }
 
 /// On the same machine: name, kernel and CPU model.
@@ -81,12 +77,12 @@ fn same_machine(a: &Entry, b: &Entry) -> bool {
 
 /// What experiment an entry is: `usdt` and `usdt --decompose` are two.
 fn kind(e: &Entry) -> (&str, Option<cost::Experiment>) {
-    (e.result.experiment(), sources::experiment(&e.result))
+    (e.result.experiment(), e.result.model().cost_experiment())
 }
 
 /// Every entry's costs; a source several entries give is named after each entry.
 fn costs(entries: &[&Entry]) -> Vec<Cost> {
-    let each: Vec<Vec<Cost>> = entries.iter().map(|e| sources::costs(&e.result)).collect();
+    let each: Vec<Vec<Cost>> = entries.iter().map(|e| e.result.model().costs()).collect();
     let given_by = |source: &str| {
         each.iter()
             .filter(|costs| costs.iter().any(|c| c.source == source))
@@ -164,14 +160,11 @@ fn table(tracer: TracerKind, rows: &[(&Row, &Verdict)]) -> Table {
 /// The report's sentence on the tables: how many costs agree with their reference, how many a
 /// measured mechanism explains, and where the ones nothing measured explains were measured.
 fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
-    let compared = verdicts
-        .iter()
-        .filter(|v| **v != Verdict::Reference)
-        .count();
+    let count = |f: fn(&Verdict) -> bool| verdicts.iter().filter(|v| f(v)).count();
+    let compared = count(|v| *v != Verdict::Reference);
     if compared == 0 {
         return Vec::new();
     }
-    let count = |f: fn(&Verdict) -> bool| verdicts.iter().filter(|v| f(v)).count();
     // The unexplained ones by experiment and site: (where, ratios).
     let mut unexplained: Vec<((&str, &str), Vec<f64>)> = Vec::new();
     for (r, v) in rows.iter().zip(verdicts) {
@@ -197,10 +190,7 @@ fn summary(rows: &[Row], verdicts: &[Verdict]) -> Vec<String> {
             format!("{} in `{experiment}` on `{site}` ({range})", ratios.len())
         })
         .collect();
-    let places = match places.is_empty() {
-        true => String::new(),
-        false => format!(": {}", places.join(", ")),
-    };
+    let places = listed(places, ", ", |l| format!(": {l}")).unwrap_or_default();
     vec![format!(
         "One hook, one cost: {compared} per-hit costs beside another experiment's; {}{} within {band:.0}% of it, {} not resolved at their precision, {} negative (traced faster than untraced), {} apart by what a mechanism measured in this report accounts for (a residual of at most {band:.0}% of the cost), {n} unexplained by anything measured{places}.",
         match count(|v| matches!(v, Verdict::Measures { .. })) {

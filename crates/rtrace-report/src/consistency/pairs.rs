@@ -49,11 +49,8 @@ pub fn rows(costs: &[Cost]) -> Vec<Row<'_>> {
     // Within an experiment the hot loop comes first: a mode's reference is plain usdt's.
     let order = |c: &Cost| (kind(c), c.experiment, c.spacing.apart(), c.hook);
     sorted.sort_by_key(|c| (tracer_at(c.tracer), order(c)));
-    let mut out = Vec::new();
-    for group in sorted.chunk_by(|a, b| (a.tracer, kind(a)) == (b.tracer, kind(b))) {
-        out.extend(hook_rows(group));
-    }
-    out
+    let same_kind = |a: &&Cost, b: &&Cost| (a.tracer, kind(a)) == (b.tracer, kind(b));
+    sorted.chunk_by(same_kind).flat_map(hook_rows).collect()
 }
 
 /// The rows of one tracer's costs on one hook, sorted by experiment.
@@ -80,14 +77,8 @@ fn hook_rows<'a>(group: &[&'a Cost]) -> Vec<Row<'a>> {
     if group.iter().all(|c| c.experiment == group[0].experiment) || shown.is_empty() {
         return Vec::new();
     }
-    let mut modes: Vec<&Option<String>> = Vec::new();
-    for c in group {
-        if !modes.contains(&&c.mode) {
-            modes.push(&c.mode);
-        }
-    }
     let mut out: Vec<Row<'a>> = Vec::new();
-    for mode in modes {
+    for mode in crate::format::unique(group.iter().map(|c| &c.mode)) {
         for &c in group.iter().filter(|c| &c.mode == mode) {
             let referenced = shown.iter().any(|s| std::ptr::eq(reference(s), c));
             if shown.iter().any(|s| std::ptr::eq(*s, c)) || referenced {

@@ -5,7 +5,6 @@
 //! per event: it has none.
 
 use crate::cost::{writes, Cost, Experiment, Hook, Spacing, EMPTY_ACTION};
-use crate::result::AnyResult;
 use crate::site;
 use crate::sweep::shift;
 use rtrace_measure::decompose::is_decomposition;
@@ -22,16 +21,6 @@ use rtrace_tracer::TracerKind;
 /// The site npt's runs fire: they record no hook, and every version of `rtrace-bench npt`
 /// attached its tracers to the loop's USDT probe (LTTng: the tracepoint of that name).
 const NPT_SITE: (HookKind, &str) = (HookKind::Usdt, "rtrace:event");
-
-/// The experiment `r`'s costs count as (`None`: one that measures no per-hit cost).
-pub fn experiment(r: &AnyResult) -> Option<Experiment> {
-    r.model().cost_experiment()
-}
-
-/// Every per-hit cost of `r`.
-pub fn costs(r: &AnyResult) -> Vec<Cost> {
-    r.model().costs()
-}
 
 /// `uprobe:libc:read` → `libc:read`, `syscalls:sys_exit_clock_nanosleep` →
 /// `sys_exit_clock_nanosleep`: the hook column says the kind.

@@ -10,7 +10,7 @@
 use super::measured::{self, Measured, Span};
 use super::pairs::Row;
 use crate::cost::{wakes, work, Cost, Experiment, Spacing};
-use crate::format::{int, int_plus};
+use crate::format::{int, int_plus, listed};
 use rtrace_measure::interval::Estimate;
 use std::cmp::Ordering;
 
@@ -157,9 +157,7 @@ impl Why {
             ("not measured", &self.not_measured),
             ("contrary", &self.contrary),
         ] {
-            if !list.is_empty() {
-                out.push(format!("{name}: {}", list.join("; ")));
-            }
+            out.extend(listed(list.clone(), "; ", |l| format!("{name}: {l}")));
         }
         out
     }
@@ -195,11 +193,8 @@ pub fn of(row: &Row, costs: &[Cost]) -> Verdict {
     if (low..=high).contains(&1.0) {
         return Verdict::Undecided { ratio, low, high };
     }
-    let dearer = match ratio > 1.0 {
-        true => Ordering::Greater,
-        false => Ordering::Less,
-    };
-    let why = Why::of(c, r, costs, dearer);
+    // Beyond the band, so not 1: the cost is the dearer (`Greater`) or the cheaper side.
+    let why = Why::of(c, r, costs, ratio.total_cmp(&1.0));
     match why.accounts() {
         true => Verdict::Explained { ratio, why },
         false => Verdict::Unexplained { ratio, why },

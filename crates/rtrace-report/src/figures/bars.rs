@@ -45,6 +45,25 @@ pub fn figure(
     series: &[Bars],
     mark: Option<&Mark>,
 ) -> Result<String> {
+    figure_in(
+        (style::WIDE, LEGEND_PX),
+        title,
+        categories,
+        axes,
+        series,
+        mark,
+    )
+}
+
+/// [`figure`] on a plot of `size` px with a legend column `legend_px` wide beside it.
+pub fn figure_in(
+    (size, legend_px): ((u32, u32), u32),
+    title: &str,
+    categories: &[String],
+    axes: Axes,
+    series: &[Bars],
+    mark: Option<&Mark>,
+) -> Result<String> {
     let n = categories.len().max(1) as f64;
     let marks = mark.iter().flat_map(|m| m.values.iter().flatten().copied());
     let top = series
@@ -54,11 +73,11 @@ pub fn figure(
         .chain(marks)
         .fold(100.0f64, f64::max)
         * 2.0;
-    let (w, h) = style::WIDE;
-    style::svg((w + LEGEND_PX, h), |root| {
+    let (w, h) = size;
+    style::svg((w + legend_px, h), |root| {
         let body = root.titled(title, style::text(style::TITLE_PX))?;
         let (bw, _) = body.dim_in_pixel();
-        let (plot, legend) = body.split_horizontally(bw - LEGEND_PX);
+        let (plot, legend) = body.split_horizontally(bw - legend_px);
         let entries = series
             .iter()
             .map(|s| (s.label.as_str(), Some(s.colour)))

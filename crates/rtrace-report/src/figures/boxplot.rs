@@ -92,23 +92,16 @@ const ONE_ROW: usize = 4;
 /// Height of one panel when panels are stacked (px).
 const ROW_PX: u32 = 330;
 
-/// A label on a log axis only at 1, 2 and 5 × 10ⁿ: plotters puts a grid line at every
-/// multiple, and near a decade their labels overprint.
-fn log_tick(v: f64) -> String {
-    if style::one_two_five(v) {
-        style::grouped(v)
-    } else {
-        String::new()
-    }
+/// The lowest whisker (at least 1 ns) and the highest of `series`.
+fn whiskers(series: &[BoxSeries]) -> (f64, f64) {
+    let lo = series.iter().map(|s| s.stats.low.max(1.0));
+    let hi = series.iter().map(|s| s.stats.high);
+    (lo.fold(f64::INFINITY, f64::min), hi.fold(0.0, f64::max))
 }
 
 /// Whether a panel of `series` needs a logarithmic axis (see [`LOG_SPAN`]).
 pub fn needs_log(series: &[BoxSeries]) -> bool {
-    let lo = series
-        .iter()
-        .map(|s| s.stats.low.max(1.0))
-        .fold(f64::INFINITY, f64::min);
-    let hi = series.iter().map(|s| s.stats.high).fold(0.0, f64::max);
+    let (lo, hi) = whiskers(series);
     lo.is_finite() && hi / lo > LOG_SPAN
 }
 
@@ -121,43 +114,31 @@ pub fn panel(
     series: &[BoxSeries],
     unit_ns: f64,
 ) -> Result<()> {
-    let (bottom, top) = y_range(series, unit_ns);
-    if needs_log(series) {
-        let lo = series
-            .iter()
-            .map(|s| s.stats.low.max(1.0))
-            .fold(f64::INFINITY, f64::min)
-            / unit_ns;
-        let hi = series.iter().map(|s| s.stats.high).fold(0.0, f64::max) / unit_ns;
-        let (bottom, top) = (lo / 1.5, hi * 4.0);
-        draw(
-            area,
-            title,
-            &if y_desc.is_empty() {
-                "log scale".to_owned()
-            } else {
-                format!("{y_desc}, log scale")
-            },
-            series,
-            unit_ns,
-            (bottom..top).log_scale(),
-            top,
-            bottom,
-            log_tick,
-        )
-    } else {
-        draw(
+    if !needs_log(series) {
+        let (bottom, top) = y_range(series, unit_ns);
+        let y = bottom..top;
+        return draw(
             area,
             title,
             y_desc,
             series,
             unit_ns,
-            bottom..top,
+            y,
             top,
             bottom,
             style::tick,
-        )
+        );
     }
+    let (lo, hi) = whiskers(series);
+    let (bottom, top) = (lo / unit_ns / 1.5, hi / unit_ns * 4.0);
+    let y_desc = match y_desc {
+        "" => "log scale".to_owned(),
+        _ => format!("{y_desc}, log scale"),
+    };
+    let y = (bottom..top).log_scale();
+    draw(area, title, &y_desc, series, unit_ns, y, top, bottom, |v| {
+        style::log_label(v, style::grouped)
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -201,29 +182,21 @@ where
         let b = &s.stats;
         let v = |ns: f64| (ns / unit_ns).max(bottom);
         let line = s.colour.stroke_width(2);
+        // A horizontal line at `y`, `half` a category each side of the box's centre.
+        let across = |y: f64, half: f64| vec![(x - half, v(y)), (x + half, v(y))];
         chart.draw_series([
             PathElement::new(vec![(x, v(b.q3)), (x, v(b.high))], line),
             PathElement::new(vec![(x, v(b.q1)), (x, v(b.low))], line),
-            PathElement::new(
-                vec![(x - HALF_CAP, v(b.high)), (x + HALF_CAP, v(b.high))],
-                line,
-            ),
-            PathElement::new(
-                vec![(x - HALF_CAP, v(b.low)), (x + HALF_CAP, v(b.low))],
-                line,
-            ),
+            PathElement::new(across(b.high, HALF_CAP), line),
+            PathElement::new(across(b.low, HALF_CAP), line),
         ])?;
+        let corners = [(x - HALF_BOX, v(b.q1)), (x + HALF_BOX, v(b.q3))];
         chart.draw_series([
-            Rectangle::new(
-                [(x - HALF_BOX, v(b.q1)), (x + HALF_BOX, v(b.q3))],
-                s.colour.mix(style::FILL_ALPHA).filled(),
-            ),
-            Rectangle::new([(x - HALF_BOX, v(b.q1)), (x + HALF_BOX, v(b.q3))], line),
+            Rectangle::new(corners, s.colour.mix(style::FILL_ALPHA).filled()),
+            Rectangle::new(corners, line),
         ])?;
-        chart.draw_series([PathElement::new(
-            vec![(x - HALF_BOX, v(b.median)), (x + HALF_BOX, v(b.median))],
-            style::TEXT.stroke_width(3),
-        )])?;
+        let median = PathElement::new(across(b.median, HALF_BOX), style::TEXT.stroke_width(3));
+        chart.draw_series([median])?;
         let note = style::muted(style::NOTE_PX).pos(Pos::new(HPos::Center, VPos::Top));
         let far_p99 = if b.p99 / unit_ns <= top {
             chart.draw_series([Circle::new((x, v(b.p99)), 5, s.colour.stroke_width(2))])?;
@@ -286,7 +259,7 @@ mod tests {
     fn log_axis_labels_only_one_two_five() {
         let shown: Vec<String> = [100.0, 200.0, 300.0, 500.0, 700.0, 900.0, 1000.0, 2000.0]
             .iter()
-            .map(|v| log_tick(*v))
+            .map(|v| style::log_label(*v, style::grouped))
             .filter(|s| !s.is_empty())
             .collect();
         assert_eq!(shown, ["100", "200", "500", "1000", "2000"]);

@@ -28,17 +28,9 @@ impl BoxStats {
         let q = |x: f64| h.value_at_quantile(x) as f64;
         let (q1, q3) = (q(0.25), q(0.75));
         let reach = WHISKER_IQR * (q3 - q1);
-        let mut low = q1;
-        let mut high = q3;
-        for v in h.iter_recorded() {
-            let x = h.highest_equivalent(v.value_iterated_to()) as f64;
-            if x >= q1 - reach && x < low {
-                low = x;
-            }
-            if x <= q3 + reach && x > high {
-                high = x;
-            }
-        }
+        let xs = || (h.iter_recorded()).map(|v| h.highest_equivalent(v.value_iterated_to()) as f64);
+        let low = xs().filter(|&x| x >= q1 - reach).fold(q1, f64::min);
+        let high = xs().filter(|&x| x <= q3 + reach).fold(q3, f64::max);
         Some(BoxStats {
             q1,
             median: q(0.5),

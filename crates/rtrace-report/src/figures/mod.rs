@@ -73,11 +73,6 @@ impl Figure {
         matches!(self.kind, Kind::Fleet(_))
     }
 
-    /// Path in the report directory.
-    pub fn path(&self) -> String {
-        format!("figures/{}", self.file)
-    }
-
     /// The figure drawn, as the document shows it.
     pub fn draw(&self, report: &Report) -> Result<crate::doc::Figure> {
         let svg = self
@@ -99,18 +94,9 @@ impl Figure {
             .filter_map(|id| report.entries.iter().find(|e| &e.id == id))
             .collect();
         let first = entries.first().map(|e| &e.result);
-        let needs = |what: &str| format!("{} needs {what} result", self.file);
-        let usdt = || {
-            let r = first.and_then(|r| r.get::<UsdtResult>());
-            r.with_context(|| needs("a usdt"))
-        };
-        let sweeps = || -> Vec<(&Entry, &SweepResult)> {
-            entries
-                .iter()
-                .filter_map(|e| Some((*e, e.result.get()?)))
-                .collect()
-        };
-        let svg = match &self.kind {
+        let usdt = || model::<UsdtResult>(first, &self.file, "a usdt");
+        let sweep = || model::<SweepResult>(first, &self.file, "a sweep");
+        match &self.kind {
             Kind::Case1Box(pick) => boxplot::figure(
                 style::SIZE,
                 &self.title,
@@ -145,23 +131,10 @@ impl Figure {
             Kind::Case1Polygon(pick) => {
                 polygon(&self.title, *pick, &picked(usdt()?, *pick, Case::Traced))
             }
-            Kind::LossCurve => {
-                let r = first
-                    .and_then(|r| r.get())
-                    .with_context(|| needs("a rate"))?;
-                rate::figure(&self.title, r)
-            }
-            Kind::NptGaps => {
-                let r = first
-                    .and_then(|r| r.get())
-                    .with_context(|| needs("an npt"))?;
-                npt::figure(&self.title, r)
-            }
+            Kind::LossCurve => rate::figure(&self.title, model(first, &self.file, "a rate")?),
+            Kind::NptGaps => npt::figure(&self.title, model(first, &self.file, "an npt")?),
             Kind::EventCosts(w) => {
-                let r = first
-                    .and_then(|r| r.get())
-                    .with_context(|| needs("an events"))?;
-                events::figure(&self.title, r, *w)
+                events::figure(&self.title, model(first, &self.file, "an events")?, *w)
             }
             Kind::Fleet(hook) => {
                 let fleet = crate::fleet::of(report).context("results of one machine")?;
@@ -175,8 +148,7 @@ impl Figure {
                 staircase::figure(&self.title, &stairs)
             }
             Kind::SweepBox(space) => {
-                let (_, r) = *sweeps().first().context("no sweep")?;
-                let runs = sweep_runs(r, *space);
+                let runs = sweep_runs(sweep()?, *space);
                 let boxes = runs
                     .iter()
                     .map(|run| {
@@ -196,8 +168,7 @@ impl Figure {
                 )
             }
             Kind::SweepHistogram => {
-                let (_, r) = *sweeps().first().context("no sweep")?;
-                let runs = r.runs.iter().filter(|run| run.source == Source::Builtin);
+                let runs = (sweep()?.runs.iter()).filter(|run| run.source == Source::Builtin);
                 let series = runs
                     .clone()
                     .map(|run| (run.config.to_string(), run.histogram.as_str()))
@@ -206,12 +177,13 @@ impl Figure {
                 latency_histograms(&self.title, series, colours)
             }
             Kind::Preemption(config) => {
-                let series: Vec<(String, &str)> = sweeps()
-                    .into_iter()
-                    .filter_map(|(e, r)| {
-                        r.run(*config, Source::Builtin).map(|run| {
-                            (format!("{} ({})", e.kernel(), e.id), run.histogram.as_str())
-                        })
+                let series: Vec<(String, &str)> = (entries.iter())
+                    .filter_map(|e| {
+                        let run = e
+                            .result
+                            .get::<SweepResult>()?
+                            .run(*config, Source::Builtin)?;
+                        Some((format!("{} ({})", e.kernel(), e.id), run.histogram.as_str()))
                     })
                     .collect();
                 let colours = style::SERIES
@@ -222,9 +194,18 @@ impl Figure {
                     .collect();
                 latency_histograms(&self.title, series, colours)
             }
-        }?;
-        Ok(svg)
+        }
     }
+}
+
+/// The result as model `R`; an error naming the figure (`file`) and `what` it needs otherwise.
+fn model<'a, R: crate::result::Reported>(
+    r: Option<&'a crate::result::AnyResult>,
+    file: &str,
+    what: &str,
+) -> Result<&'a R> {
+    r.and_then(|r| r.get())
+        .with_context(|| format!("{file} needs {what} result"))
 }
 
 fn decode(h: &str) -> Result<Histogram<u64>> {
@@ -262,19 +243,14 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 "Frequency polygon of the case-1 durations: how often each duration occurs, as a share of the calls of each tracer (the thesis' tracers as it ran them, our libbpf eBPF beside them).",
                 Kind::Case1Polygon(Pick::Thesis)));
         }
-        let mut hooks: Vec<HookKind> = r.runs.iter().map(|c| c.hook_kind).collect();
-        hooks.sort_by_key(|h| HookKind::ALL.iter().position(|k| k == h));
-        hooks.dedup();
-        for h in hooks {
+        let measured = |h: &HookKind| r.runs.iter().any(|c| c.hook_kind == *h);
+        for h in HookKind::ALL.into_iter().filter(measured) {
             let all = picked(r, Pick::Hook(h), Case::Traced);
             let same = all.len() == thesis.len()
                 && all.iter().zip(&thesis).all(|(a, b)| std::ptr::eq(*a, *b));
-            let name = |what: &str| {
-                if h == HookKind::Usdt {
-                    what.to_owned()
-                } else {
-                    format!("{what}-{h}")
-                }
+            let name = |what: &str| match h {
+                HookKind::Usdt => what.to_owned(),
+                _ => format!("{what}-{h}"),
             };
             if !all.is_empty() && !same {
                 out.push(fig(e, &name("case1-box-all"), format!("Probe duration, case 1, every tracer and mode ({h} hook)"),
@@ -305,9 +281,8 @@ pub fn plan(report: &Report) -> Vec<Figure> {
             }
         }
     }
-    let mut sweeps = Vec::new();
-    for (e, r) in report.sweeps() {
-        sweeps.push((e, r));
+    let sweeps: Vec<_> = report.sweeps().collect();
+    for &(e, r) in &sweeps {
         let any = |space: Space| {
             sweep_runs(r, space)
                 .iter()
@@ -330,12 +305,11 @@ pub fn plan(report: &Report) -> Vec<Figure> {
         }
     }
     for e in &report.entries {
-        if let Some(r) = e.result.get::<rtrace_measure::rate::RateResult>() {
-            if !r.searches.is_empty() {
-                out.push(fig(e, "loss-curve", "Events lost against the event rate".into(),
-                    "The share of events each tracer and buffer size lost at each rate it was driven at (log axis); the thick tick on the axis marks its highest lossless rate.",
-                    Kind::LossCurve));
-            }
+        let rate = e.result.get::<rtrace_measure::rate::RateResult>();
+        if rate.is_some_and(|r| !r.searches.is_empty()) {
+            out.push(fig(e, "loss-curve", "Events lost against the event rate".into(),
+                "The share of events each tracer and buffer size lost at each rate it was driven at (log axis); the thick tick on the axis marks its highest lossless rate.",
+                Kind::LossCurve));
         }
         if let Some(r) = e.result.get::<rtrace_measure::events::EventsResult>() {
             for w in r.workloads() {
@@ -353,21 +327,16 @@ pub fn plan(report: &Report) -> Vec<Figure> {
                 }
             }
         }
-        if let Some(r) = e.result.get::<rtrace_measure::npt::NptResult>() {
-            if !r.runs.is_empty() {
-                out.push(fig(e, "gaps", "npt: gaps of a tight loop, with and without tracing".into(),
-                    "How often each gap length occurred (log count axis) while the loop ran with no tracer and with each tracer consuming its events: the loop's own gap is the first bin; everything to its right took the CPU away from it.",
-                    Kind::NptGaps));
-            }
+        let npt = e.result.get::<rtrace_measure::npt::NptResult>();
+        if npt.is_some_and(|r| !r.runs.is_empty()) {
+            out.push(fig(e, "gaps", "npt: gaps of a tight loop, with and without tracing".into(),
+                "How often each gap length occurred (log count axis) while the loop ran with no tracer and with each tracer consuming its events: the loop's own gap is the first bin; everything to its right took the CPU away from it.",
+                Kind::NptGaps));
         }
     }
-    if let Some(fleet) = crate::fleet::of(report) {
+    if let Some(fleet) = crate::fleet::of(report).filter(|f| f.row_names().len() >= 2) {
         let usdt: Vec<String> = report.usdt().map(|(e, _)| e.id.clone()).collect();
-        let hooks = match fleet.row_names().len() >= 2 {
-            true => fleet.hooks(),
-            false => Vec::new(),
-        };
-        for hook in hooks {
+        for hook in fleet.hooks() {
             out.push(Figure {
                 file: format!("fleet-{hook}.svg"),
                 title: format!("Per-hit cost by machine ({hook} hook)"),

@@ -51,13 +51,7 @@ pub fn figure(title: &str, r: &RateResult) -> Result<String> {
         style::mesh(&mut chart)
             .x_desc("events per second fired")
             .y_desc("events lost (%, log scale; 0 at the bottom)")
-            .x_label_formatter(&|v| {
-                if style::one_two_five(*v) {
-                    crate::rate::rate(*v)
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|v| style::log_label(*v, crate::rate::rate))
             .y_label_formatter(&|v| {
                 if *v <= ZERO * 1.01 {
                     "0".into()

@@ -85,26 +85,16 @@ pub fn figure(title: &str, stairs: &[Staircase]) -> Result<String> {
         for (i, (_, colour, below, height, low, high, increment)) in rows.iter().enumerate() {
             let yc = y(i);
             let (a, b) = (below.min(*height), below.max(*height));
+            let corners = [(a, yc - HALF_BAR), (b, yc + HALF_BAR)];
             chart.draw_series([
-                Rectangle::new(
-                    [(a, yc - HALF_BAR), (b, yc + HALF_BAR)],
-                    colour.mix(style::FILL_ALPHA + 0.25).filled(),
-                ),
-                Rectangle::new(
-                    [(a, yc - HALF_BAR), (b, yc + HALF_BAR)],
-                    colour.stroke_width(2),
-                ),
+                Rectangle::new(corners, colour.mix(style::FILL_ALPHA + 0.25).filled()),
+                Rectangle::new(corners, colour.stroke_width(2)),
             ])?;
+            let ink = style::TEXT.stroke_width(2);
             chart.draw_series([
-                PathElement::new(vec![(*low, yc), (*high, yc)], style::TEXT.stroke_width(2)),
-                PathElement::new(
-                    vec![(*low, yc - 0.15), (*low, yc + 0.15)],
-                    style::TEXT.stroke_width(2),
-                ),
-                PathElement::new(
-                    vec![(*high, yc - 0.15), (*high, yc + 0.15)],
-                    style::TEXT.stroke_width(2),
-                ),
+                PathElement::new(vec![(*low, yc), (*high, yc)], ink),
+                PathElement::new(vec![(*low, yc - 0.15), (*low, yc + 0.15)], ink),
+                PathElement::new(vec![(*high, yc - 0.15), (*high, yc + 0.15)], ink),
             ])?;
             let note = style::text(style::NOTE_PX).pos(Pos::new(HPos::Left, VPos::Center));
             chart.draw_series([EmptyElement::at((b.max(*high), yc))

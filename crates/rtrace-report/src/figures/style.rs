@@ -215,16 +215,18 @@ pub fn grouped(v: f64) -> String {
 /// Opacity of filled boxes and areas.
 pub const FILL_ALPHA: f64 = 0.35;
 
-/// Whether `v` is 1, 2 or 5 × 10ⁿ: the only values a log axis labels (plotters puts a grid line
-/// at every multiple, and near a decade their labels overprint).
-pub fn one_two_five(v: f64) -> bool {
-    if v <= 0.0 {
-        return false;
-    }
+/// `label(v)` where `v` is 1, 2 or 5 × 10ⁿ, else nothing: the only values a log axis labels
+/// (plotters puts a grid line at every multiple, and near a decade their labels overprint).
+pub fn log_label(v: f64, label: impl Fn(f64) -> String) -> String {
     let mantissa = v / 10f64.powf(v.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .any(|m| (mantissa - m).abs() < 1e-6)
+    let labelled = v > 0.0
+        && [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .any(|m| (mantissa - m).abs() < 1e-6);
+    match labelled {
+        true => label(v),
+        false => String::new(),
+    }
 }
 
 #[cfg(test)]

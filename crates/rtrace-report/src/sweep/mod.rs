@@ -9,46 +9,64 @@ use crate::format::{trace_cell, trace_data_line, us};
 use crate::result::{Entry, Report};
 use rtrace_measure::sweep::{Accounting, AccountingRule, Skipped, SweepResult};
 
-/// The section of sweep result `r` (entry `e` of `report`).
-pub fn section(e: &Entry, r: &SweepResult, report: &Report) -> Section {
-    let (c, usdt) = (&r.config, shift::usdt_beside(report, r));
-    let mut s = crate::doc::section(
-        e,
-        "wake-up latency",
-        format!(
-            "{} loops every {} µs on CPU {} (main CPU {}), SCHED_FIFO {}; {}; {}. Latencies in µs; overflows: samples above {} µs.",
-            c.loops, c.interval_us, c.run.cpu, c.main_cpu, c.run.priority.unwrap_or(0), e.kernel(),
-            r.header.environment.cpu_model, c.histogram_limit_us
-        ),
-        crate::summary::sweep(r, usdt),
-        Some(Block::Paragraph(format!("{}.", notes(r).join(". ")))),
-    );
-    let heading = "Latency per configuration (µs) and event accounting";
-    s.table(heading, latency(r));
-    skipped(&mut s, "Configurations unavailable here:", &r.unavailable);
-    skipped(&mut s, "Runs that failed:", &r.failed);
-    s.list("Runs retried once", items(r.retried.iter().cloned()));
-    if let Some(t) = shift::table(r, usdt) {
-        s.push(Block::Heading("Latency shift against `none`".into()));
-        s.push(Block::Note(format!("{}.", shift::NOTE)));
-        s.push(Block::Table(t));
-    }
-    match crate::ratios::sweep_vs_none(r) {
-        Ok(rows) if rows.is_empty() => {}
-        Ok(rows) => {
-            s.push(Block::Heading("Latency relative to no tracer".into()));
-            s.push(Block::Paragraph(
-                "Ratio of means and of medians (95% bootstrap confidence interval over the samples):"
-                    .into(),
-            ));
-            s.push(Block::List(items(rows.iter().map(|r| r.sentence()))));
+/// The cyclictest sweep.
+impl crate::result::Reported for SweepResult {
+    fn section(&self, e: &Entry, report: &Report) -> Section {
+        let r = self;
+        // The usdt result it is compared with: the first plain one (not a decomposition, whose
+        // runs are steps of a staircase) measured on the same machine (a per-hit cost from
+        // another machine says nothing about this one).
+        let usdt = report
+            .plain_usdt_of(&r.header.environment)
+            .first()
+            .map(|&(_, u)| u);
+        let c = &r.config;
+        let mut s = crate::doc::section(
+            e,
+            "wake-up latency",
+            format!(
+                "{} loops every {} µs on CPU {} (main CPU {}), SCHED_FIFO {}; {}; {}. Latencies in µs; overflows: samples above {} µs.",
+                c.loops, c.interval_us, c.run.cpu, c.main_cpu, c.run.priority.unwrap_or(0), e.kernel(),
+                r.header.environment.cpu_model, c.histogram_limit_us
+            ),
+            crate::summary::sweep(r, usdt),
+            Some(Block::Paragraph(format!("{}.", notes(r).join(". ")))),
+        );
+        let heading = "Latency per configuration (µs) and event accounting";
+        s.table(heading, latency(r));
+        skipped(&mut s, "Configurations unavailable here:", &r.unavailable);
+        skipped(&mut s, "Runs that failed:", &r.failed);
+        s.list("Runs retried once", items(r.retried.iter().cloned()));
+        if let Some(t) = shift::table(r, usdt) {
+            s.push(Block::Heading("Latency shift against `none`".into()));
+            s.push(Block::Note(format!("{}.", shift::NOTE)));
+            s.push(Block::Table(t));
         }
-        Err(err) => s.push(Block::Paragraph(format!(
-            "No ratios to no tracer: {err:#}."
-        ))),
+        match crate::ratios::sweep_vs_none(r) {
+            Ok(rows) if rows.is_empty() => {}
+            Ok(rows) => {
+                s.push(Block::Heading("Latency relative to no tracer".into()));
+                s.push(Block::Paragraph(
+                    "Ratio of means and of medians (95% bootstrap confidence interval over the samples):"
+                        .into(),
+                ));
+                s.push(Block::List(items(rows.iter().map(|r| r.sentence()))));
+            }
+            Err(err) => s.push(Block::Paragraph(format!(
+                "No ratios to no tracer: {err:#}."
+            ))),
+        }
+        crate::doc::close(&mut s, e, &[], &r.config);
+        s
     }
-    crate::doc::close(&mut s, e, &[], &r.config);
-    s
+
+    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
+        Some(crate::cost::Experiment::Sweep)
+    }
+
+    fn costs(&self) -> Vec<crate::cost::Cost> {
+        crate::consistency::sources::sweep(self)
+    }
 }
 
 /// The sentences every sweep report states under its title: where the user-space probe fired,
@@ -131,28 +149,12 @@ pub fn latency(r: &SweepResult) -> Table {
                 ev(|e| e.recorded),
                 ev(|e| e.lost),
                 accounting_cell(acc),
-                Cell::or_missing(run.trace_data, |d| {
-                    Cell::count_shown(d.bytes, trace_cell(Some(d)))
-                }),
+                trace_cell(run.trace_data),
             ]);
             row
         })
         .collect();
     Table::new("latency", 2, cols).rows(rows)
-}
-
-/// The cyclictest sweep.
-impl crate::result::Reported for SweepResult {
-    fn section(&self, e: &Entry, report: &Report) -> Section {
-        section(e, self, report)
-    }
-    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
-        Some(crate::cost::Experiment::Sweep)
-    }
-
-    fn costs(&self) -> Vec<crate::cost::Cost> {
-        crate::consistency::sources::sweep(self)
-    }
 }
 
 #[cfg(test)]

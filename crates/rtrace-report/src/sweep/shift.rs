@@ -115,19 +115,6 @@ pub fn shifts(r: &SweepResult, usdt: Option<&UsdtResult>) -> Vec<Shift> {
         .collect()
 }
 
-/// The usdt result a report compares `sweep` with: the first plain one (not a decomposition,
-/// whose runs are steps of a staircase) measured on the same machine (a per-hit cost from
-/// another machine says nothing about this one).
-pub fn usdt_beside<'a>(
-    report: &'a crate::result::Report,
-    sweep: &SweepResult,
-) -> Option<&'a UsdtResult> {
-    report
-        .plain_usdt_of(&sweep.header.environment)
-        .first()
-        .map(|&(_, u)| u)
-}
-
 /// `+1.23 (1.10–1.36)` or `+0.58 (−1.37 to 2.52)` in µs, or `+1.23` without an interval.
 pub fn us_interval(e: &Estimate) -> String {
     let sign = if e.estimate >= 0.0 { "+" } else { "−" };
@@ -135,17 +122,9 @@ pub fn us_interval(e: &Estimate) -> String {
     if let (Some(l), Some(h)) = (e.low, e.high) {
         // "−1.37–2.52" reads as a range of two negatives: spell it out then.
         let to = if l < 0.0 { " to " } else { "–" };
-        s.push_str(&format!(" ({}{to}{})", signed(l), signed(h)));
+        s.push_str(&format!(" ({}{to}{})", us(l), us(h)).replace('-', "−"));
     }
     s
-}
-
-fn signed(ns: f64) -> String {
-    if ns < 0.0 {
-        format!("−{}", us(-ns))
-    } else {
-        us(ns)
-    }
 }
 
 /// The shifts as a table, in µs; `None` without a `none` run.

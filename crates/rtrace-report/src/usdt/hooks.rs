@@ -3,7 +3,7 @@
 //! ratio, and the plain cost of the marker call the dynamic hooks attach to.
 
 use crate::doc::{columns, Block, Cell, Column, Section, Table};
-use crate::format::ns;
+use crate::format::{listed, ns};
 use rtrace_measure::usdt::{Case, HookCosts, HookKind, UsdtResult};
 
 /// What the table shows.
@@ -49,9 +49,7 @@ pub fn push(s: &mut Section, r: &UsdtResult) {
     s.push(Block::Heading("Per-hit cost by hook (ns)".into()));
     s.push(Block::Note(format!("{NOTE}.")));
     s.push(Block::Table(Table::new("hooks", 1, cols).rows(rows)));
-    if let Some(p) = nop5_paths(r, &costs) {
-        s.push(Block::Paragraph(p));
-    }
+    s.blocks.extend(nop5_paths(r, &costs).map(Block::Paragraph));
     if let Some(call) = costs.call {
         s.push(Block::Paragraph(format!(
             "The plain marker call, nothing attached: {} ns above the barrier baseline by mean, {} ns by p50.",
@@ -101,9 +99,7 @@ fn nop5_paths(r: &UsdtResult, costs: &HookCosts) -> Option<String> {
                 )
             })
             .collect();
-        if !saved.is_empty() {
-            p += &format!(" ({})", saved.join(", "));
-        }
+        p += &listed(saved, ", ", |l| format!(" ({l})")).unwrap_or_default();
         p += ".";
     }
     Some(p)

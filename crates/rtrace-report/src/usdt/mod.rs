@@ -10,75 +10,89 @@ pub mod table31;
 pub mod threads;
 
 use crate::doc::{columns, items, Block, Cell, Column, Section, Table};
-use crate::format::{case0_ratio_value, int, ns, run_tracer, trace_cell};
+use crate::format::{case0_ratio_value, int, listed, ns, run_tracer, trace_cell};
 use crate::result::{Entry, Report};
 use rtrace_measure::usdt::UsdtResult;
 
-/// The section of usdt result `r` (entry `e` of `report`).
-pub fn section(e: &Entry, r: &UsdtResult, report: &Report) -> Section {
-    let decomposition = rtrace_measure::decompose::is_decomposition(r);
-    let title = match (decomposition, r.config.spacing_us) {
-        (true, _) => "per-hit cost decomposition (usdt --decompose)",
-        (false, Some(_)) => "per-probe duration, hits after a sleep (usdt --spacing-us)",
-        (false, None) => "per-probe duration",
-    };
-    let mut s = crate::doc::section(
-        e,
-        title,
-        format!(
-            "{} iterations per case (after {} warm-up{}){} on CPU {}; {}; {}. Durations in ns.",
-            r.config.iterations,
-            r.config.warmup,
-            steady_state(r),
-            match r.config.spacing_us {
-                Some(us) =>
-                    format!(", each timed one after a {us} µs sleep (the probe's path cold)"),
-                None => String::new(),
-            },
-            r.config.run.cpu,
-            e.kernel(),
-            r.header.environment.cpu_model
-        ),
-        crate::summary::usdt(r),
-        threads::note(r).map(|n| Block::Paragraph(format!("{n}."))),
-    );
-    for (title, t) in table31::tables(r) {
-        s.table(title, t);
+/// The microbenchmark, and its decomposition (`usdt --decompose`).
+impl crate::result::Reported for UsdtResult {
+    fn section(&self, e: &Entry, report: &Report) -> Section {
+        let r = self;
+        let decomposition = rtrace_measure::decompose::is_decomposition(r);
+        let title = match (decomposition, r.config.spacing_us) {
+            (true, _) => "per-hit cost decomposition (usdt --decompose)",
+            (false, Some(_)) => "per-probe duration, hits after a sleep (usdt --spacing-us)",
+            (false, None) => "per-probe duration",
+        };
+        let mut s = crate::doc::section(
+            e,
+            title,
+            format!(
+                "{} iterations per case (after {} warm-up{}){} on CPU {}; {}; {}. Durations in ns.",
+                r.config.iterations,
+                r.config.warmup,
+                steady_state(r),
+                match r.config.spacing_us {
+                    Some(us) =>
+                        format!(", each timed one after a {us} µs sleep (the probe's path cold)"),
+                    None => String::new(),
+                },
+                r.config.run.cpu,
+                e.kernel(),
+                r.header.environment.cpu_model
+            ),
+            crate::summary::usdt(r),
+            threads::note(r).map(|n| Block::Paragraph(format!("{n}."))),
+        );
+        for (title, t) in table31::tables(r) {
+            s.table(title, t);
+        }
+        s.push(Block::Note(table31::NOTE.into()));
+        if let Some(t) = threads::table(r) {
+            s.table("Per loop thread", t);
+        }
+        s.table("Percentiles (ns) and event accounting", percentiles(r));
+        if let Some(first) = r.runs.first() {
+            s.push(Block::Paragraph(format!(
+                "Timer overhead (empty timed interval): mean {} ns, min {} ns; TSC {:.3} GHz.",
+                ns(first.timer_overhead.mean_ns),
+                ns(first.timer_overhead.min_ns),
+                first.tsc_hz / 1e9
+            )));
+        }
+        s.list("How these numbers are made", items(statistics::method(r)));
+        s.list(
+            "Dormant cases against case 0 (95% CI over rounds)",
+            items(statistics::dormant_lines(r)),
+        );
+        let ratios = crate::ratios::case1_vs_cheapest(r);
+        if !ratios.is_empty() {
+            s.push(Block::Heading(
+                "Extra ns per hit relative to the cheapest tracer".into(),
+            ));
+            s.push(Block::Paragraph(format!(
+                "{}:",
+                crate::ratios::usdt_method(r)
+            )));
+            s.push(Block::List(items(ratios.iter().map(|r| r.sentence()))));
+        }
+        s.list("Reference comparisons (same run)", reference::items(r));
+        hooks::push(&mut s, r);
+        crate::decompose::push(&mut s, r, &crate::decompose::alone_beside(report, r));
+        crate::doc::close(&mut s, e, &[], &r.config);
+        s
     }
-    s.push(Block::Note(table31::NOTE.into()));
-    if let Some(t) = threads::table(r) {
-        s.table("Per loop thread", t);
+
+    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
+        match rtrace_measure::decompose::is_decomposition(self) {
+            true => Some(crate::cost::Experiment::Decompose),
+            false => Some(crate::cost::Experiment::Usdt),
+        }
     }
-    s.table("Percentiles (ns) and event accounting", percentiles(r));
-    if let Some(first) = r.runs.first() {
-        s.push(Block::Paragraph(format!(
-            "Timer overhead (empty timed interval): mean {} ns, min {} ns; TSC {:.3} GHz.",
-            ns(first.timer_overhead.mean_ns),
-            ns(first.timer_overhead.min_ns),
-            first.tsc_hz / 1e9
-        )));
+
+    fn costs(&self) -> Vec<crate::cost::Cost> {
+        crate::consistency::sources::usdt(self)
     }
-    s.list("How these numbers are made", items(statistics::method(r)));
-    s.list(
-        "Dormant cases against case 0 (95% CI over rounds)",
-        items(statistics::dormant_lines(r)),
-    );
-    let ratios = crate::ratios::case1_vs_cheapest(r);
-    if !ratios.is_empty() {
-        s.push(Block::Heading(
-            "Extra ns per hit relative to the cheapest tracer".into(),
-        ));
-        s.push(Block::Paragraph(format!(
-            "{}:",
-            crate::ratios::usdt_method(r)
-        )));
-        s.push(Block::List(items(ratios.iter().map(|r| r.sentence()))));
-    }
-    s.list("Reference comparisons (same run)", reference::items(r));
-    hooks::push(&mut s, r);
-    crate::decompose::push(&mut s, r, &crate::decompose::alone_beside(report, r));
-    crate::doc::close(&mut s, e, &[], &r.config);
-    s
 }
 
 /// The percentile and event accounting table: a row per run, in run order; `trace data` is
@@ -120,9 +134,7 @@ pub fn percentiles(r: &UsdtResult) -> Table {
                 ev(|e| e.hits),
                 ev(|e| e.recorded),
                 ev(|e| e.lost),
-                Cell::or_missing(c.trace_data, |d| {
-                    Cell::count_shown(d.bytes, trace_cell(Some(d)))
-                }),
+                trace_cell(c.trace_data),
             ]
         })
         .collect();
@@ -133,9 +145,6 @@ pub fn percentiles(r: &UsdtResult) -> Table {
 /// state (Gebai): case 1 warmed up until its buffer wrapped, ftrace 300,000 (capacity ≤ 65,792),
 /// …`; empty without it.
 fn steady_state(r: &UsdtResult) -> String {
-    if r.config.steady_state.is_empty() {
-        return String::new();
-    }
     let cols: Vec<String> = r
         .config
         .steady_state
@@ -147,27 +156,10 @@ fn steady_state(r: &UsdtResult) -> String {
             )
         })
         .collect();
-    format!(
-        "; steady state (Gebai): case 1 warmed up until its buffer wrapped, {}; the accounting counts those hits too",
-        cols.join(", ")
-    )
-}
-
-/// The microbenchmark, and its decomposition (`usdt --decompose`).
-impl crate::result::Reported for UsdtResult {
-    fn section(&self, e: &Entry, report: &Report) -> Section {
-        section(e, self, report)
-    }
-    fn cost_experiment(&self) -> Option<crate::cost::Experiment> {
-        match rtrace_measure::decompose::is_decomposition(self) {
-            true => Some(crate::cost::Experiment::Decompose),
-            false => Some(crate::cost::Experiment::Usdt),
-        }
-    }
-
-    fn costs(&self) -> Vec<crate::cost::Cost> {
-        crate::consistency::sources::usdt(self)
-    }
+    let line = listed(cols, ", ", |l| {
+        format!("; steady state (Gebai): case 1 warmed up until its buffer wrapped, {l}; the accounting counts those hits too")
+    });
+    line.unwrap_or_default()
 }
 
 #[cfg(test)]

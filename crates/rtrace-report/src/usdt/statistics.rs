@@ -53,9 +53,7 @@ pub fn method(r: &UsdtResult) -> Vec<String> {
         .iter()
         .filter_map(|c| Some((rtrace_measure::probe_cost::label(c), c.trace_data?)))
         .collect();
-    if let Some(line) = crate::format::trace_data_line(&traced, run.keep_traces) {
-        out.push(line);
-    }
+    out.extend(crate::format::trace_data_line(&traced, run.keep_traces));
     if !run.unequal.is_empty() {
         let unequal = per_tracer(&run.unequal);
         out.push(format!("not equal between tracers: {unequal}"));

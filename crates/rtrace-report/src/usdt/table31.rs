@@ -3,7 +3,7 @@
 //! so that no cell is empty.
 
 use crate::doc::{Cell, Column, Group, Table};
-use crate::format::{dec2, int};
+use crate::format::{dec2, int, unique, LOSSY};
 use rtrace_measure::usdt::{Case, CaseResult, HookKind, UsdtResult};
 use rtrace_tracer::TracerKind;
 
@@ -49,13 +49,7 @@ pub fn of(r: &UsdtResult, hook: HookKind) -> Table {
         .iter()
         .filter(|c| c.hook_kind == hook && c.tracer != TracerKind::None)
         .collect();
-    let mut groups: Vec<Key> = Vec::new();
-    for c in &runs {
-        let key = (c.tracer, c.variant.as_deref());
-        if !groups.contains(&key) {
-            groups.push(key);
-        }
-    }
+    let mut groups: Vec<Key> = unique(runs.iter().map(|c| (c.tracer, c.variant.as_deref())));
     if groups.is_empty() {
         groups.extend(baseline.map(|b| (b.tracer, b.variant.as_deref())));
     }
@@ -114,15 +108,9 @@ fn numbers(run: Option<&CaseResult>) -> [Cell; 4] {
     match run {
         Some(c) => {
             let s = &c.summary;
-            let mean = if c.is_lossy() {
-                Cell::num(
-                    s.mean_ns,
-                    format!("{}{}", dec2(s.mean_ns), crate::format::LOSSY),
-                )
-                .flag()
-            } else {
-                Cell::num(s.mean_ns, dec2(s.mean_ns))
-            };
+            let lossy = if c.is_lossy() { LOSSY } else { "" };
+            let mean = Cell::num(s.mean_ns, format!("{}{lossy}", dec2(s.mean_ns)));
+            let mean = mean.flag_if(c.is_lossy());
             [
                 Cell::num(s.min_ns, int(s.min_ns)),
                 Cell::num(s.max_ns, int(s.max_ns)),

@@ -5,7 +5,7 @@
 
 use crate::decompose::cell;
 use crate::doc::{columns, Cell, Column, Table};
-use crate::format::ns;
+use crate::format::{listed, ns};
 use rtrace_measure::interval;
 use rtrace_measure::usdt::{Case, CaseResult, UsdtResult};
 use rtrace_tracer::TracerKind;
@@ -21,18 +21,14 @@ pub fn note(r: &UsdtResult) -> Option<String> {
         .filter(|c| r.config.run.harness_cpus.contains(c))
         .map(|c| c.to_string())
         .collect();
+    let shared = listed(shared, ", ", |l| {
+        format!(". CPU {l} is also the harness's, where the tracers' consumers run: its thread shares the CPU with them")
+    });
     Some(format!(
         "{} loop threads fired the probe at the same time, on CPUs {}, each running every iteration; the tables and figures pool every thread's samples, the per-thread table splits them (95% t interval over rounds){}",
         cpus.len(),
         cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "),
-        if shared.is_empty() {
-            String::new()
-        } else {
-            format!(
-                ". CPU {} is also the harness's, where the tracers' consumers run: its thread shares the CPU with them",
-                shared.join(", ")
-            )
-        }
+        shared.unwrap_or_default()
     ))
 }
 
