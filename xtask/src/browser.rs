@@ -16,20 +16,31 @@ const WINDOW: &str = "--window-size=1400,900";
 #[derive(clap::Args)]
 pub struct Options {
     /// A report directory (`rtrace-bench report ... --out DIR`, or a main job's `report/`).
-    dir: PathBuf,
+    #[arg(required_unless_present = "results")]
+    dir: Option<PathBuf>,
     /// Where the screenshot goes (default: DIR/screenshot.png).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "results")]
     screenshot: Option<PathBuf>,
+    /// CI's check instead: render the report of these result files (a directory), check it,
+    /// and check that two copies broken on purpose fail (in target/browser-check).
+    #[arg(long, value_name = "DIR", conflicts_with = "dir")]
+    results: Option<PathBuf>,
 }
 
 pub fn run(o: Options) -> Result<()> {
-    let shot = o.screenshot.unwrap_or_else(|| o.dir.join("screenshot.png"));
-    let checked = check(&o.dir, &shot)?;
+    let target = crate::exec::target_dir()?;
+    if let Some(results) = o.results {
+        let bench = target.join("release/rtrace-bench");
+        return ci(&bench, &results, &target.join("browser-check"));
+    }
+    let dir = o.dir.expect("clap requires DIR without --results");
+    let shot = o.screenshot.unwrap_or_else(|| dir.join("screenshot.png"));
+    let checked = check(&dir, &shot)?;
     eprintln!("xtask: browser check: {}", checked.summary);
     if !checked.problems.is_empty() {
         bail!(
             "the report in {} is broken in a browser:\n  {}",
-            o.dir.display(),
+            dir.display(),
             checked.problems.join("\n  ")
         );
     }

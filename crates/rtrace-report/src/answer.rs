@@ -163,6 +163,7 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
     let best = |k: usize| -> Option<f64> {
         rows.iter()
             .filter_map(|r| r.costs[k].as_ref())
+            .filter(|c| c.ns.low.is_none_or(|l| l > 0.0))
             .map(|c| c.ns.estimate)
             .filter(|v| *v > 0.0)
             .min_by(f64::total_cmp)
@@ -227,11 +228,13 @@ fn label(t: TracerKind) -> String {
     format!("{} ({mode})", t.name())
 }
 
-/// `62 (37–87)`, `1.36 (1.22–1.49)`: the estimate in the column's unit, with its interval.
+/// `62 (37–87)`, `1.36 (1.22–1.49)`, `238 (−1088 to 1565)`: the estimate in the column's unit,
+/// with its interval (as the consistency section writes one that holds 0).
 fn shown_estimate(e: &Estimate, per: f64) -> String {
     let digits = if per > 1.0 { 2 } else { 0 };
-    let f = |v: f64| format!("{:.*}", digits, v / per);
+    let f = |v: f64| format!("{:.*}", digits, v / per).replace('-', "−");
     match (e.low, e.high) {
+        (Some(l), Some(h)) if l < 0.0 => format!("{} ({} to {})", f(e.estimate), f(l), f(h)),
         (Some(l), Some(h)) => format!("{} ({}–{})", f(e.estimate), f(l), f(h)),
         _ => f(e.estimate),
     }
@@ -270,8 +273,13 @@ fn mode(r: &RateResult) -> &str {
 /// What each column shown is, where its numbers come from: a line each.
 fn columns_said(shown: &[usize], rate: bool) -> Vec<String> {
     let mut what = Vec::new();
-    if shown.iter().any(|&k| k < 3) {
-        what.push("usdt, uprobe, uretprobe: the extra ns of a traced hit in a hot loop (plain `usdt`, case 1 minus case 0, 95% interval over rounds).".to_owned());
+    let hooks: Vec<&str> = shown
+        .iter()
+        .filter(|&&k| k < 3)
+        .map(|&k| KINDS[k].name)
+        .collect();
+    if !hooks.is_empty() {
+        what.push(format!("{}: the extra ns of a traced hit in a hot loop (plain `usdt`, case 1 minus case 0, 95% interval over rounds).", hooks.join(", ")));
     }
     if shown.contains(&3) {
         what.push("kernel tp: the extra ns of a `sys_enter_read` event (events 04, the read loop; the BPF tracers with an empty program).".into());
@@ -282,7 +290,7 @@ fn columns_said(shown: &[usize], rate: bool) -> Vec<String> {
     if rate {
         what.push("sustained rate: the highest event rate sustained at the smallest buffer (`rate`; ≥: the loop's own limit).".into());
     }
-    what.push("Every mode, hook and run is in the sections below.".into());
+    what.push("★ goes to the best value of a column whose interval excludes 0. Every mode, hook and run is in the sections below.".into());
     what
 }
 
@@ -299,6 +307,7 @@ fn figure(rows: &[Row], shown: &[usize]) -> Result<Option<Figure>> {
     let categories: Vec<String> = kinds.iter().map(|&k| KINDS[k].name.to_owned()).collect();
     let series: Vec<bars::Bars> = rows
         .iter()
+        .filter(|r| kinds.iter().any(|&k| r.costs[k].is_some()))
         .map(|r| bars::Bars {
             label: label(r.tracer),
             colour: crate::figures::style::colour(r.tracer),
@@ -328,4 +337,84 @@ fn figure(rows: &[Row], shown: &[usize]) -> Result<Option<Figure>> {
                 .into(),
         svg,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::Value;
+    use crate::fixtures;
+
+    #[test]
+    fn the_cheapest_first_each_cell_a_cost_the_report_prints_and_one_best_per_column() {
+        let report = fixtures::report();
+        let s = section(&report)
+            .unwrap()
+            .expect("the fixtures measured per-hit costs");
+        let Block::Table(t) = &s.blocks[0] else {
+            panic!("the table first")
+        };
+        let usdt = t.columns.iter().position(|c| c.name == "usdt").unwrap();
+        let est = |r: &Vec<Cell>| match r[usdt].value {
+            Value::Interval { estimate, .. } => estimate,
+            _ => f64::INFINITY,
+        };
+        let order: Vec<f64> = t.rows.iter().map(est).collect();
+        assert!(order.is_sorted(), "cheapest first: {order:?}");
+        // Every usdt cell is plain usdt's hot-loop cost of that tracer in its recording mode.
+        let costs: Vec<Cost> = report
+            .entries
+            .iter()
+            .flat_map(|e| e.result.model().costs())
+            .collect();
+        for r in &t.rows {
+            let Value::Interval { estimate, .. } = r[usdt].value else {
+                continue;
+            };
+            let found = costs.iter().any(|c| {
+                hot_usdt(c, HookKind::Usdt)
+                    && label(c.tracer) == r[0].shown
+                    && c.ns.estimate == estimate
+            });
+            assert!(found, "{} {estimate}", r[0].shown);
+        }
+        for i in 1..t.columns.len() {
+            let best: Vec<&Cell> = t
+                .rows
+                .iter()
+                .map(|r| &r[i])
+                .filter(|c| c.shown.starts_with(BEST))
+                .collect();
+            assert!(best.len() <= 1, "{}: {best:?}", t.columns[i].name);
+            for c in best {
+                if let Value::Interval { low: Some(l), .. } = c.value {
+                    assert!(l > 0.0, "no best for an unresolved value: {c:?}");
+                }
+            }
+        }
+        assert!(
+            matches!(s.blocks.last(), Some(Block::Figure(_))),
+            "its figure last"
+        );
+    }
+
+    #[test]
+    fn an_interval_holding_zero_reads_as_the_consistency_section_writes_it() {
+        let e = |estimate, low, high| Estimate {
+            estimate,
+            low: Some(low),
+            high: Some(high),
+            rounds: 3,
+            confidence: 0.95,
+        };
+        assert_eq!(shown_estimate(&e(62.0, 37.0, 87.0), 1.0), "62 (37–87)");
+        assert_eq!(
+            shown_estimate(&e(238.0, -1088.0, 1565.0), 1.0),
+            "238 (−1088 to 1565)"
+        );
+        assert_eq!(
+            shown_estimate(&e(1360.0, 1220.0, 1490.0), 1000.0),
+            "1.36 (1.22–1.49)"
+        );
+    }
 }

@@ -83,8 +83,8 @@ fn layout(t: &Table, paint: Paint) -> comfy_table::Table {
             }
         }));
     }
-    // Text wraps between words, numbers not at all.
-    let longest = |s: &str| s.split(' ').map(cols).max().unwrap_or(0);
+    // Text wraps between words, numbers not at all, nor a number from its unit.
+    let longest = |s: &str| unbroken(s).into_iter().map(|w| cols(&w)).max().unwrap_or(0);
     for (i, column) in out.column_iter_mut().enumerate() {
         let cells = t.rows.iter().map(|r| &r[i].shown);
         let least = match t.is_text(i) {
@@ -98,6 +98,29 @@ fn layout(t: &Table, paint: Paint) -> comfy_table::Table {
         column
             .set_padding((pad, 0))
             .set_constraint(ColumnConstraint::LowerBoundary(least));
+    }
+    out
+}
+
+/// The words of `s` as a wrapping column must keep them: a number with the unit after it
+/// (`256 KiB/CPU`, `12.27% lost` stays `12.27%`, `0.23 s`) and an interval (`[9439, 11239]`)
+/// are one.
+fn unbroken(s: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in s.split(' ') {
+        let glue = out.last().is_some_and(|last: &String| {
+            let number = last.ends_with(|c: char| c.is_ascii_digit());
+            let unit = w.starts_with(|c: char| c.is_alphabetic() || "%×µ".contains(c));
+            let open = last.matches('[').count() > last.matches(']').count();
+            number && unit || open
+        });
+        match (glue, out.last_mut()) {
+            (true, Some(last)) => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => out.push(w.to_owned()),
+        }
     }
     out
 }
@@ -175,5 +198,27 @@ mod tests {
         assert_eq!(text.matches("word").count(), 60, "no word lost: {text}");
         let last = lines.last().unwrap();
         assert_eq!(last.find("short"), lines[2].find("word"), "{text}");
+    }
+
+    #[test]
+    fn a_number_keeps_its_unit_and_an_interval_its_ends() {
+        assert_eq!(unbroken("256 KiB/CPU"), ["256 KiB/CPU"]);
+        assert_eq!(
+            unbroken("ebpf (record) 0.23 s, 10 buffer-fulls"),
+            ["ebpf", "(record)", "0.23 s,", "10 buffer-fulls"]
+        );
+        assert_eq!(unbroken("9983 [9970, 9995]"), ["9983", "[9970, 9995]"]);
+        let mut t = Table::new("t", 2, columns(&["tracer", "buffer", "n"]));
+        t.rows = vec![vec![
+            Cell::text("ftrace"),
+            Cell::text("256 KiB/CPU"),
+            Cell::num(1.0, "1".into()),
+        ]];
+        t.rows.push(vec![
+            Cell::text("x ".repeat(100)),
+            Cell::text("y"),
+            Cell::num(2.0, "2".into()),
+        ]);
+        assert!(plain(&t).contains("256 KiB/CPU"), "{}", plain(&t));
     }
 }
