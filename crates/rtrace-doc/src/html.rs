@@ -31,6 +31,8 @@ table.env td { text-align: left; white-space: normal; overflow-wrap: anywhere; }
 figure { margin: 16px 0 32px; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { color: #555; margin-top: 4px; max-width: 960px; }
 details pre { background: #f7f7f7; padding: 8px; overflow-x: auto; }
+details.method { color: #555; margin: 8px 0; } details.method summary { cursor: pointer; }
+details.method .more { color: #1f77b4; font-size: 90%; } details.method li { margin: 2px 0; }
 .verdict h2 { margin-top: 16px; } .verdict .sub { margin-bottom: 4px; }
 .beside { display: flex; gap: 24px; align-items: flex-start; }
 .beside > div { flex: 0 1 auto; max-width: 70%; } .beside > figure { flex: 1 1 0; min-width: 0; margin: 8px 0; }
@@ -245,6 +247,20 @@ fn figure(f: &Figure) -> Result<String> {
     ))
 }
 
+/// Method text folded: its first sentence shown, the others a list under it.
+fn method(text: &str) -> String {
+    let sentences = crate::method(text).unwrap_or_else(|| vec![text.to_owned()]);
+    let rest: String = sentences[1..]
+        .iter()
+        .map(|s| format!("<li>{}</li>", code_spans(s)))
+        .collect();
+    format!(
+        "<details class=\"method\"><summary>{} <span class=\"more\">(how: {} more)</span></summary><ul>{rest}</ul></details>\n",
+        code_spans(&sentences[0]),
+        sentences.len() - 1
+    )
+}
+
 fn item(i: &Item) -> String {
     let more = i.more.as_deref().map_or(String::new(), |m| {
         format!("<br><span class=\"sub\">{}</span>", code_spans(m))
@@ -255,6 +271,7 @@ fn item(i: &Item) -> String {
 fn block(b: &Block, section: &str, doc: &Document) -> Result<String> {
     Ok(match b {
         Block::Heading(h) => format!("<h3>{}</h3>\n", code_spans(h)),
+        Block::Paragraph(p) | Block::Note(p) if crate::method(p).is_some() => method(p),
         Block::Paragraph(p) => format!("<p>{}</p>\n", code_spans(p)),
         Block::Note(p) => format!("<p class=\"sub\">{}</p>\n", code_spans(p)),
         Block::List(items) => format!(

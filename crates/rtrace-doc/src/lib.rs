@@ -155,6 +155,32 @@ pub enum Block {
     Environment(Vec<(&'static str, String)>),
 }
 
+/// Prose longer than this (characters) is method text: its first sentence stands for it, the
+/// rest is a list of sentences (folded in HTML, left to report.md in the terminal).
+pub const METHOD_CHARS: usize = 400;
+
+/// `text` as method text: its sentences, when it is longer than [`METHOD_CHARS`] and has more
+/// than one; `None` for a paragraph that stays one.
+pub fn method(text: &str) -> Option<Vec<String>> {
+    if text.chars().count() <= METHOD_CHARS {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, _) in text.match_indices(". ") {
+        // A sentence ends where the next begins with a capital, a number or code (not `e.g. a`).
+        let next = text[i + 2..].chars().next();
+        if next.is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() || "`\"(".contains(c))
+            && !["e.g", "i.e", "vs"].iter().any(|a| text[..i].ends_with(a))
+        {
+            out.push(text[start..=i].trim().to_owned());
+            start = i + 2;
+        }
+    }
+    out.push(text[start..].trim().to_owned());
+    (out.len() > 1).then_some(out)
+}
+
 /// A warning as a report shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
@@ -223,4 +249,24 @@ impl From<String> for Item {
 /// Items of `lines`.
 pub fn items(lines: impl IntoIterator<Item = String>) -> Vec<Item> {
     lines.into_iter().map(Item::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_prose_is_method_text_in_sentences_and_short_prose_stays() {
+        assert_eq!(super::method("One sentence. Two."), None, "short");
+        let long = format!(
+            "What is timed: {} e.g. a read. How intervals are made: over rounds. `--flag` means this.",
+            "x ".repeat(200)
+        );
+        let s = super::method(&long).unwrap();
+        assert_eq!(s.len(), 3, "{s:?}");
+        assert!(
+            s[0].ends_with("e.g. a read."),
+            "not split at e.g.: {}",
+            s[0]
+        );
+        assert_eq!(s[2], "`--flag` means this.");
+    }
 }

@@ -68,7 +68,10 @@ fn blocks_md(blocks: &[Block]) -> String {
 fn block(b: &Block) -> String {
     match b {
         Block::Heading(h) => format!("### {h}\n"),
-        Block::Paragraph(p) | Block::Note(p) => format!("{p}\n"),
+        Block::Paragraph(p) | Block::Note(p) => match crate::method(p) {
+            Some(sentences) => sentences.iter().map(|s| format!("- {s}\n")).collect(),
+            None => format!("{p}\n"),
+        },
         Block::List(items) => items.iter().map(item).collect(),
         Block::Warnings(list) => warnings(list),
         Block::Table(t) => table(t),

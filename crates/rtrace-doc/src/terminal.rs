@@ -113,7 +113,14 @@ fn blocks_text(blocks: &[Block], paint: Paint) -> String {
 fn block(b: &Block, paint: Paint) -> String {
     match b {
         Block::Heading(h) => format!("{}\n", paint.bold(&plain(h))),
-        Block::Paragraph(p) | Block::Note(p) => format!("{}\n", plain(p)),
+        Block::Paragraph(p) | Block::Note(p) => match crate::method(p) {
+            Some(sentences) => format!(
+                "{} ({} more sentences on the method in report.md)\n",
+                plain(&sentences[0]),
+                sentences.len() - 1
+            ),
+            None => format!("{}\n", plain(p)),
+        },
         Block::List(items) => items.iter().map(item).collect(),
         Block::Warnings(list) => warnings(list, paint),
         Block::Table(t) => {
