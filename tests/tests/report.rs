@@ -112,11 +112,17 @@ fn run_directory_has_every_format_and_report_regenerates_it(dir: &Path) {
         "figures/usdt-case1-box.svg",
         "figures/usdt-case1-polygon.svg",
         "figures/usdt-cases-box.svg",
+        "figures/verdict-per-hit.svg",
+        "csv/verdict-tracers.csv",
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
     let html = read(&dir.join("index.html"));
-    assert_eq!(html.matches("<svg").count(), 3, "figures are inline");
+    assert_eq!(
+        html.matches("<svg").count(),
+        4,
+        "figures are inline (and the verdict's)"
+    );
     let csv = read(&dir.join("csv/usdt-percentiles.csv"));
     assert_eq!(csv.lines().count(), 1 + 4, "header + one row per case");
 
