@@ -303,17 +303,7 @@ pub fn piotrowski(feature: Feature) -> Option<(u64, f64)> {
 /// `experiment` of an events result file.
 pub const EXPERIMENT: &str = "events";
 
-impl crate::ResultModel for EventsResult {
-    fn header(&self) -> &crate::result_model::Header {
-        &self.header
-    }
-    fn warnings(&self) -> Vec<crate::Warning> {
-        crate::warnings::environment(&self.header.environment, self.config.run.cpu)
-    }
-    fn file(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec_pretty(self)
-    }
-}
+crate::environment_only_model!(EventsResult);
 
 #[cfg(test)]
 mod tests {

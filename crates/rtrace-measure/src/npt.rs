@@ -400,17 +400,7 @@ pub struct NptSettings {
 /// `experiment` of an npt result file.
 pub const EXPERIMENT: &str = "npt";
 
-impl crate::ResultModel for NptResult {
-    fn header(&self) -> &crate::result_model::Header {
-        &self.header
-    }
-    fn warnings(&self) -> Vec<crate::Warning> {
-        crate::warnings::environment(&self.header.environment, self.config.run.cpu)
-    }
-    fn file(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec_pretty(self)
-    }
-}
+crate::environment_only_model!(NptResult);
 
 #[cfg(test)]
 mod tests {

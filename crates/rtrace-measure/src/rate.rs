@@ -478,17 +478,7 @@ pub struct RateSettings {
 /// `experiment` of a rate result file.
 pub const EXPERIMENT: &str = "rate";
 
-impl crate::ResultModel for RateResult {
-    fn header(&self) -> &crate::result_model::Header {
-        &self.header
-    }
-    fn warnings(&self) -> Vec<crate::Warning> {
-        crate::warnings::environment(&self.header.environment, self.config.run.cpu)
-    }
-    fn file(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec_pretty(self)
-    }
-}
+crate::environment_only_model!(RateResult);
 
 #[cfg(test)]
 mod tests {

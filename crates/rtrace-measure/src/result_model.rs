@@ -51,3 +51,22 @@ pub trait ResultModel: std::fmt::Debug + Send + Sync + 'static {
         &self.header().environment
     }
 }
+
+/// The `ResultModel` of a model whose warnings are its machine's alone (`warnings::environment`
+/// for its measured CPU) and whose file is its JSON as it stands.
+#[macro_export]
+macro_rules! environment_only_model {
+    ($model:ty) => {
+        impl $crate::ResultModel for $model {
+            fn header(&self) -> &$crate::Header {
+                &self.header
+            }
+            fn warnings(&self) -> Vec<$crate::Warning> {
+                $crate::warnings::environment(&self.header.environment, self.config.run.cpu)
+            }
+            fn file(&self) -> serde_json::Result<Vec<u8>> {
+                serde_json::to_vec_pretty(self)
+            }
+        }
+    };
+}
