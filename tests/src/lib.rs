@@ -205,7 +205,6 @@ pub fn our_instances() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Reads a usdt/sweep JSON result file.
 /// Copies result file `path` into `$RTRACE_KEEP_RESULTS` when it is set: `cargo xtask ci`
 /// renders a report of these in a real browser (`xtask/src/browser.rs`).
 pub fn keep_result(path: &Path) {
@@ -222,6 +221,7 @@ pub fn keep_result(path: &Path) {
     std::fs::copy(path, name).expect("copy a result file to RTRACE_KEEP_RESULTS");
 }
 
+/// Reads a usdt/sweep JSON result file.
 pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).expect("result file")).expect("valid JSON")
 }

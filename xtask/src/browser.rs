@@ -95,9 +95,15 @@ fn url(path: &Path) -> Result<String> {
     Ok(format!("file://{}", abs.display()))
 }
 
-/// Runs headless Chromium with `args`; its standard output.
+/// Seconds Chromium may take to load and check a page before the check fails.
+const LIMIT_S: &str = "120";
+
+/// Runs headless Chromium with `args`, its profile in a directory of its own (removed after)
+/// and a time limit; its standard output.
 fn chromium(args: &[&str]) -> Result<String> {
-    let out = Command::new(CHROMIUM)
+    let profile = std::env::temp_dir().join(format!("rtrace-browser-check-{}", std::process::id()));
+    let out = Command::new("timeout")
+        .args(["--kill-after=5", LIMIT_S, CHROMIUM])
         .args([
             "--headless",
             "--no-sandbox",
@@ -105,9 +111,14 @@ fn chromium(args: &[&str]) -> Result<String> {
             "--allow-file-access-from-files",
             WINDOW,
         ])
+        .arg(format!("--user-data-dir={}", profile.display()))
         .args(args)
-        .output()
-        .with_context(|| format!("cannot run {CHROMIUM}: apt-get install chromium"))?;
+        .output();
+    let _ = std::fs::remove_dir_all(&profile);
+    let out = out.with_context(|| format!("cannot run {CHROMIUM}: apt-get install chromium"))?;
+    if out.status.code() == Some(124) {
+        bail!("{CHROMIUM} did not finish within {LIMIT_S} s");
+    }
     if !out.status.success() {
         bail!(
             "{CHROMIUM} failed ({}): {}",

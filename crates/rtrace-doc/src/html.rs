@@ -14,7 +14,7 @@ h1 { margin-bottom: 4px; } h2 { margin-top: 48px; border-bottom: 2px solid #ddd;
 h3 { margin-top: 28px; }
 .sub { color: #666; margin-top: 0; }
 nav a { margin-right: 16px; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 15px; font-variant-numeric: tabular-nums;
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 14px; font-variant-numeric: tabular-nums;
         display: block; overflow-x: auto; max-width: 100%; }
 th, td { padding: 4px 7px; border-bottom: 1px solid #e4e4e4; text-align: right; }
 th { background: #f4f4f4; } th.group { text-align: center; border-left: 2px solid #ccc; }
@@ -114,7 +114,7 @@ fn cell(tag: &str, text: &str, classes: &[&str]) -> String {
 }
 
 /// A number and the word after it (`0.23 s`, `12.27 % lost`) and an interval
-/// (`[9439, 11239]`, `(1.00–1.10)`: numbers only) kept together by no-break spaces and word joiners: a
+/// (`[9439, 11239]`, `(1.00–1.10)`, `(−175 to 664)`: numbers only) kept together by no-break spaces and word joiners: a
 /// wrapping cell never breaks a number from its unit nor an interval apart.
 fn unit_kept(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -124,10 +124,13 @@ fn unit_kept(text: &str) -> String {
     while let Some(c) = chars.next() {
         inside = match c {
             // An interval: numbers only up to its end (not a parenthesis of prose).
-            '[' | '(' => chars
-                .clone()
-                .take_while(|n| !matches!(n, ']' | ')'))
-                .all(|n| !n.is_alphabetic()),
+            '[' | '(' => {
+                let inner: String = chars
+                    .clone()
+                    .take_while(|n| !matches!(n, ']' | ')'))
+                    .collect();
+                !inner.replace(" to ", "").chars().any(char::is_alphabetic)
+            }
             ']' | ')' => false,
             _ => inside,
         };
@@ -384,6 +387,22 @@ impl Exporter for Html {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_keeps_its_unit_and_an_interval_stays_whole() {
+        assert_eq!(unit_kept("0.23 s, 10 runs"), "0.23&nbsp;s, 10&nbsp;runs");
+        assert_eq!(unit_kept("1.36 (1.22–1.49)"), "1.36 (1.22–\u{2060}1.49)");
+        assert_eq!(
+            unit_kept("238 (−1088 to 1565)"),
+            "238 (−1088&nbsp;to&nbsp;1565)"
+        );
+        assert_eq!(unit_kept("9983 [9970, 9995]"), "9983 [9970,&nbsp;9995]");
+        assert_eq!(
+            unit_kept("(its consumer kept up)"),
+            "(its consumer kept up)",
+            "prose wraps"
+        );
+    }
 
     #[test]
     fn warnings_escape_and_mark_code_and_fold_their_details() {

@@ -63,10 +63,12 @@ const KINDS: [Kind; 5] = [
         name: "kernel tp",
         unit: "ns",
         per: 1.0,
+        // Writing every event in the mode events ran in (its BPF programs there are empty).
         takes: |c| {
             c.experiment == Experiment::Events
                 && c.hook == Hook::Kernel
                 && c.source.starts_with("events 04 loop")
+                && crate::cost::writes(c.tracer, c.mode.as_deref())
         },
     },
     Kind {
@@ -100,12 +102,23 @@ struct Row {
 
 /// The verdict section of `report`, `None` when its results measured no per-hit cost or rate.
 pub fn section(report: &Report) -> Result<Option<Section>> {
+    // The first result's machine, as the consistency section: "here" is one machine.
+    let Some(first) = report.entries.first() else {
+        return Ok(None);
+    };
+    let machine = first.result.environment().machine_key();
+    let here = |e: &&crate::result::Entry| e.result.environment().machine_key() == machine;
     let costs: Vec<Cost> = report
         .entries
         .iter()
+        .filter(here)
         .flat_map(|e| e.result.model().costs())
         .collect();
-    let rates: Vec<&RateResult> = report.of::<RateResult>().map(|(_, r)| r).collect();
+    let rates: Vec<&RateResult> = report
+        .of::<RateResult>()
+        .filter(|(e, _)| here(e))
+        .map(|(_, r)| r)
+        .collect();
     let mut rows: Vec<Row> = Vec::new();
     for tracer in TracerKind::ALL {
         let costs: Vec<Option<Cost>> = KINDS
@@ -181,10 +194,14 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
                     true => BEST,
                     false => "",
                 };
+                let mode = match c.mode.as_deref() {
+                    Some(m) if !recording(c.tracer, Some(m)) => format!(", {m}"),
+                    _ => String::new(),
+                };
                 Cell::estimate(
                     interval(&c.ns),
                     kind.per,
-                    format!("{mark}{}", shown_estimate(&c.ns, kind.per)),
+                    format!("{mark}{}{mode}", shown_estimate(&c.ns, kind.per)),
                 )
             }));
         }
@@ -282,10 +299,10 @@ fn columns_said(shown: &[usize], rate: bool) -> Vec<String> {
         what.push(format!("{}: the extra ns of a traced hit in a hot loop (plain `usdt`, case 1 minus case 0, 95% interval over rounds).", hooks.join(", ")));
     }
     if shown.contains(&3) {
-        what.push("kernel tp: the extra ns of a `sys_enter_read` event (events 04, the read loop; the BPF tracers with an empty program).".into());
+        what.push("kernel tp: the extra ns of a `sys_enter_read` event written to the tracer's buffer (events 04, the read loop, in the mode events ran in, named when it is not the row's; events' BPF programs are empty, so they have none here).".into());
     }
     if shown.contains(&4) {
-        what.push("wake-up shift: the median wake-up latency with the USDT probe minus the same runs' untraced wake-ups (`cyclictest-sweep`, builtin loop).".into());
+        what.push("wake-up shift: the median wake-up latency with the USDT probe minus the same runs' untraced wake-ups with `--probe-at alternate`, else minus the `none` runs' (`cyclictest-sweep`, builtin loop).".into());
     }
     if rate {
         what.push("sustained rate: the highest event rate sustained at the smallest buffer (`rate`; ≥: the loop's own limit).".into());
