@@ -371,14 +371,10 @@ pub fn default_workload_dir() -> PathBuf {
 
 /// `results/<experiment>-<unix seconds>`.
 pub fn default_out(experiment: &str) -> PathBuf {
-    PathBuf::from(format!("results/{experiment}-{}", now_unix()))
-}
-
-/// Seconds since the epoch.
-pub fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    PathBuf::from(format!(
+        "results/{experiment}-{}",
+        rtrace_measure::result_model::now_unix()
+    ))
 }
 
 /// Adds each of `items` once, in the order first given (a repeated mode is not a round).

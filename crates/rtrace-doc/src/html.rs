@@ -113,45 +113,19 @@ fn cell(tag: &str, text: &str, classes: &[&str]) -> String {
     format!("<{tag}{class}>{}</{tag}>", unit_kept(&esc(text)))
 }
 
-/// A number and the word after it (`0.23 s`, `12.27 % lost`) and an interval
-/// (`[9439, 11239]`, `(1.00–1.10)`, `(−175 to 664)`: numbers only) kept together by no-break spaces and word joiners: a
-/// wrapping cell never breaks a number from its unit nor an interval apart.
+/// `text` with the words [`crate::unbroken`] keeps together joined by no-break spaces, and no
+/// line break after an interval's dash (`1.00–1.10`): a wrapping cell never breaks a number
+/// from its unit nor an interval apart.
 fn unit_kept(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut prev: Option<char> = None;
-    let mut inside = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        inside = match c {
-            // An interval: numbers only up to its end (not a parenthesis of prose).
-            '[' | '(' => {
-                let inner: String = chars
-                    .clone()
-                    .take_while(|n| !matches!(n, ']' | ')'))
-                    .collect();
-                !inner.replace(" to ", "").chars().any(char::is_alphabetic)
-            }
-            ']' | ')' => false,
-            _ => inside,
-        };
-        let unit = || {
-            chars
-                .clone()
-                .next()
-                .is_some_and(|n| n.is_alphabetic() || "%×".contains(n))
-        };
-        let joins = c == ' ' && (inside || prev.is_some_and(|p| p.is_ascii_digit()) && unit());
-        match joins {
-            true => out.push_str("&nbsp;"),
-            false => out.push(c),
-        }
-        if inside && c == '–' {
-            // WORD JOINER: no line break after the dash of `1.00–1.10`.
-            out.push('\u{2060}');
-        }
-        prev = Some(c);
-    }
-    out
+    let words: Vec<String> = crate::unbroken(text)
+        .iter()
+        .map(|w| match w.starts_with(['(', '[']) {
+            // WORD JOINER after the dash.
+            true => w.replace(' ', "&nbsp;").replace('–', "–\u{2060}"),
+            false => w.replace(' ', "&nbsp;"),
+        })
+        .collect();
+    words.join(" ")
 }
 
 /// A table with its group header row, a grouped one in parts of [`GROUPS_PER_TABLE`] (each

@@ -18,7 +18,7 @@ pub mod terminal;
 
 pub use export::{exporters, render, Exporter, Output};
 
-pub use table::{columns, slug, Cell, Column, Group, Table, Value};
+pub use table::{columns, slug, unbroken, Cell, Column, Group, Table, Value};
 
 /// A whole report: the summary every report opens with, a section per result, and the figures
 /// drawn across results.

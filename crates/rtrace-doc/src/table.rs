@@ -172,6 +172,43 @@ pub fn columns(names: &[&str]) -> Vec<Column> {
     names.iter().map(|n| Column::new(*n)).collect()
 }
 
+/// The words of `s` a wrapping line must keep together, in order: a number with the unit after
+/// it (`256 KiB/CPU`, `0.23 s`, `12.27 % lost` keeps `12.27 %`) and an interval of numbers
+/// (`[9439, 11239]`, `(1.22–1.49)`, `(−175 to 664)`) are one; a parenthesis of prose is words.
+/// The terminal sizes its columns by them, HTML joins them with no-break spaces.
+pub fn unbroken(s: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut prev: Option<char> = None;
+    let mut inside = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        inside = match c {
+            '[' | '(' => {
+                let inner: String = chars
+                    .clone()
+                    .take_while(|n| !matches!(n, ']' | ')'))
+                    .collect();
+                !inner.replace(" to ", "").chars().any(char::is_alphabetic)
+            }
+            ']' | ')' => false,
+            _ => inside,
+        };
+        let unit = || {
+            chars
+                .clone()
+                .next()
+                .is_some_and(|n| n.is_alphabetic() || "%×µ".contains(n))
+        };
+        let joins = inside || prev.is_some_and(|p| p.is_ascii_digit()) && unit();
+        match (c, joins) {
+            (' ', false) => out.push(String::new()),
+            _ => out.last_mut().expect("never empty").push(c),
+        }
+        prev = Some(c);
+    }
+    out
+}
+
 /// `s` for a file name: lower-case ASCII letters and digits, every other run of characters one
 /// `-` (`ebpf (maps) on usdt` → `ebpf-maps-on-usdt`).
 pub fn slug(s: &str) -> String {

@@ -303,7 +303,7 @@ pub fn piotrowski(feature: Feature) -> Option<(u64, f64)> {
 /// `experiment` of an events result file.
 pub const EXPERIMENT: &str = "events";
 
-crate::environment_only_model!(EventsResult);
+crate::result_model!(EventsResult);
 
 #[cfg(test)]
 mod tests {

@@ -400,7 +400,7 @@ pub struct NptSettings {
 /// `experiment` of an npt result file.
 pub const EXPERIMENT: &str = "npt";
 
-crate::environment_only_model!(NptResult);
+crate::result_model!(NptResult);
 
 #[cfg(test)]
 mod tests {

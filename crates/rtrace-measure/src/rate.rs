@@ -478,7 +478,7 @@ pub struct RateSettings {
 /// `experiment` of a rate result file.
 pub const EXPERIMENT: &str = "rate";
 
-crate::environment_only_model!(RateResult);
+crate::result_model!(RateResult);
 
 #[cfg(test)]
 mod tests {

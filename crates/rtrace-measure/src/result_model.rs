@@ -25,12 +25,17 @@ impl Header {
         Header {
             experiment: experiment.into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            started_unix: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            started_unix: now_unix(),
             environment: Environment::default(),
         }
     }
+}
+
+/// Seconds since the Unix epoch, now (0 before it).
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// A result model, whatever its experiment; its module's `EXPERIMENT` is its `experiment` field.
@@ -52,10 +57,12 @@ pub trait ResultModel: std::fmt::Debug + Send + Sync + 'static {
     }
 }
 
-/// The `ResultModel` of a model whose warnings are its machine's alone (`warnings::environment`
-/// for its measured CPU) and whose file is its JSON as it stands.
+/// A model's `ResultModel`: `result_model!(RateResult)` for one whose warnings are its
+/// machine's alone (`warnings::environment` for its measured CPU) and whose file is its JSON as
+/// it stands; `result_model!(UsdtResult, warnings)` for one whose module's `warnings(&model)`
+/// computes them and whose file stores them.
 #[macro_export]
-macro_rules! environment_only_model {
+macro_rules! result_model {
     ($model:ty) => {
         impl $crate::ResultModel for $model {
             fn header(&self) -> &$crate::Header {
@@ -66,6 +73,22 @@ macro_rules! environment_only_model {
             }
             fn file(&self) -> serde_json::Result<Vec<u8>> {
                 serde_json::to_vec_pretty(self)
+            }
+        }
+    };
+    ($model:ident, $warnings:ident) => {
+        impl $crate::ResultModel for $model {
+            fn header(&self) -> &$crate::Header {
+                &self.header
+            }
+            fn warnings(&self) -> Vec<$crate::Warning> {
+                $warnings(self)
+            }
+            fn file(&self) -> serde_json::Result<Vec<u8>> {
+                serde_json::to_vec_pretty(&$model {
+                    warnings: self.warnings(),
+                    ..self.clone()
+                })
             }
         }
     };

@@ -609,21 +609,7 @@ impl SweepResult {
 /// `experiment` of a cyclictest-sweep result file.
 pub const EXPERIMENT: &str = "cyclictest-sweep";
 
-impl crate::ResultModel for SweepResult {
-    fn header(&self) -> &crate::result_model::Header {
-        &self.header
-    }
-    fn warnings(&self) -> Vec<crate::Warning> {
-        warnings(self)
-    }
-    /// With the warnings stored in the file.
-    fn file(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec_pretty(&SweepResult {
-            warnings: self.warnings(),
-            ..self.clone()
-        })
-    }
-}
+crate::result_model!(SweepResult, warnings);
 
 /// Every warning about a cyclictest-sweep result.
 pub fn warnings(r: &SweepResult) -> Vec<Warning> {

@@ -634,21 +634,7 @@ impl crate::pool::Accounted for CaseResult {
 /// `experiment` of a usdt result file (`usdt --decompose` too).
 pub const EXPERIMENT: &str = "usdt";
 
-impl crate::ResultModel for UsdtResult {
-    fn header(&self) -> &crate::result_model::Header {
-        &self.header
-    }
-    fn warnings(&self) -> Vec<crate::Warning> {
-        warnings(self)
-    }
-    /// With the warnings stored in the file.
-    fn file(&self) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec_pretty(&UsdtResult {
-            warnings: self.warnings(),
-            ..self.clone()
-        })
-    }
-}
+crate::result_model!(UsdtResult, warnings);
 
 /// `ftrace case 1`, `ebpf (record) case 1`.
 pub fn label(c: &CaseResult) -> String {

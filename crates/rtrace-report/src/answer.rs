@@ -22,14 +22,22 @@ const BEST: &str = "★ ";
 
 /// The mode in which `tracer` records every event, the one its row shows: ftrace's and perf's
 /// stream, eBPF's and bpftrace's record, LTTng's tracepoint.
-fn recording(tracer: TracerKind, mode: Option<&str>) -> bool {
+fn recording_mode(tracer: TracerKind) -> Option<&'static str> {
     match tracer {
-        TracerKind::Ftrace | TracerKind::Perf => mode == Some("stream"),
-        TracerKind::Ebpf | TracerKind::Bpftrace => mode == Some("record"),
-        TracerKind::Lttng => mode == Some("tracepoint"),
-        _ => false,
+        TracerKind::Ftrace | TracerKind::Perf => Some("stream"),
+        TracerKind::Ebpf | TracerKind::Bpftrace => Some("record"),
+        TracerKind::Lttng => Some("tracepoint"),
+        _ => None,
     }
 }
+
+/// Whether `mode` is the one `tracer`'s row shows.
+fn recording(tracer: TracerKind, mode: Option<&str>) -> bool {
+    recording_mode(tracer).is_some_and(|m| mode == Some(m))
+}
+
+/// What the three user-space hook columns show.
+const HOT_LOOP: &str = "the extra ns of a traced hit in a hot loop (plain `usdt`, case 1 minus case 0, 95% interval over rounds)";
 
 /// A column of the table: which costs it takes, how it shows them.
 struct Kind {
@@ -38,6 +46,8 @@ struct Kind {
     /// ns per shown unit.
     per: f64,
     takes: fn(&Cost) -> bool,
+    /// What its numbers are, where they come from (columns saying the same are listed together).
+    note: &'static str,
 }
 
 const KINDS: [Kind; 5] = [
@@ -46,18 +56,21 @@ const KINDS: [Kind; 5] = [
         unit: "ns",
         per: 1.0,
         takes: |c| hot_usdt(c, HookKind::Usdt),
+        note: HOT_LOOP,
     },
     Kind {
         name: "uprobe",
         unit: "ns",
         per: 1.0,
         takes: |c| hot_usdt(c, HookKind::Uprobe),
+        note: HOT_LOOP,
     },
     Kind {
         name: "uretprobe",
         unit: "ns",
         per: 1.0,
         takes: |c| hot_usdt(c, HookKind::Uretprobe),
+        note: HOT_LOOP,
     },
     Kind {
         name: "kernel tp",
@@ -70,6 +83,7 @@ const KINDS: [Kind; 5] = [
                 && c.source.starts_with("events 04 loop")
                 && crate::cost::writes(c.tracer, c.mode.as_deref())
         },
+        note: "the extra ns of a `sys_enter_read` event written to the tracer's buffer (events 04, the read loop, in the mode events ran in, named when it is not the row's; events' BPF programs are empty, so they have none here)",
     },
     Kind {
         name: "wake-up shift",
@@ -81,6 +95,7 @@ const KINDS: [Kind; 5] = [
                 && c.source.starts_with("sweep")
                 && recording(c.tracer, c.mode.as_deref())
         },
+        note: "the median wake-up latency with the USDT probe minus the same runs' untraced wake-ups with `--probe-at alternate`, else minus the `none` runs' (`cyclictest-sweep`, builtin loop)",
     },
 ];
 
@@ -236,13 +251,10 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
 
 /// `ftrace (stream)`: the tracer in the mode its row shows.
 fn label(t: TracerKind) -> String {
-    let mode = match t {
-        TracerKind::Ftrace | TracerKind::Perf => "stream",
-        TracerKind::Ebpf | TracerKind::Bpftrace => "record",
-        TracerKind::Lttng => "tracepoint",
-        _ => return t.name().into(),
-    };
-    format!("{} ({mode})", t.name())
+    match recording_mode(t) {
+        Some(mode) => format!("{} ({mode})", t.name()),
+        None => t.name().into(),
+    }
 }
 
 /// `62 (37–87)`, `1.36 (1.22–1.49)`, `238 (−1088 to 1565)`: the estimate in the column's unit,
@@ -287,23 +299,21 @@ fn mode(r: &RateResult) -> &str {
         .unwrap_or("stream")
 }
 
-/// What each column shown is, where its numbers come from: a line each.
+/// What each column shown is, where its numbers come from: a line per note, naming its columns.
 fn columns_said(shown: &[usize], rate: bool) -> Vec<String> {
-    let mut what = Vec::new();
-    let hooks: Vec<&str> = shown
-        .iter()
-        .filter(|&&k| k < 3)
-        .map(|&k| KINDS[k].name)
+    let notes = crate::format::unique(shown.iter().map(|&k| KINDS[k].note));
+    let mut what: Vec<String> = notes
+        .into_iter()
+        .map(|note| {
+            let names: Vec<&str> = shown
+                .iter()
+                .map(|&k| &KINDS[k])
+                .filter(|k| k.note == note)
+                .map(|k| k.name)
+                .collect();
+            format!("{}: {note}.", names.join(", "))
+        })
         .collect();
-    if !hooks.is_empty() {
-        what.push(format!("{}: the extra ns of a traced hit in a hot loop (plain `usdt`, case 1 minus case 0, 95% interval over rounds).", hooks.join(", ")));
-    }
-    if shown.contains(&3) {
-        what.push("kernel tp: the extra ns of a `sys_enter_read` event written to the tracer's buffer (events 04, the read loop, in the mode events ran in, named when it is not the row's; events' BPF programs are empty, so they have none here).".into());
-    }
-    if shown.contains(&4) {
-        what.push("wake-up shift: the median wake-up latency with the USDT probe minus the same runs' untraced wake-ups with `--probe-at alternate`, else minus the `none` runs' (`cyclictest-sweep`, builtin loop).".into());
-    }
     if rate {
         what.push("sustained rate: the highest event rate sustained at the smallest buffer (`rate`; ≥: the loop's own limit).".into());
     }
@@ -316,7 +326,7 @@ fn figure(rows: &[Row], shown: &[usize]) -> Result<Option<Figure>> {
     let kinds: Vec<usize> = shown
         .iter()
         .copied()
-        .filter(|&k| KINDS[k].unit == "ns")
+        .filter(|&k| KINDS[k].per == 1.0)
         .collect();
     if kinds.is_empty() {
         return Ok(None);

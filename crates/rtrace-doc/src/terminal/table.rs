@@ -4,7 +4,7 @@
 //! groups, then its text columns and headers wrap (numbers never do).
 
 use super::Paint;
-use crate::Table;
+use crate::{unbroken, Table};
 use comfy_table::{
     Attribute, CellAlignment, Color, ColumnConstraint, ContentArrangement, ContentLineStyle,
     LineStyle, TableStyle, Width,
@@ -102,29 +102,6 @@ fn layout(t: &Table, paint: Paint) -> comfy_table::Table {
     out
 }
 
-/// The words of `s` as a wrapping column must keep them: a number with the unit after it
-/// (`256 KiB/CPU`, `12.27% lost` stays `12.27%`, `0.23 s`) and an interval (`[9439, 11239]`)
-/// are one.
-fn unbroken(s: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for w in s.split(' ') {
-        let glue = out.last().is_some_and(|last: &String| {
-            let number = last.ends_with(|c: char| c.is_ascii_digit());
-            let unit = w.starts_with(|c: char| c.is_alphabetic() || "%×µ".contains(c));
-            let open = last.matches('[').count() > last.matches(']').count();
-            number && unit || open
-        });
-        match (glue, out.last_mut()) {
-            (true, Some(last)) => {
-                last.push(' ');
-                last.push_str(w);
-            }
-            _ => out.push(w.to_owned()),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +180,7 @@ mod tests {
     #[test]
     fn a_number_keeps_its_unit_and_an_interval_its_ends() {
         assert_eq!(unbroken("256 KiB/CPU"), ["256 KiB/CPU"]);
+        assert_eq!(unbroken("238 (−1088 to 1565)"), ["238", "(−1088 to 1565)"]);
         assert_eq!(
             unbroken("ebpf (record) 0.23 s, 10 buffer-fulls"),
             ["ebpf", "(record)", "0.23 s,", "10 buffer-fulls"]
