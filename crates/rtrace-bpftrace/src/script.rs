@@ -44,6 +44,7 @@ pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
             };
             Ok((format!("tracepoint:{category}:{name}"), arg))
         }
+        Hook::Tracepoints(_) => bail!("bpftrace does not run tracepoint scripts yet"),
         Hook::Read { .. } => {
             bail!("the events suite's programs have scripts of their own (a bug: please report it)")
         }

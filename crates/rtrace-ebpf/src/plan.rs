@@ -43,6 +43,7 @@ pub fn check(hook: &Hook) -> Result<()> {
             NANOSLEEP_EXIT.0,
             NANOSLEEP_EXIT.1
         ),
+        Hook::Tracepoints(_) => bail!("the ebpf tracer does not run tracepoint scripts yet"),
         Hook::Read { .. } => {
             bail!("the events suite's programs are not a probe of rtrace.bpf.c (a bug: please report it)")
         }

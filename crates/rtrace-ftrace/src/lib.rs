@@ -153,6 +153,7 @@ impl Tracer for FtraceTracer {
         }
         match hook {
             Hook::KernelTracepoint { category, name } => check_tracepoint(category, name),
+            Hook::Tracepoints(_) => bail!("ftrace does not run tracepoint scripts yet"),
             Hook::LttngUst { .. } => {
                 bail!("ftrace cannot trace LTTng-UST tracepoints: use --tracer lttng")
             }

@@ -261,6 +261,11 @@ impl Tracer for LttngTracer {
                 rtrace_tracer::require_root("LTTng kernel tracing")?;
                 session::kernel_modules_available()
             }
+            Hook::Tracepoints(_) => {
+                rtrace_tracer::require_root("LTTng kernel tracing")?;
+                session::kernel_modules_available()?;
+                bail!("LTTng's kernel tracer runs one syscall here, not a tracepoint script: use --tracer ftrace|ebpf|bpftrace|perf")
+            }
             Hook::Usdt { .. } => bail!(
                 "LTTng traces LTTng-UST tracepoints, not USDT probes: use the workload-lttng binary (or --tracer ftrace|ebpf|bpftrace for USDT)"
             ),

@@ -90,6 +90,9 @@ impl LttngSession {
                 What::Syscall { name, exit }
             }
             Hook::Usdt { .. } => bail!("LTTng cannot trace USDT probes"),
+            Hook::Tracepoints(_) => {
+                bail!("LTTng runs no tracepoint script (a bug: please report it)")
+            }
             Hook::Uprobe { .. } => bail!("LTTng has no uprobe/uretprobe hook"),
             Hook::Read { .. } => {
                 bail!("the events suite's programs are kernel hooks of their own (a bug: please report it)")

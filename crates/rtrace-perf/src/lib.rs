@@ -205,6 +205,7 @@ impl Tracer for PerfTracer {
             Hook::KernelTracepoint { category, name } => {
                 rtrace_ftrace::check_tracepoint(category, name)
             }
+            Hook::Tracepoints(_) => bail!("perf does not run tracepoint scripts yet"),
             Hook::LttngUst { .. } => {
                 bail!("perf cannot trace LTTng-UST tracepoints: use --tracer lttng")
             }

@@ -16,6 +16,7 @@ pub mod owner;
 mod process;
 pub mod procs;
 pub mod tool;
+pub mod tracepoints;
 
 pub use names::{validate_name, NameError};
 pub use owner::{run_tag, PREFIX};
@@ -124,6 +125,12 @@ pub enum Hook {
     LttngUst { provider: String, event: String },
     /// A kernel tracepoint such as `syscalls:sys_exit_clock_nanosleep`.
     KernelTracepoint { category: String, name: String },
+    /// A tracing script of some breadth (`app`): every kernel tracepoint matching one of its
+    /// patterns (`syscalls:sys_enter_*`, `syscalls:*`, `sched:*`), expanded once by
+    /// [`tracepoints::expand`] into `points` (category, name). Traced in every process
+    /// (`Target::pid` is `None`), as Piotrowski's scripts; strace, which cannot, follows
+    /// `Target::pid`'s tree and takes the `syscalls` category only.
+    Tracepoints(tracepoints::Script),
     /// Dynamic instrumentation: the entry (`ret: false`, uprobe) or the return (`ret: true`,
     /// uretprobe) of `function` in `binary`, whose first instruction is at file offset `offset`
     /// (as found by `rtrace_sdt::function`; see [`Hook::uprobe`]).
@@ -149,6 +156,7 @@ impl Hook {
                 .unwrap_or_default(),
             Hook::LttngUst { provider, event } => format!("{provider}:{event}"),
             Hook::KernelTracepoint { category, name } => format!("{category}:{name}"),
+            Hook::Tracepoints(script) => script.label(),
             Hook::Uprobe { function, ret, .. } => {
                 format!("{}:{function}", if *ret { "uretprobe" } else { "uprobe" })
             }
@@ -190,7 +198,9 @@ impl Hook {
                 out.dedup();
                 return Ok(out);
             }
-            Hook::LttngUst { .. } | Hook::KernelTracepoint { .. } => return Ok(Vec::new()),
+            Hook::LttngUst { .. } | Hook::KernelTracepoint { .. } | Hook::Tracepoints(_) => {
+                return Ok(Vec::new())
+            }
         };
         let file = rtrace_sdt::ProbeSites::read(binary)?;
         let mut out: Vec<rtrace_sdt::ProbeSite> = Vec::new();
