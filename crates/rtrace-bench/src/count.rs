@@ -130,7 +130,7 @@ struct SemaphoreSeen {
 const END_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `cmd` as found on PATH (or as given when it contains a `/`).
-fn resolve(cmd: &str) -> Result<PathBuf> {
+pub fn resolve(cmd: &str) -> Result<PathBuf> {
     if cmd.contains('/') {
         return Ok(PathBuf::from(cmd));
     }

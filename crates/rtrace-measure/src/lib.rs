@@ -1,6 +1,7 @@
 //! Measurement: spawns the workload pinned to the measured CPU, attaches a tracer during the
 //! ready/go handshake, collects its histograms, and describes the environment. Never prints.
 
+pub mod app;
 pub mod compare;
 pub mod counters;
 pub mod cyclictest;

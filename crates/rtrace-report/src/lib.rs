@@ -6,6 +6,7 @@
 //! experiment side by side.
 
 pub mod answer;
+pub mod app;
 pub mod assemble;
 pub mod bootstrap;
 pub mod compare;
@@ -55,5 +56,9 @@ const EXPERIMENTS: &[(&str, result::Load)] = &[
     (
         rtrace_measure::events::EXPERIMENT,
         result::load::<rtrace_measure::events::EventsResult>,
+    ),
+    (
+        rtrace_measure::app::EXPERIMENT,
+        result::load::<rtrace_measure::app::AppResult>,
     ),
 ];

@@ -52,6 +52,10 @@ pub enum Command {
     /// published one-liners, our eBPF equivalents, ftrace events), per-event cost per experiment
     /// and tracer beside the published bpftrace 0.17 numbers.
     Events(events::EventsArgs),
+    /// What tracing costs a real program (Piotrowski's Benchmark 2): a kernel build, pgbench or
+    /// your command after `--`, timed untraced and under tracing scripts; the slowdown predicted
+    /// from the per-event costs first, then measured.
+    App(crate::app::AppArgs),
     /// Overlay two cyclictest-sweep results (e.g. PREEMPT vs PREEMPT_RT): per-percentile
     /// differences; or two usdt results: ratios of extra ns per hit.
     Compare(CompareArgs),
@@ -154,6 +158,7 @@ impl Command {
             Command::Rate(a) => crate::rate::run(a.lower()?),
             Command::Npt(a) => crate::npt::run(a.lower()?),
             Command::Events(a) => crate::events::run(a.lower()?),
+            Command::App(a) => crate::app::run(a.lower()?),
             Command::Count(a) => crate::count::run(a.lower()?),
             Command::Probes(a) => crate::probes::run(&a.binary, a.symbols.as_deref(), a.json),
             Command::Compare(a) => crate::compare::run(&a.a, &a.b, a.json.as_deref()),

@@ -1,0 +1,262 @@
+//! `app`'s section: a real program's time untraced and under each tracer × script (Piotrowski's
+//! Tables VI and VII), the slowdown with the tracer's exit beside it, and each cell's predicted
+//! extra CPU time set beside the measured one.
+
+use crate::result::{Entry, Report};
+use rtrace_doc::{Block, Cell, Column, Section, Table};
+use rtrace_measure::app::{agreement, AppResult, Measured, Prediction, TOLERANCE};
+use rtrace_measure::interval::Estimate;
+
+impl crate::result::Reported for AppResult {
+    fn section(&self, e: &Entry, _: &Report) -> Section {
+        let r = self;
+        let mut s = crate::doc::section(
+            e,
+            "what tracing costs a real program",
+            format!(
+                "{}; {} round(s) after {} warm-up run(s), untraced and traced in alternating order; {}; {}.",
+                r.config.describe,
+                r.config.run.rounds,
+                r.config.warmup,
+                e.kernel(),
+                r.header.environment.cpu_model
+            ),
+            summary(r),
+            Some(Block::Note(NOTE.into())),
+        );
+        s.push(Block::Table(slowdowns(r)));
+        s.push(Block::Table(predictions(r)));
+        if !r.counts.is_empty() {
+            s.push(Block::Details {
+                summary: "Hits counted per script".into(),
+                blocks: vec![Block::Table(counts(r))],
+            });
+        }
+        let not_run: Vec<String> = r
+            .not_run
+            .iter()
+            .map(|n| format!("not run: {} × {}: {}", n.tracer, n.script, n.why))
+            .chain(r.failures.iter().map(|f| f.error.clone()))
+            .collect();
+        crate::doc::close(&mut s, e, &not_run, &r.config);
+        s
+    }
+}
+
+const NOTE: &str = "Each script traces every process, as Piotrowski's did (strace: the command's tree). Slowdown: traced ÷ untraced wall time of the same round, geometric mean over rounds with Student's t; \"with exit\" adds the time from the program's end until the tracer had delivered everything and stopped. Extra CPU: the machine's busy time (/proc/stat, every CPU) traced minus untraced in the same round; \"in the program\" is the part in the program's own CPU time (wait4), the rest is the tracer's consumers and everything else. Predicted: the script's hits in the program (one run under eBPF's per-probe counters) × the tracer's busy time per event under the same script on the calibration loop, made before the first traced run";
+
+fn summary(r: &AppResult) -> Vec<String> {
+    let mut out = Vec::new();
+    let cells = r.cells();
+    let held = cells
+        .iter()
+        .filter(|(t, s)| verdict(r, t, s).is_some_and(|v| v.1))
+        .count();
+    let predicted = cells
+        .iter()
+        .filter(|(t, s)| verdict(r, t, s).is_some())
+        .count();
+    if let Some(worst) = cells
+        .iter()
+        .filter_map(|(t, s)| Some((t, s, r.measured(t, s)?.slowdown.estimate)))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+    {
+        out.push(format!(
+            "{}: the largest slowdown is {} ({} under {}); the prediction held within {:.0} % in {held} of {predicted} cells.",
+            r.config.workload,
+            ratio(worst.2),
+            worst.0,
+            worst.1,
+            TOLERANCE * 100.0
+        ));
+    }
+    out
+}
+
+fn ratio(x: f64) -> String {
+    format!("{:+.1} %", (x - 1.0) * 100.0)
+}
+
+fn est_cell(e: &Estimate, per: f64, show: impl Fn(f64) -> String) -> Cell {
+    let shown = match (e.low, e.high) {
+        (Some(l), Some(h)) => format!(
+            "{} ({} to {})",
+            show(e.estimate / per),
+            show(l / per),
+            show(h / per)
+        ),
+        _ => show(e.estimate / per),
+    };
+    Cell::estimate(crate::doc::interval(e), per, shown)
+}
+
+fn pct_cell(e: &Estimate) -> Cell {
+    let p = |x: f64| (x - 1.0) * 100.0;
+    let shown = match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{:+.1} ({:+.1} to {:+.1})", p(e.estimate), p(l), p(h)),
+        _ => format!("{:+.1}", p(e.estimate)),
+    };
+    Cell::estimate((p(e.estimate), e.low.map(p), e.high.map(p)), 1.0, shown)
+        .flag_if(e.low.is_some_and(|l| l > 1.0))
+}
+
+fn s(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+/// Table VI/VII: wall time and slowdown per cell, with the exit.
+fn slowdowns(r: &AppResult) -> Table {
+    let mut t = Table::new(
+        "app-slowdown",
+        2,
+        vec![
+            Column::new("tracer").text(),
+            Column::new("script").text(),
+            Column::new("wall").unit("s"),
+            Column::new("slowdown").unit("%"),
+            Column::new("with exit").unit("%"),
+            Column::new("attach").unit("s"),
+            Column::new("exit").unit("s"),
+            Column::new("events"),
+            Column::new("lost"),
+        ],
+    )
+    .titled(
+        "Wall time and slowdown (Piotrowski's Tables VI and VII)".into(),
+        Some("95 % intervals over rounds; a slowdown whose interval excludes 0 stands out.".into()),
+    );
+    if let Some(b) = r.baseline_wall() {
+        t.rows.push(vec![
+            Cell::text("none"),
+            Cell::text("-"),
+            est_cell(&b, 1e9, s),
+            Cell::missing(),
+            Cell::missing(),
+            Cell::missing(),
+            Cell::missing(),
+            Cell::missing(),
+            Cell::missing(),
+        ]);
+    }
+    for (tracer, script) in r.cells() {
+        let Some(m) = r.measured(&tracer, &script) else {
+            continue;
+        };
+        t.rows.push(vec![
+            Cell::text(tracer),
+            Cell::text(script),
+            est_cell(&m.traced_wall_ns, 1e9, s),
+            pct_cell(&m.slowdown),
+            Cell::or_missing(m.slowdown_with_exit.as_ref(), pct_cell),
+            Cell::or_missing(m.attach_ns.as_ref(), |e| est_cell(e, 1e9, s)),
+            Cell::or_missing(m.exit_ns.as_ref(), |e| est_cell(e, 1e9, s)),
+            Cell::or_missing(
+                m.events.as_ref(),
+                |e| Cell::count(e.estimate.round() as u64),
+            ),
+            Cell::count(m.lost).flag_if(m.lost > 0),
+        ]);
+    }
+    t
+}
+
+/// Whether the prediction of a cell held: (predicted/measured, within the tolerance).
+fn verdict(r: &AppResult, tracer: &str, script: &str) -> Option<(f64, bool)> {
+    let p = r.prediction(tracer, script)?;
+    let m = r.measured(tracer, script)?;
+    Some(agreement(p.extra_cpu_ns, &m.extra_cpu_ns))
+}
+
+/// What a cell's miss is made of, measured: the program's own CPU and the rest, each
+/// predicted against measured.
+fn mechanism(p: &Prediction, m: &Measured) -> String {
+    let ctx_p = p.extra_in_context_ns;
+    let ctx_m = m.extra_in_context_ns.estimate;
+    let rest_p = p.extra_cpu_ns - ctx_p;
+    let rest_m = m.extra_cpu_ns.estimate - ctx_m;
+    let off = |p: f64, m: f64| (m - p).abs();
+    let (part, pp, mm) = if off(ctx_p, ctx_m) >= off(rest_p, rest_m) {
+        ("in the program's own CPU (the probe's cost in its context: another mix of events, colder caches than the loop's)", ctx_p, ctx_m)
+    } else {
+        (
+            "outside the program (the tracer's consumers competing for the CPUs)",
+            rest_p,
+            rest_m,
+        )
+    };
+    format!(
+        "most of the difference is {part}: predicted {} s, measured {} s",
+        s(pp / 1e9),
+        s(mm / 1e9)
+    )
+}
+
+fn predictions(r: &AppResult) -> Table {
+    let mut t = Table::new(
+        "app-prediction",
+        2,
+        vec![
+            Column::new("tracer").text(),
+            Column::new("script").text(),
+            Column::new("hits"),
+            Column::new("cost per event").unit("ns"),
+            Column::new("predicted extra CPU").unit("s"),
+            Column::new("measured extra CPU").unit("s"),
+            Column::new("predicted ÷ measured"),
+            Column::new("why apart").text(),
+        ],
+    )
+    .titled(
+        "Predicted and measured extra CPU time".into(),
+        Some(format!(
+            "Predicted before the traced runs; it holds within {:.0} %, or the column on the right says which part missed.",
+            TOLERANCE * 100.0
+        )),
+    );
+    for (tracer, script) in r.cells() {
+        let (Some(p), Some(m)) = (r.prediction(&tracer, &script), r.measured(&tracer, &script))
+        else {
+            continue;
+        };
+        let (ratio, held) = agreement(p.extra_cpu_ns, &m.extra_cpu_ns);
+        t.rows.push(vec![
+            Cell::text(tracer),
+            Cell::text(script),
+            Cell::count(p.hits),
+            est_cell(&p.per_event_ns, 1.0, |x| format!("{x:.0}")),
+            Cell::num(p.extra_cpu_ns / 1e9, s(p.extra_cpu_ns / 1e9)),
+            est_cell(&m.extra_cpu_ns, 1e9, s),
+            Cell::num(ratio, format!("{ratio:.2}")).flag_if(!held),
+            Cell::text(if held {
+                "-".to_string()
+            } else {
+                mechanism(p, &m)
+            }),
+        ]);
+    }
+    t
+}
+
+fn counts(r: &AppResult) -> Table {
+    let mut t = Table::new(
+        "app-counts",
+        2,
+        vec![
+            Column::new("script").text(),
+            Column::new("probe").text(),
+            Column::new("hits"),
+        ],
+    );
+    for c in &r.counts {
+        t.rows.push(vec![
+            Cell::text(&c.script),
+            Cell::text("all"),
+            Cell::count(c.hits),
+        ]);
+        for (probe, n) in c.top.iter().take(5) {
+            t.rows
+                .push(vec![Cell::text(""), Cell::text(probe), Cell::count(*n)]);
+        }
+    }
+    t
+}
