@@ -38,6 +38,13 @@ pub const PACKAGES: &[&str] = &[
     // The fleet playbook (deploy/fleet.yml) and its root test: ansible-playbook with the
     // ansible.builtin modules only (without recommends: 8 small packages, not the collections).
     "ansible-core",
+    // `app`'s workloads: a kernel build (Linux 6.1's source, its build tools) and pgbench on
+    // PostgreSQL 15 (its server with USDT probes, and pgbench).
+    "linux-source-6.1",
+    "flex",
+    "bison",
+    "bc",
+    "postgresql-15",
     // `cargo xtask ci`'s browser check of a report (headless, xtask/src/browser.rs).
     "chromium",
 ];

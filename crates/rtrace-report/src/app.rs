@@ -2,8 +2,9 @@
 //! Tables VI and VII), the slowdown with the tracer's exit beside it, and each cell's predicted
 //! extra CPU time set beside the measured one.
 
+use crate::figures::bars;
 use crate::result::{Entry, Report};
-use rtrace_doc::{Block, Cell, Column, Section, Table};
+use rtrace_doc::{Block, Cell, Column, Figure, Section, Table};
 use rtrace_measure::app::{agreement, AppResult, Measured, Prediction, TOLERANCE};
 use rtrace_measure::interval::Estimate;
 
@@ -26,6 +27,11 @@ impl crate::result::Reported for AppResult {
         );
         s.push(Block::Table(slowdowns(r)));
         s.push(Block::Table(predictions(r)));
+        match figure(r) {
+            Ok(Some(f)) => s.push(Block::Figure(f)),
+            Ok(None) => {}
+            Err(err) => s.push(Block::Note(format!("figure not drawn: {err:#}"))),
+        }
         if !r.counts.is_empty() {
             s.push(Block::Details {
                 summary: "Hits counted per script".into(),
@@ -259,4 +265,201 @@ fn counts(r: &AppResult) -> Table {
         }
     }
     t
+}
+
+/// Measured extra CPU time per cell (whiskers: 95 % intervals) with the prediction marked.
+fn figure(r: &AppResult) -> anyhow::Result<Option<Figure>> {
+    let mut categories = Vec::new();
+    let mut measured = Vec::new();
+    let mut predicted = Vec::new();
+    let ms = |x: f64| x / 1e6;
+    for (tracer, script) in r.cells() {
+        let Some(m) = r.measured(&tracer, &script) else {
+            continue;
+        };
+        categories.push(format!("{tracer}, {script}"));
+        let e = m.extra_cpu_ns;
+        measured.push(Some(Estimate {
+            estimate: ms(e.estimate),
+            low: e.low.map(ms),
+            high: e.high.map(ms),
+            ..e
+        }));
+        predicted.push(r.prediction(&tracer, &script).map(|p| ms(p.extra_cpu_ns)));
+    }
+    if categories.is_empty() {
+        return Ok(None);
+    }
+    let title = format!(
+        "Extra CPU time of {} by tracer and script",
+        r.config.workload
+    );
+    let svg = bars::figure(
+        &title,
+        &categories,
+        bars::Axes {
+            x: "tracer, script",
+            y: "extra CPU time, ms (log)",
+        },
+        &[bars::Bars {
+            label: "measured (traced − untraced, same round)".into(),
+            colour: crate::figures::style::colour(rtrace_tracer::TracerKind::Ftrace),
+            values: measured,
+        }],
+        Some(&bars::Mark {
+            label: "predicted before the traced runs".into(),
+            values: predicted,
+        }),
+    )?;
+    Ok(Some(Figure {
+        file: "app-extra-cpu.svg".into(),
+        title,
+        caption: "The machine's extra busy time under each tracer and script, measured against the untraced run of the same round, and the prediction (black line) made from the hits and the calibration loop.".into(),
+        svg,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtrace_measure::app::{AppConfig, AppRun, ScriptConfig, ScriptCount, EXPERIMENT};
+    use rtrace_measure::{Header, RunSettings};
+    use rtrace_tracer::EventStats;
+
+    fn run(
+        tracer: &str,
+        script: Option<&str>,
+        round: u32,
+        wall_s: f64,
+        cpu_s: f64,
+        machine_s: f64,
+    ) -> AppRun {
+        let ns = |s: f64| (s * 1e9) as u64;
+        AppRun {
+            tracer: tracer.into(),
+            script: script.map(Into::into),
+            round,
+            warmup: false,
+            wall_ns: ns(wall_s),
+            cpu_ns: ns(cpu_s),
+            machine_cpu_ns: ns(machine_s),
+            attach_ns: script.map(|_| 50_000_000),
+            exit_ns: script.map(|_| 100_000_000),
+            exit_machine_cpu_ns: None,
+            events: script.map(|_| EventStats::new(1_000_000, 0)),
+            by_probe: Vec::new(),
+            metrics: Vec::new(),
+            ground_truth: None,
+        }
+    }
+
+    /// A kbuild of 10 s: ftrace costs 1 s of CPU, as predicted; perf 2 s, predicted 1 s,
+    /// most of it outside the build.
+    fn result() -> AppResult {
+        let mut runs = Vec::new();
+        for round in 0..3 {
+            let jitter = f64::from(round) * 0.01;
+            runs.push(run("none", None, round, 10.0 + jitter, 19.0, 19.5 + jitter));
+            runs.push(run(
+                "ftrace",
+                Some("syscalls"),
+                round,
+                10.5 + jitter,
+                19.7,
+                20.5 + jitter,
+            ));
+            runs.push(run(
+                "perf",
+                Some("syscalls"),
+                round,
+                11.0 + jitter,
+                19.6,
+                21.5 + jitter,
+            ));
+        }
+        let mut calibration = vec![
+            run("none", None, 0, 1.0, 0.5, 1.0),
+            run("none", None, 1, 1.0, 0.5, 1.0),
+        ];
+        for (t, per) in [("ftrace", 1.0), ("perf", 1.0)] {
+            for i in 0..2 {
+                let mut r = run(
+                    t,
+                    Some("syscalls"),
+                    i,
+                    1.5,
+                    0.5 + 0.7 * per,
+                    1.0 + per + 0.01 * f64::from(i),
+                );
+                r.events = Some(EventStats::new(1_000_000, 0));
+                calibration.push(r);
+            }
+        }
+        let mut r = AppResult {
+            header: Header::new(EXPERIMENT),
+            config: AppConfig {
+                run: RunSettings {
+                    rounds: 3,
+                    ..RunSettings::default()
+                },
+                workload: "kbuild".into(),
+                describe: "a kernel build".into(),
+                command: vec!["make".into()],
+                calibration_command: vec!["perf".into()],
+                scripts: vec![ScriptConfig {
+                    name: "syscalls".into(),
+                    patterns: vec!["syscalls:*".into()],
+                    tracepoints: 700,
+                }],
+                warmup: 1,
+                calibration_runs: 2,
+            },
+            counts: vec![ScriptCount {
+                script: "syscalls".into(),
+                hits: 1_000_000,
+                top: vec![("syscalls:sys_enter_read".into(), 300_000)],
+                wall_ns: 10_000_000_000,
+            }],
+            calibration,
+            predictions: Vec::new(),
+            runs,
+            not_run: Vec::new(),
+            failures: Vec::new(),
+        };
+        for t in ["ftrace", "perf"] {
+            let p = rtrace_measure::app::predict(&r.calibration, t, "syscalls", 1_000_000, 1.95);
+            r.predictions.push(p.unwrap());
+        }
+        r
+    }
+
+    #[test]
+    fn a_prediction_that_holds_is_plain_and_a_miss_names_its_part() {
+        let r = result();
+        let t = predictions(&r);
+        assert_eq!(t.rows.len(), 2);
+        let ftrace = &t.rows[0];
+        assert_eq!(ftrace[6].shown, "1.00", "{ftrace:?}");
+        assert!(!ftrace[6].flagged);
+        assert_eq!(ftrace[7].shown, "-");
+        let perf = &t.rows[1];
+        assert_eq!(perf[6].shown, "0.50", "{perf:?}");
+        assert!(perf[6].flagged);
+        assert!(
+            perf[7].shown.contains("outside the program"),
+            "{}",
+            perf[7].shown
+        );
+        let w = slowdowns(&r);
+        assert_eq!(w.rows.len(), 3, "the untraced row, then a row per cell");
+        assert!(w.rows[1][3].shown.starts_with("+5.0"), "{:?}", w.rows[1][3]);
+        assert!(w.rows[1][3].flagged, "a resolved slowdown stands out");
+        assert!(
+            summary(&r)[0].contains("held within 25 % in 1 of 2 cells"),
+            "{:?}",
+            summary(&r)
+        );
+        let f = figure(&r).unwrap().unwrap();
+        assert!(f.svg.contains("<svg"));
+    }
 }
