@@ -10,6 +10,7 @@ use crate::doc::{interval, items, Block, Cell, Column, Figure, Section, Table};
 use crate::figures::bars;
 use crate::result::Report;
 use anyhow::Result;
+use rtrace_measure::app::AppResult;
 use rtrace_measure::interval::Estimate;
 use rtrace_measure::rate::RateResult;
 use rtrace_measure::usdt::HookKind;
@@ -113,6 +114,8 @@ struct Row {
     tracer: TracerKind,
     costs: Vec<Option<Cost>>,
     rate: Option<(f64, String)>,
+    /// `app`'s slowdown of a real program (the slowdown, its interval resolved, shown).
+    app: Option<(f64, bool, String)>,
 }
 
 /// The verdict section of `report`, `None` when its results measured no per-hit cost or rate.
@@ -134,6 +137,11 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
         .filter(|(e, _)| here(e))
         .map(|(_, r)| r)
         .collect();
+    let apps: Vec<&AppResult> = report
+        .of::<AppResult>()
+        .filter(|(e, _)| here(e))
+        .map(|(_, r)| r)
+        .collect();
     let mut rows: Vec<Row> = Vec::new();
     for tracer in TracerKind::ALL {
         let costs: Vec<Option<Cost>> = KINDS
@@ -146,11 +154,13 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
             })
             .collect();
         let rate = rates.iter().find_map(|r| sustained(r, tracer));
-        if costs.iter().any(Option::is_some) || rate.is_some() {
+        let app = apps.iter().find_map(|r| slowdown(r, tracer));
+        if costs.iter().any(Option::is_some) || rate.is_some() || app.is_some() {
             rows.push(Row {
                 tracer,
                 costs,
                 rate,
+                app,
             });
         }
     }
@@ -176,6 +186,12 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
         .filter(|&k| rows.iter().any(|r| r.costs[k].is_some()))
         .collect();
     let has_rate = rows.iter().any(|r| r.rate.is_some());
+    let app_column = apps.first().and_then(|r| {
+        let script = widest(r)?;
+        rows.iter()
+            .any(|row| row.app.is_some())
+            .then(|| format!("{} slowdown, {script}", r.config.workload))
+    });
     let mut table = Table::new("tracers", 1, vec![Column::new("tracer")]);
     for &k in &shown {
         let kind = &KINDS[k];
@@ -187,6 +203,11 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
         table
             .columns
             .push(Column::new("sustained rate").shown_unit("events/s"));
+    }
+    if let Some(name) = &app_column {
+        table
+            .columns
+            .push(Column::new(name.as_str()).shown_unit("%"));
     }
     let best = |k: usize| -> Option<f64> {
         rows.iter()
@@ -229,6 +250,21 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
                 Cell::num(*hz, format!("{mark}{shown}"))
             }));
         }
+        if app_column.is_some() {
+            let best_app = rows
+                .iter()
+                .filter_map(|r| r.app.as_ref())
+                .filter(|a| a.1)
+                .map(|a| a.0)
+                .min_by(f64::total_cmp);
+            cells.push(Cell::or_missing(r.app.as_ref(), |(x, _, shown)| {
+                let mark = match best_app == Some(*x) {
+                    true => BEST,
+                    false => "",
+                };
+                Cell::num((x - 1.0) * 100.0, format!("{mark}{shown}"))
+            }));
+        }
         table.rows.push(cells);
     }
     let mut s = Section {
@@ -239,7 +275,7 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
         summary: Vec::new(),
         blocks: vec![
             Block::Table(table),
-            Block::List(items(columns_said(&shown, has_rate))),
+            Block::List(items(columns_said(&shown, has_rate, app_column.is_some()))),
         ],
         figures_at: None,
     };
@@ -292,6 +328,36 @@ fn sustained(r: &RateResult, tracer: TracerKind) -> Option<(f64, String)> {
     ))
 }
 
+/// The widest script `r` ran: the one with the most tracepoints.
+fn widest(r: &AppResult) -> Option<&str> {
+    r.config
+        .scripts
+        .iter()
+        .filter(|s| r.cells().iter().any(|(_, c)| *c == s.name))
+        .max_by_key(|s| s.tracepoints)
+        .map(|s| s.name.as_str())
+}
+
+/// `tracer`'s slowdown of `r`'s program under its widest script, in the row's mode: (ratio,
+/// its interval excludes no slowdown, shown).
+fn slowdown(r: &AppResult, tracer: TracerKind) -> Option<(f64, bool, String)> {
+    let script = widest(r)?;
+    let stream = r.config.run.record == Some(rtrace_tracer::RecordMode::Stream);
+    let name = match tracer {
+        TracerKind::Ftrace | TracerKind::Perf if stream => tracer.name().to_owned(),
+        TracerKind::Ebpf | TracerKind::Bpftrace => tracer.label(recording_mode(tracer)),
+        _ => return None,
+    };
+    let m = r.measured(&name, script)?;
+    let e = m.slowdown;
+    let p = |x: f64| format!("{:+.1}", (x - 1.0) * 100.0).replace('-', "−");
+    let shown = match (e.low, e.high) {
+        (Some(l), Some(h)) => format!("{} ({} to {})", p(e.estimate), p(l), p(h)),
+        _ => p(e.estimate),
+    };
+    Some((e.estimate, e.low.is_some_and(|l| l > 1.0), shown))
+}
+
 /// The record mode `rate` ran its tracers in (`stream`).
 fn mode(r: &RateResult) -> &str {
     r.config.run.tracer_options["record"]
@@ -300,7 +366,7 @@ fn mode(r: &RateResult) -> &str {
 }
 
 /// What each column shown is, where its numbers come from: a line per note, naming its columns.
-fn columns_said(shown: &[usize], rate: bool) -> Vec<String> {
+fn columns_said(shown: &[usize], rate: bool, app: bool) -> Vec<String> {
     let notes = crate::format::unique(shown.iter().map(|&k| KINDS[k].note));
     let mut what: Vec<String> = notes
         .into_iter()
@@ -316,6 +382,9 @@ fn columns_said(shown: &[usize], rate: bool) -> Vec<String> {
         .collect();
     if rate {
         what.push("sustained rate: the highest event rate sustained at the smallest buffer (`rate`; ≥: the loop's own limit).".into());
+    }
+    if app {
+        what.push("slowdown: a real program's wall time traced over untraced, same rounds, with the widest tracing script it ran (`app`; its section sets the slowdown beside its prediction).".into());
     }
     what.push("★ goes to the best value of a column whose interval excludes 0. Every mode, hook and run is in the sections below.".into());
     what
