@@ -1,6 +1,7 @@
 //! rtrace-bench: parse → typed options → run → export. Errors print as one `Error:` line; exit
 //! 1, or 128 + the signal when interrupted.
 
+mod app;
 mod compare;
 mod count;
 mod cpus;

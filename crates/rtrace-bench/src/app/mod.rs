@@ -1,0 +1,3 @@
+pub mod kbuild;
+pub mod pgbench;
+pub mod workload;
