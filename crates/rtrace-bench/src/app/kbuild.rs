@@ -3,8 +3,10 @@
 //! invocations (`APP_DIR/linux-source-6.1`, stamped with the tarball it came from); an object
 //! tree configured with `make tinyconfig` and prepared (`make prepare`: host tools, generated
 //! headers) is kept beside it. Every run starts from a copy of that pristine tree (the paper
-//! cleaned before each build; a copy is the same state every time, and takes 0.05 s) and times
-//! `make -jN <directories>` (only compiling), or the whole `vmlinux` with `full`.
+//! cleaned before each build; a copy is the same state every time, and takes 0.02 s) and times
+//! `make -jN <directories>` (only compiling), or the whole `vmlinux` with `full`. Debian's
+//! source configured with `tinyconfig` on x86 is a 32-bit (i386) kernel: no objtool, so no
+//! libelf-dev needed.
 
 // Used by the `app` experiment, which is written beside these workloads.
 #![allow(dead_code)]
@@ -227,11 +229,11 @@ impl AppWorkload for Kbuild {
     fn describe(&self) -> String {
         let version = self.version.as_deref().unwrap_or("6.1");
         let what = match &self.target {
-            Target::Dirs(dirs) => format!("{}'s objects", dirs.join(" ")),
-            Target::Vmlinux => "vmlinux".into(),
+            Target::Dirs(dirs) => format!("the objects of {}", dirs.join(" ")),
+            Target::Vmlinux => "the whole kernel image".into(),
         };
         format!(
-            "Linux {version} tinyconfig (i386), make -j{} {} ({what}, from a clean prepared object tree on tmpfs)",
+            "Linux {version} tinyconfig (i386), make -j{} {} ({what}, from a copy of a prepared object tree on tmpfs)",
             self.jobs,
             self.target.make_args().join(" ")
         )

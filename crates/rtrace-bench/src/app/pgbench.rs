@@ -335,6 +335,12 @@ impl AppWorkload for Pgbench {
         let pid = self
             .postmaster
             .context("the PostgreSQL server is not running (prepare first)")?;
+        // A client that just exited leaves its backend exiting: its time is the server's
+        // once the postmaster reaped it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while backends_exiting(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         server_cpu_ns(pid).map(Some)
     }
 
@@ -382,6 +388,21 @@ fn postmaster_pid(data: &Path) -> Option<u32> {
 
 fn is_postmaster(pid: u32) -> bool {
     rtrace_tracer::procs::comm(pid).is_some_and(|c| c == "postgres")
+}
+
+/// Whether the postmaster has a backend (its title says `[local]`: a client's, over the
+/// socket) or a zombie child: a client's, exiting, its CPU time not yet the postmaster's.
+fn backends_exiting(pid: u32) -> bool {
+    let Ok(all) = procfs::process::all_processes() else {
+        return false;
+    };
+    all.filter_map(Result::ok).any(|p| {
+        let Ok(stat) = p.stat() else { return false };
+        stat.ppid == pid as i32
+            && (stat.state == 'Z'
+                || p.cmdline()
+                    .is_ok_and(|c| c.iter().any(|a| a.contains("[local]"))))
+    })
 }
 
 /// CPU time of the postmaster (its own and its reaped children's) and of its live children
