@@ -88,6 +88,11 @@ pub struct Kbuild {
 }
 
 impl Kbuild {
+    /// `make -j<CPUs>`: every CPU this process may run on.
+    pub fn default_jobs() -> usize {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    }
+
     /// Builds `target` with `make -j<jobs>`.
     pub fn new(target: Target, jobs: usize) -> Kbuild {
         Kbuild {
@@ -281,8 +286,29 @@ impl AppWorkload for Kbuild {
         }
     }
 
+    /// Fails unless the build made its archives (`DIR/built-in.a`, or `vmlinux`); counts the
+    /// objects compiled.
     fn outcome(&mut self, _stdout: &str, _stderr: &str) -> Result<Outcome> {
-        Ok(Outcome::default())
+        let work = self.work();
+        let (made, under): (Vec<PathBuf>, Vec<PathBuf>) = match &self.target {
+            Target::Dirs(dirs) => dirs
+                .iter()
+                .map(|d| (work.join(d).join("built-in.a"), work.join(d)))
+                .unzip(),
+            Target::Vmlinux => (vec![work.join("vmlinux")], vec![work.clone()]),
+        };
+        if let Some(missing) = made.iter().find(|p| !p.is_file()) {
+            bail!("the build made no {}", missing.display());
+        }
+        let objects = under
+            .iter()
+            .flat_map(walkdir::WalkDir::new)
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "o"))
+            .count();
+        Ok(Outcome {
+            metrics: vec![("objects".into(), objects as f64)],
+        })
     }
 
     fn cpu_outside_ns(&self) -> Result<Option<u64>> {
@@ -341,6 +367,30 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn outcome_checks_the_archives() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut k = Kbuild::new(Target::Dirs(vec!["init/".into(), "lib/".into()]), 2);
+        k.dir = dir.path().to_path_buf();
+        for f in [
+            "init/built-in.a",
+            "init/main.o",
+            "lib/built-in.a",
+            "lib/math/gcd.o",
+        ] {
+            let p = k.work().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        let o = k.outcome("", "").unwrap();
+        assert_eq!(o.get("objects"), Some(2.0));
+        std::fs::remove_file(k.work().join("lib/built-in.a")).unwrap();
+        let e = format!("{:#}", k.outcome("", "").unwrap_err());
+        assert!(e.contains("lib/built-in.a"), "{e}");
+        k.target = Target::Vmlinux;
+        assert!(k.outcome("", "").is_err());
+    }
+
+    #[test]
     fn a_missing_tarball_names_its_package() {
         let mut k = Kbuild::new(Target::new(false), 2);
         k.tarball = PathBuf::from("/nonexistent/linux-source-6.1.tar.xz");
@@ -363,7 +413,7 @@ pub(crate) mod tests {
             Ok(dirs) => Target::Dirs(dirs.split_whitespace().map(String::from).collect()),
             Err(_) => Target::new(false),
         };
-        let mut k = Kbuild::new(target, 2);
+        let mut k = Kbuild::new(target, Kbuild::default_jobs());
         let start = Instant::now();
         k.prepare().unwrap();
         eprintln!("prepare {:?} ({:?})", start.elapsed(), k.prepared);
@@ -379,15 +429,16 @@ pub(crate) mod tests {
                 .args(&t.argv[1..])
                 .output()
                 .unwrap();
+            let (took, cpu) = (start.elapsed(), children_cpu_s() - cpu);
             assert!(
                 out.status.success(),
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
+            let o = k.outcome("", "").unwrap();
             eprintln!(
-                "reset {reset:?}, build {:?}, its CPU {:.1} s",
-                start.elapsed(),
-                children_cpu_s() - cpu
+                "reset {reset:?}, build {took:?}, its CPU {cpu:.1} s, {:?}",
+                o.metrics
             );
         }
     }
