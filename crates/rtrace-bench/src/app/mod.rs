@@ -7,6 +7,8 @@
 //! tracer's cost per event under the same script on a calibration loop; the report sets the
 //! prediction beside what the rounds measured.
 
+pub mod kbuild;
+pub mod pgbench;
 mod run;
 pub mod workload;
 
@@ -104,6 +106,17 @@ pub struct AppArgs {
     /// kbuild: build the whole image (the paper's scale) instead of the fixed part.
     #[arg(long)]
     pub full: bool,
+    /// kbuild: the directories built (comma separated; default init/,lib/: about 8 s here).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "DIR/",
+        conflicts_with = "full"
+    )]
+    pub make_target: Vec<String>,
+    /// pgbench: transactions per client (2 clients, as many as CPUs here).
+    #[arg(long, default_value_t = pgbench::DEFAULT_TRANSACTIONS, value_name = "N")]
+    pub transactions: u64,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]
@@ -116,8 +129,8 @@ pub struct AppArgs {
 /// What `app` times.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Program {
-    Kbuild { full: bool },
-    Pgbench,
+    Kbuild { target: kbuild::Target },
+    Pgbench { transactions: u64 },
     Command(Vec<String>),
 }
 
@@ -145,6 +158,7 @@ impl AppArgs {
                 why: "the program runs with the scheduling it has, as you run it",
             });
         }
+        let kbuild_only = self.full || !self.make_target.is_empty();
         let program = match (self.workload, self.command.is_empty()) {
             (Some(_), false) => {
                 return Err(OptionsError::Other(
@@ -152,14 +166,29 @@ impl AppArgs {
                 ))
             }
             (None, false) => Program::Command(self.command),
-            (Some(WorkloadArg::Pgbench), true) => Program::Pgbench,
-            (Some(WorkloadArg::Kbuild) | None, true) => Program::Kbuild { full: self.full },
+            (Some(WorkloadArg::Pgbench), true) => Program::Pgbench {
+                transactions: self.transactions,
+            },
+            (Some(WorkloadArg::Kbuild) | None, true) => Program::Kbuild {
+                target: match self.make_target.is_empty() {
+                    true => kbuild::Target::new(self.full),
+                    false => kbuild::Target::Dirs(self.make_target),
+                },
+            },
         };
-        if self.full && !matches!(program, Program::Kbuild { .. }) {
+        if kbuild_only && !matches!(program, Program::Kbuild { .. }) {
             return Err(OptionsError::Other(
-                "--full builds the whole kernel image: it is for --workload kbuild".into(),
+                "--full and --make-target choose what the kernel build makes: they are for --workload kbuild".into(),
             ));
         }
+        if self.transactions != pgbench::DEFAULT_TRANSACTIONS
+            && !matches!(program, Program::Pgbench { .. })
+        {
+            return Err(OptionsError::Other(
+                "--transactions is pgbench's: pass --workload pgbench".into(),
+            ));
+        }
+        crate::options::check_nonzero(self.transactions, "transactions")?;
         if self.calibration_runs == 0 {
             return Err(OptionsError::Zero {
                 what: "calibration-runs",
@@ -336,9 +365,14 @@ pub fn run(o: Options) -> Result<i32> {
             }
             Box::new(workload::Command { argv: argv.clone() })
         }
-        Program::Kbuild { .. } | Program::Pgbench => {
-            bail!("the built-in workloads are not there yet: give a command after `--`")
-        }
+        Program::Kbuild { target } => Box::new(kbuild::Kbuild::new(
+            target.clone(),
+            kbuild::Kbuild::default_jobs(),
+        )),
+        Program::Pgbench { transactions } => Box::new(pgbench::Pgbench::new(
+            pgbench::DEFAULT_CLIENTS,
+            *transactions,
+        )),
     };
     let calibration = workload::Timed {
         argv: ["perf", "bench", "sched", "pipe", "-l"]
