@@ -137,9 +137,15 @@ fn check(what: &str, r: &Run, points: usize) {
     assert_eq!(r.by_probe.len(), points, "{what}: every point, in order");
     let sum: u64 = r.by_probe.iter().map(|(_, n)| n).sum();
     assert_eq!(sum, s.recorded, "{what}: the probes' counts add up");
+    // A record run's per-probe counts are of its recorded events: a lost one (a full ring while
+    // the rest of the machine is busy too) may have been any probe's.
     for probe in ["syscalls:sys_enter_read", "syscalls:sys_enter_write"] {
         let n = count(&r.by_probe, probe);
-        assert!(n >= N, "{what}: {probe} counted {n} < {N}");
+        assert!(
+            n + s.lost >= N,
+            "{what}: {probe} counted {n} (+ {} lost) < {N}",
+            s.lost
+        );
     }
 }
 
