@@ -3,7 +3,8 @@
  * rtrace-bench's BPF programs, embedded into the binary as a libbpf skeleton.
  *
  * Four hooks (USDT, function entry, function return, the nanosleep tracepoint), each in two
- * modes; the loader autoloads exactly one of the eight programs:
+ * modes, and a tracing script of many tracepoints (script_*, at the end); the loader autoloads
+ * exactly one of the ten programs:
  *   *_record     one struct rtrace_event per hit into the ring buffer `events`; reservation
  *                failures are counted in the per-CPU map `lost`. Submitted without wakeup (user
  *                space polls), or, with the rodata flag `wakeup_per_event`, waking the reader on
@@ -404,6 +405,51 @@ int tp_aggregate(struct sys_exit_args *ctx)
 	if (counted_only())
 		return 0;
 	aggregate(ctx->ret);
+	return 0;
+}
+
+/* Tracepoint scripts (`Hook::Tracepoints`: `syscalls:sys_enter_*`, `sched:*`): one program
+ * attached by the loader to every tracepoint of the script (SEC("tracepoint") names none), each
+ * link carrying the point's index in the script as its BPF cookie (bpf_get_attach_cookie,
+ * Linux >= 5.15). script_count keeps a per-CPU count per index in `script_hits` (max_entries =
+ * the number of points, set by the loader); script_record submits one struct rtrace_event per hit
+ * with the index as `arg` (lost reservations in `lost`, as the other record programs). The
+ * points have no common argument: nothing else is read. Same filters as the tp_* programs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} script_hits SEC(".maps");
+
+SEC("tracepoint")
+int script_count(void *ctx)
+{
+	__u32 point = bpf_get_attach_cookie(ctx);
+	__u64 *n;
+
+	if (skipped())
+		return 0;
+	if (target_tgid && (bpf_get_current_pid_tgid() >> 32) != target_tgid)
+		return 0;
+	n = bpf_map_lookup_elem(&script_hits, &point);
+	if (n)
+		*n += 1;
+	else
+		bump(&lost); /* a cookie beyond the map: a loader bug, but never a silent drop */
+	return 0;
+}
+
+SEC("tracepoint")
+int script_record(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (skipped())
+		return 0;
+	if (target_tgid && tgid != target_tgid)
+		return 0;
+	record(bpf_get_attach_cookie(ctx), tgid);
 	return 0;
 }
 

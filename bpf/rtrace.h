@@ -16,7 +16,8 @@ struct rtrace_event {
 	/* bpf_ktime_get_ns() at the hit (CLOCK_MONOTONIC, ns). */
 	__u64 ts_ns;
 	/* The probe's first argument (USDT, uprobe), the function's return value (uretprobe) or
-	 * the syscall's return value (tracepoint). */
+	 * the syscall's return value (tracepoint); for a tracing script, the index of the
+	 * tracepoint in the script. */
 	__s64 arg;
 	/* CPU the hit ran on. */
 	__u32 cpu;

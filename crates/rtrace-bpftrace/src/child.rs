@@ -7,6 +7,7 @@ use nix::sys::signal::Signal;
 use rtrace_tracer::tool::{Exited, NotReady, Spawn, Stdout, Tool};
 use std::ffi::OsString;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,12 @@ fn progress(pid: u32) -> Option<(bool, u64)> {
 /// A running bpftrace whose probes are attached.
 pub struct Bpftrace {
     tool: Tool,
+    /// N of its "Attaching N probes..." line; [`UNSEEN`] until it is read.
+    attaching: Arc<AtomicU64>,
 }
+
+/// [`Bpftrace::attaching`] before the line is read.
+const UNSEEN: u64 = u64::MAX;
 
 /// The line of what bpftrace printed that explains its failure.
 pub fn why(e: &Exited) -> String {
@@ -60,14 +66,23 @@ impl Bpftrace {
         let mut all_env = vec![(NOTIFY_ATTACHED.to_owned(), "1".to_owned())];
         all_env.extend(env.iter().map(|(k, v)| (k.to_string(), v.clone())));
         // 0.17 prints the line on stderr, later versions on stdout: the tool watches both.
+        // "Attaching N probes..." (stdout, or the -o file) comes before the probes are attached.
+        let attaching = Arc::new(AtomicU64::new(UNSEEN));
+        let seen = Arc::clone(&attaching);
+        let ready = move |l: &str| {
+            if let Some(n) = crate::output::attaching(l) {
+                seen.store(n, Ordering::SeqCst);
+            }
+            l == NOTIFY_ATTACHED
+        };
         let mut tool = Tool::spawn(Spawn {
             env: all_env,
             stdout: Stdout::Lines,
-            ready: Some(Arc::new(|l: &str| l == NOTIFY_ATTACHED)),
+            ready: Some(Arc::new(ready)),
             ..Spawn::new("bpftrace", "bpftrace", program, args.to_vec(), cpus)
         })?;
         match tool.wait_ready(ATTACH_TIMEOUT, STOP_TIMEOUT) {
-            Ok(()) => Ok(Bpftrace { tool }),
+            Ok(()) => Ok(Bpftrace { tool, attaching }),
             Err(NotReady::Exited(e)) => {
                 bail!("bpftrace failed to attach: {}", why(&e))
             }
@@ -76,6 +91,23 @@ impl Bpftrace {
                 ATTACH_TIMEOUT.as_secs(),
                 program.display()
             ),
+        }
+    }
+
+    /// N of the "Attaching N probes..." line bpftrace printed on stdout before attaching;
+    /// waits up to `wait` for it (stdout and stderr, where 0.17 says it attached, are read by
+    /// two threads). `None` if it printed none (its output went to an `-o` file).
+    pub fn attaching(&self, wait: Duration) -> Option<u64> {
+        let start = Instant::now();
+        loop {
+            let n = self.attaching.load(Ordering::SeqCst);
+            if n != UNSEEN {
+                return Some(n);
+            }
+            if start.elapsed() >= wait {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 

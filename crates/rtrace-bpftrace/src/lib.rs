@@ -10,6 +10,11 @@
 //!   published and per-pid accounting scripts (module `events`), with the same perf buffer;
 //!   their attachments' evidence is what the printed maps or lines show of the workload.
 //!
+//! - Tracepoint scripts ([`Hook::Tracepoints`], `app`): the one-liner
+//!   `tracepoint:syscalls:sys_enter_* { @[probe] = count(); }` on the script's patterns, every
+//!   process (or one pid's by predicate), aggregate mode only; recorded = the map's sum, lost = 0,
+//!   per probe through `finish_by_probe` (module `scripts`).
+//!
 //! `attach` returns once bpftrace reports its probes attached (it prints
 //! [`output::NOTIFY_ATTACHED`] when asked; "Attaching N probes..." comes *before* attaching).
 //! `finish` stops bpftrace with SIGINT; dropping the attachment kills it; it dies with the
@@ -26,6 +31,7 @@ mod events;
 mod flush;
 mod output;
 mod script;
+mod scripts;
 
 use anyhow::{ensure, Context, Result};
 use rtrace_tracer::{Attachment, EventStats, Hook, Target, Tracer, TracerKind};
@@ -96,6 +102,9 @@ impl Tracer for BpftraceTracer {
         if let Hook::Read(read) = hook {
             return events::program(read).map(drop);
         }
+        if let Hook::Tracepoints(s) = hook {
+            return scripts::program(s, self.mode, None, false).map(drop);
+        }
         script::program(hook, self.mode, script::PidFilter::None, None, None)?;
         hook.check_binary()
     }
@@ -105,6 +114,10 @@ impl Tracer for BpftraceTracer {
         let pages = perf_rb_pages(target.buffer_size_kb)?;
         if let Hook::Read(read) = &target.hook {
             let a = events::ReadAttachment::start(&self.program, read, target, pages)?;
+            return Ok(Box::new(a));
+        }
+        if let Hook::Tracepoints(script) = &target.hook {
+            let a = scripts::ScriptAttachment::start(&self.program, script, self.mode, target)?;
             return Ok(Box::new(a));
         }
         let (events, flush) = match self.mode {

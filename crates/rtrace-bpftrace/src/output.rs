@@ -19,6 +19,16 @@ pub struct Tally {
     pub attaching: Option<u64>,
     /// Lines of the flush probe (`crate::flush`), one per CPU it fired on.
     pub flushes: u64,
+    /// The entries of a map keyed by tracepoint, `@[tracepoint:CATEGORY:NAME]: N`, as
+    /// (`CATEGORY:NAME`, N): a tracepoint script's `@[probe] = count()`.
+    pub probes: Vec<(String, u64)>,
+}
+
+/// N of bpftrace's "Attaching N probes..." line.
+pub fn attaching(line: &str) -> Option<u64> {
+    let rest = line.trim_end().strip_prefix("Attaching ")?;
+    let (n, probes) = rest.split_once(' ')?;
+    probes.starts_with("probe").then(|| n.parse().ok())?
 }
 
 impl Tally {
@@ -40,8 +50,17 @@ impl Tally {
             );
         } else if line.starts_with(crate::flush::LINE) {
             self.flushes += 1;
-        } else if let Some(rest) = line.strip_prefix("Attaching ") {
-            self.attaching = rest.split(' ').next().and_then(|n| n.parse().ok());
+        } else if let Some(rest) = line.strip_prefix("@[tracepoint:") {
+            let (probe, n) = rest
+                .split_once("]: ")
+                .with_context(|| format!("unexpected bpftrace line {line:?}"))?;
+            let n = n
+                .trim()
+                .parse()
+                .with_context(|| format!("unexpected bpftrace line {line:?}"))?;
+            self.probes.push((probe.to_owned(), n));
+        } else if let Some(n) = attaching(line) {
+            self.attaching = Some(n);
         }
         Ok(())
     }
@@ -90,6 +109,7 @@ mod tests {
             count: None,
             attaching: Some(2),
             flushes: 2,
+            probes: Vec::new(),
         };
         assert_eq!(t, expected);
     }
@@ -103,6 +123,29 @@ mod tests {
             (t.count, t.attaching, t.events),
             (Some(100_000), Some(2), 0)
         );
+    }
+
+    #[test]
+    fn a_map_keyed_by_tracepoint() {
+        // bpftrace 0.17, `tracepoint:syscalls:sys_enter_* { @[probe] = count(); }`.
+        let out = format!("Attaching 360 probes...\n{NOTIFY_ATTACHED}\n\n\n@[tracepoint:syscalls:sys_enter_newfstatat]: 1\n@[tracepoint:syscalls:sys_enter_write]: 20013\n@[tracepoint:syscalls:sys_enter_read]: 20007\n");
+        let mut t = Tally::default();
+        t.text(&out).unwrap();
+        assert_eq!(t.attaching, Some(360));
+        assert_eq!(
+            t.probes,
+            [
+                ("syscalls:sys_enter_newfstatat", 1),
+                ("syscalls:sys_enter_write", 20013),
+                ("syscalls:sys_enter_read", 20007)
+            ]
+            .map(|(p, n)| (p.to_owned(), n))
+        );
+        assert!(Tally::default()
+            .line("@[tracepoint:syscalls:x]: many")
+            .is_err());
+        assert_eq!(attaching("Attaching 1 probe..."), Some(1));
+        assert_eq!(attaching("Attaching to pid 3"), None);
     }
 
     #[test]

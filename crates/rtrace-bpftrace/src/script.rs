@@ -44,7 +44,9 @@ pub fn attach_point(hook: &Hook) -> Result<(String, &'static str)> {
             };
             Ok((format!("tracepoint:{category}:{name}"), arg))
         }
-        Hook::Tracepoints(_) => bail!("bpftrace does not run tracepoint scripts yet"),
+        Hook::Tracepoints(_) => {
+            bail!("tracepoint scripts have a program of their own (a bug: please report it)")
+        }
         Hook::Read { .. } => {
             bail!("the events suite's programs have scripts of their own (a bug: please report it)")
         }

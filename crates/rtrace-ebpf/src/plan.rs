@@ -9,6 +9,10 @@ use crate::EbpfMode;
 /// The one kernel tracepoint this backend carries a program for.
 pub const NANOSLEEP_EXIT: (&str, &str) = ("syscalls", "sys_exit_clock_nanosleep");
 
+/// Most tracepoints one script attaches to (this kernel has ~2,000 in all; each is a link and a
+/// perf event, i.e. two fds).
+pub const MAX_SCRIPT_POINTS: usize = 16_384;
+
 /// Ring buffer size when `Target::buffer_size_kb` is not given: at ~1 µs per hit and 32 bytes per
 /// record, 16 MiB holds ~0.5 s of events, ten times the consumer's poll interval.
 pub const DEFAULT_RING_BYTES: u64 = 16 << 20;
@@ -43,7 +47,23 @@ pub fn check(hook: &Hook) -> Result<()> {
             NANOSLEEP_EXIT.0,
             NANOSLEEP_EXIT.1
         ),
-        Hook::Tracepoints(_) => bail!("the ebpf tracer does not run tracepoint scripts yet"),
+        Hook::Tracepoints(script) => {
+            ensure!(
+                !script.points.is_empty(),
+                "the tracepoint script `{}` matched no tracepoint: check its patterns against `ls /sys/kernel/tracing/events`",
+                script.label()
+            );
+            ensure!(
+                script.points.len() <= MAX_SCRIPT_POINTS,
+                "the tracepoint script `{}` has {} tracepoints, more than the {MAX_SCRIPT_POINTS} the ebpf tracer attaches: narrow its patterns",
+                script.label(),
+                script.points.len()
+            );
+            for (category, name) in &script.points {
+                validate_name("tracepoint category", category)?;
+                validate_name("tracepoint", name)?;
+            }
+        }
         Hook::Read { .. } => {
             bail!("the events suite's programs are not a probe of rtrace.bpf.c (a bug: please report it)")
         }
@@ -77,9 +97,20 @@ pub fn program(hook: &Hook, mode: EbpfMode) -> &'static str {
         Hook::Uprobe { ret: false, .. } => "up_aggregate",
         Hook::Uprobe { ret: true, .. } if record => "uret_record",
         Hook::Uprobe { ret: true, .. } => "uret_aggregate",
+        Hook::Tracepoints(_) if record => "script_record",
+        Hook::Tracepoints(_) => "script_count",
         _ if record => "tp_record",
         _ => "tp_aggregate",
     }
+}
+
+/// A script's counts per point index as `category:name` keys, in the script's order.
+pub fn by_probe(points: &[(String, String)], counts: &[u64]) -> Vec<(String, u64)> {
+    points
+        .iter()
+        .zip(counts.iter().copied().chain(std::iter::repeat(0)))
+        .map(|((c, n), k)| (format!("{c}:{n}"), k))
+        .collect()
 }
 
 /// Ring buffer bytes for `buffer_size_kb` per CPU on `ncpus` CPUs: the BPF ring buffer is shared
@@ -204,6 +235,46 @@ mod tests {
         assert_eq!(r[..3], ["uret_record", "uret_record", "uret_aggregate"]);
         let e = format!("{:#}", check(&hook(false, 0)).unwrap_err());
         assert!(e.contains("--symbols"), "{e}");
+    }
+
+    fn script(points: &[(&str, &str)]) -> Hook {
+        Hook::Tracepoints(rtrace_tracer::tracepoints::Script {
+            patterns: vec!["syscalls:sys_enter_*".into()],
+            points: points
+                .iter()
+                .map(|&(c, n)| (c.to_owned(), n.to_owned()))
+                .collect(),
+        })
+    }
+
+    #[test]
+    fn a_script_runs_one_generic_program_per_mode() {
+        let h = script(&[
+            ("syscalls", "sys_enter_read"),
+            ("syscalls", "sys_enter_write"),
+        ]);
+        check(&h).unwrap();
+        let [record, wakeup, aggregate, count, floor] = programs(&h);
+        assert_eq!([record, wakeup], ["script_record"; 2]);
+        assert_eq!([aggregate, count, floor], ["script_count"; 3]);
+        let empty = format!("{:#}", check(&script(&[])).unwrap_err());
+        assert!(empty.contains("matched no tracepoint"), "{empty}");
+        assert!(check(&script(&[("syscalls", "a/b")])).is_err());
+        assert!(check(&script(&[("a b", "x")])).is_err());
+    }
+
+    #[test]
+    fn counts_by_probe_are_keyed_category_colon_name() {
+        let points = [("syscalls", "sys_enter_read"), ("sched", "sched_switch")]
+            .map(|(c, n)| (c.to_owned(), n.to_owned()));
+        assert_eq!(
+            by_probe(&points, &[3, 4]),
+            vec![
+                ("syscalls:sys_enter_read".to_owned(), 3),
+                ("sched:sched_switch".to_owned(), 4)
+            ]
+        );
+        assert_eq!(by_probe(&points, &[3])[1].1, 0);
     }
 
     #[test]

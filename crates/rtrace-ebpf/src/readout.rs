@@ -71,3 +71,27 @@ pub fn write_aggregate(skel: &skel::RtraceSkel<'_>, path: &Path, hist_kept: bool
         .with_context(|| format!("cannot write {} (check --out-dir)", path.display()))?;
     Ok(total)
 }
+
+/// A tracepoint script's counts, per point index (`script_hits`, summed over CPUs).
+pub fn script_hits(skel: &skel::RtraceSkel<'_>, points: usize) -> Result<Vec<u64>> {
+    (0..points as u32)
+        .map(|i| sum_percpu(&skel.maps.script_hits, &i.to_ne_bytes()))
+        .collect()
+}
+
+/// Writes a script's counts to `path`: `category:name count` per point, in the script's order.
+pub fn write_script_hits(hook: &rtrace_tracer::Hook, counts: &[u64], path: &Path) -> Result<()> {
+    use std::fmt::Write as _;
+    let rtrace_tracer::Hook::Tracepoints(script) = hook else {
+        return Ok(());
+    };
+    let mut text = format!(
+        "# hits per tracepoint of `{}`: tracepoint count\n",
+        script.label()
+    );
+    for (probe, n) in crate::plan::by_probe(&script.points, counts) {
+        let _ = writeln!(text, "{probe} {n}");
+    }
+    std::fs::write(path, text)
+        .with_context(|| format!("cannot write {} (check --out-dir)", path.display()))
+}

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::freed::KernelIds;
 use crate::plan::NANOSLEEP_EXIT;
-use crate::readout::{floor_hits, sum_percpu, write_aggregate};
+use crate::readout::{floor_hits, script_hits, sum_percpu, write_aggregate, write_script_hits};
 use crate::sink::EventSink;
 use crate::worker::Worker;
 use crate::{libbpf_log, skel, EbpfMode};
@@ -55,24 +55,44 @@ pub struct Plan {
     pub poll: Duration,
 }
 
+/// What a session counted: the accounting, and a tracepoint script's events per point (in the
+/// script's order; empty for the other hooks).
+type Counted = (EventStats, Vec<u64>);
+
 /// A running session, its programs attached until `finish` or drop; see the module doc.
-pub struct Session(Worker<EventStats>);
+pub struct Session {
+    worker: Worker<Counted>,
+    /// A tracepoint script's points, to name its counts.
+    points: Vec<(String, String)>,
+}
 
 impl Session {
     /// Starts the thread and returns once the program is attached (or with the reason it is not).
     pub fn start(plan: Plan) -> Result<Session> {
-        Worker::start(
+        let points = match &plan.hook {
+            Hook::Tracepoints(script) => script.points.clone(),
+            _ => Vec::new(),
+        };
+        let worker = Worker::start(
             "rtrace-ebpf",
             Box::new(move |attached, stop, ids| trace(&plan, attached, stop, ids)),
-        )
-        .map(Session)
+        )?;
+        Ok(Session { worker, points })
     }
 }
 
 impl Attachment for Session {
     /// Stops tracing, drains, counts, closes everything.
     fn finish(self: Box<Self>) -> Result<EventStats> {
-        self.0.finish()
+        Ok(self.worker.finish()?.0)
+    }
+
+    /// A tracepoint script's events per point, `category:name`, every point of the script in
+    /// its order (0 for a point that never fired): from the per-index counts in counting modes,
+    /// from the recorded events' indices in record modes (their sum is `recorded`).
+    fn finish_by_probe(self: Box<Self>) -> Result<(EventStats, Vec<(String, u64)>)> {
+        let (stats, counts) = self.worker.finish()?;
+        Ok((stats, crate::plan::by_probe(&self.points, &counts)))
     }
 }
 
@@ -81,16 +101,29 @@ fn trace(
     attached: &mut dyn FnMut(),
     stop: &Receiver<()>,
     ids: &mut KernelIds,
-) -> Result<EventStats> {
+) -> Result<Counted> {
     rtrace_tracer::pin(0, &plan.consumer_cpus, "the eBPF consumer")?;
     let mut storage = MaybeUninit::uninit();
     let skel = load(plan, &mut storage)?;
     *ids = KernelIds::of(skel.object());
+    let points = script_points(plan);
+    let mut per_point = vec![0u64; points];
     let recorded = match plan.mode {
         EbpfMode::Record | EbpfMode::RecordWakeup => {
             let path = plan.out_dir.join(EVENTS_FILE);
             let sink = RefCell::new(EventSink::create(&path)?);
-            let ring = ring(&skel.maps.events, |data| sink.borrow_mut().push(data))?;
+            // A script's events carry their point's index as `arg`.
+            let counts = RefCell::new(&mut per_point);
+            let ring = ring(&skel.maps.events, |data| {
+                if points > 0 {
+                    if let Some(e) = skel::from_bytes::<skel::types::rtrace_event>(data) {
+                        if let Some(n) = counts.borrow_mut().get_mut(e.arg as usize) {
+                            *n += 1;
+                        }
+                    }
+                }
+                sink.borrow_mut().push(data)
+            })?;
             let links = attach(plan, &skel)?;
             attached();
             if plan.mode == EbpfMode::RecordWakeup {
@@ -118,8 +151,14 @@ fn trace(
             let links = attach(plan, &skel)?;
             attached();
             let _ = stop.recv();
-            drop(links);
+            detach(links);
             match plan.mode {
+                _ if points > 0 => {
+                    per_point = script_hits(&skel, points)?;
+                    let path = plan.out_dir.join(AGGREGATE_FILE);
+                    write_script_hits(&plan.hook, &per_point, &path)?;
+                    per_point.iter().sum()
+                }
                 EbpfMode::Floor => floor_hits(&skel)?,
                 mode => write_aggregate(
                     &skel,
@@ -129,12 +168,21 @@ fn trace(
             }
         }
     };
-    Ok(EventStats {
+    let stats = EventStats {
         recorded,
         lost: sum_percpu(&skel.maps.lost, &0u32.to_ne_bytes())?,
         overwritten: 0,
         outside_tree: sum_percpu(&skel.maps.outside, &0u32.to_ne_bytes())?,
-    })
+    };
+    Ok((stats, per_point))
+}
+
+/// The number of tracepoints of a script (0 for the other hooks).
+fn script_points(plan: &Plan) -> usize {
+    match &plan.hook {
+        Hook::Tracepoints(script) => script.points.len(),
+        _ => 0,
+    }
 }
 
 /// open → rodata/map sizes/autoload → load.
@@ -173,6 +221,12 @@ fn load<'o>(plan: &Plan, storage: &'o mut MaybeUninit<OpenObject>) -> Result<ske
         .events
         .set_max_entries(ring)
         .context("cannot size the ring buffer")?;
+    // A script's counts: one per point (`plan::check` bounded their number).
+    let points = u32::try_from(script_points(plan).max(1)).context("too many tracepoints")?;
+    open.maps
+        .script_hits
+        .set_max_entries(points)
+        .context("cannot size the BPF map script_hits")?;
     // The hook's program, and `tree_fork` and `tree_exit` for a tree.
     let wanted = crate::plan::program(&plan.hook, plan.mode);
     for mut prog in open.open_object_mut().progs_mut() {
@@ -203,8 +257,67 @@ fn attach(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Vec<Link>> {
             links.push(attach_tracepoint(prog, tracepoint)?);
         }
     }
+    if let Hook::Tracepoints(script) = &plan.hook {
+        let prog = if plan.mode.records() {
+            &skel.progs.script_record
+        } else {
+            &skel.progs.script_count
+        };
+        links.reserve(script.points.len());
+        for (i, (category, name)) in script.points.iter().enumerate() {
+            libbpf_log::clear();
+            let opts = libbpf_rs::TracepointOpts {
+                cookie: i as u64,
+                ..Default::default()
+            };
+            let tp = libbpf_rs::TracepointCategory::Custom(category.clone());
+            match prog.attach_tracepoint_with_opts(tp, name, opts) {
+                Ok(link) => links.push(link),
+                Err(e) => {
+                    // Those attached so far go at once (in parallel, see `detach`).
+                    detach(links);
+                    return Err(explain(
+                        e,
+                        &format!(
+                            "attaching to tracepoint {category}:{name} ({} of the {} of script `{}`)",
+                            i + 1,
+                            script.points.len(),
+                            script.label()
+                        ),
+                    ));
+                }
+            }
+        }
+        return Ok(links);
+    }
     links.push(attach_hook(plan, skel)?);
     Ok(links)
+}
+
+/// Most threads [`detach`] closes links on at once (measured for the 360 `sys_enter_*` links:
+/// 1 thread 24 s, 8 threads 13 s, 32 and 128 threads 14 s).
+const DETACH_THREADS: usize = 8;
+
+/// Closes `links`. Closing a tracepoint's last perf event waits for the kernel's grace periods
+/// (`perf_trace_destroy` → `perf_trace_event_unreg` → `tracepoint_synchronize_unregister`,
+/// ~70 ms here: bpftrace 0.17 needs 25 s to detach the 360 `syscalls:sys_enter_*`). That wait
+/// runs under the kernel's `event_mutex`, so threads overlap only the rest of the release: a
+/// script's links are closed by up to [`DETACH_THREADS`] threads at once, which halves the
+/// time (~36 ms per link here); returns once all are closed.
+pub(crate) fn detach(mut links: Vec<Link>) {
+    if links.len() < 4 {
+        return drop(links);
+    }
+    let per_thread = links.len().div_ceil(DETACH_THREADS);
+    std::thread::scope(|s| {
+        while !links.is_empty() {
+            let chunk: Vec<Link> = links.drain(..per_thread.min(links.len())).collect();
+            // Without a thread, the closure and its links are dropped here, one by one.
+            let _ = std::thread::Builder::new()
+                .name("rtrace-detach".into())
+                .spawn_scoped(s, move || drop(chunk));
+        }
+    });
 }
 
 fn attach_hook(plan: &Plan, skel: &skel::RtraceSkel<'_>) -> Result<Link> {
@@ -331,7 +444,7 @@ pub(crate) fn ring<'a>(
 
 /// Detaches (drops `links`), then drains what the ring buffer still holds.
 pub(crate) fn drain(ring: RingBuffer<'_>, links: Vec<Link>) -> Result<()> {
-    drop(links);
+    detach(links);
     while consume(&ring)? > 0 {}
     Ok(())
 }

@@ -391,8 +391,9 @@ pub trait Attachment {
     /// Stops tracing, drains what is buffered, counts, and removes everything created.
     fn finish(self: Box<Self>) -> anyhow::Result<EventStats>;
 
-    /// As `finish`, with what was recorded per probe (`category:name`) where the backend tells
-    /// probes apart; empty where it does not.
+    /// As `finish`, with the events per probe of a [`Hook::Tracepoints`] script, keyed
+    /// `category:name` (`syscalls:sys_enter_read`), where the backend counts them; empty by
+    /// default (and for other hooks).
     fn finish_by_probe(self: Box<Self>) -> anyhow::Result<(EventStats, Vec<(String, u64)>)> {
         Ok((self.finish()?, Vec::new()))
     }
