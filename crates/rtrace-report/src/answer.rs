@@ -343,17 +343,19 @@ fn widest(r: &AppResult) -> Option<&str> {
 fn slowdown(r: &AppResult, tracer: TracerKind) -> Option<(f64, bool, String)> {
     let script = widest(r)?;
     let stream = r.config.run.record == Some(rtrace_tracer::RecordMode::Stream);
-    let name = match tracer {
-        TracerKind::Ftrace | TracerKind::Perf if stream => tracer.name().to_owned(),
-        TracerKind::Ebpf | TracerKind::Bpftrace => tracer.label(recording_mode(tracer)),
+    // bpftrace runs a script as its one-liner, which counts (its only mode here).
+    let (name, mode) = match tracer {
+        TracerKind::Ftrace | TracerKind::Perf if stream => (tracer.name().to_owned(), ""),
+        TracerKind::Ebpf => (tracer.label(recording_mode(tracer)), ""),
+        TracerKind::Bpftrace => (tracer.label(Some("aggregate")), ", aggregate"),
         _ => return None,
     };
     let m = r.measured(&name, script)?;
     let e = m.slowdown;
     let p = |x: f64| format!("{:+.1}", (x - 1.0) * 100.0).replace('-', "−");
     let shown = match (e.low, e.high) {
-        (Some(l), Some(h)) => format!("{} ({} to {})", p(e.estimate), p(l), p(h)),
-        _ => p(e.estimate),
+        (Some(l), Some(h)) => format!("{} ({} to {}){mode}", p(e.estimate), p(l), p(h)),
+        _ => format!("{}{mode}", p(e.estimate)),
     };
     Some((e.estimate, e.low.is_some_and(|l| l > 1.0), shown))
 }

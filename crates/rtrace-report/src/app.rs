@@ -38,13 +38,13 @@ impl crate::result::Reported for AppResult {
                 blocks: vec![Block::Table(counts(r))],
             });
         }
-        let not_run: Vec<String> = r
-            .not_run
-            .iter()
-            .map(|n| format!("not run: {} × {}: {}", n.tracer, n.script, n.why))
-            .chain(r.failures.iter().map(|f| f.error.clone()))
-            .collect();
-        crate::doc::close(&mut s, e, &not_run, &r.config);
+        if !r.not_run.is_empty() {
+            s.push(Block::List(crate::doc::items(r.not_run.iter().map(|n| {
+                format!("not run: {} × {}: {}", n.tracer, n.script, n.why)
+            }))));
+        }
+        let failed: Vec<String> = r.failures.iter().map(|f| f.error.clone()).collect();
+        crate::doc::close(&mut s, e, &failed, &r.config);
         s
     }
 }
@@ -106,8 +106,15 @@ fn pct_cell(e: &Estimate) -> Cell {
         .flag_if(e.low.is_some_and(|l| l > 1.0))
 }
 
+/// Seconds with three significant digits at least (`12.3`, `0.0412`).
 fn s(x: f64) -> String {
-    format!("{x:.2}")
+    let digits = match x.abs() {
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        a if a >= 0.1 => 3,
+        _ => 4,
+    };
+    format!("{x:.digits$}")
 }
 
 /// Table VI/VII: wall time and slowdown per cell, with the exit.

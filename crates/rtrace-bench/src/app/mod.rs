@@ -12,7 +12,7 @@ pub mod pgbench;
 mod run;
 pub mod workload;
 
-use crate::flags::common::{tracers, CommonArgs, TracerArg, TracerArgs};
+use crate::flags::common::{tracers, BpfModeArg, CommonArgs, TracerArg, TracerArgs};
 use crate::options::{CommonOptions, OptionsError, Spec, Take, DEFAULT_BUFFER_KB};
 use crate::runner::{self, Plan, Round};
 use anyhow::{bail, Context, Result};
@@ -100,8 +100,9 @@ pub struct AppArgs {
     /// Runs of the calibration loop per tracer × script, and untraced.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub calibration_runs: u32,
-    /// Round trips of the calibration loop (`perf bench sched pipe -l N`).
-    #[arg(long, default_value_t = 50_000, value_name = "N")]
+    /// Round trips of the calibration loop (`perf bench sched pipe -l N`): long enough that
+    /// each tracer's extra CPU time there is many of /proc/stat's 10 ms ticks.
+    #[arg(long, default_value_t = 200_000, value_name = "N")]
     pub calibration_loops: u64,
     /// kbuild: build the whole image (the paper's scale) instead of the fixed part.
     #[arg(long)]
@@ -210,13 +211,19 @@ impl AppArgs {
             ));
         }
         let all = self.tracer.contains(&TracerArg::All);
+        let mut tracer_args = self.tracer_args;
+        if tracer_args.bpf_mode.is_empty() {
+            // eBPF as the paper's scripts (per-probe counts) and recording every event;
+            // bpftrace's one-liner counts.
+            tracer_args.bpf_mode = vec![BpfModeArg::Record, BpfModeArg::Aggregate];
+        }
         let kinds = tracers(&self.tracer);
         if kinds.is_empty() {
             return Err(OptionsError::Other(
                 "--tracer names no tracer: pick ftrace, ebpf, bpftrace, perf, strace or all".into(),
             ));
         }
-        let common = self.common.lower(&SPEC, self.tracer_args, &kinds)?;
+        let common = self.common.lower(&SPEC, tracer_args, &kinds)?;
         Ok(Options {
             common,
             tracers: kinds,
@@ -303,6 +310,7 @@ pub fn run(o: Options) -> Result<i32> {
     let mut cells = Vec::new();
     let mut not_run = Vec::new();
     for &kind in &o.tracers {
+        let mut why = Vec::new();
         for v in crate::tracers::variants(kind, &o.common.tracer)? {
             let label = kind.label(v.name);
             let mut runs = false;
@@ -315,14 +323,14 @@ pub fn run(o: Options) -> Result<i32> {
                             script: s,
                         });
                     }
-                    Err(e) if o.skip_unavailable || kind == TracerKind::Strace => {
+                    Err(e) => {
+                        why.push(format!("{label} × {name}: {e:#}"));
                         not_run.push(NotRun {
                             tracer: label.clone(),
                             script: name.clone(),
                             why: format!("{e:#}"),
                         })
                     }
-                    Err(e) => return Err(e.context(format!("{label} cannot run {name}"))),
                 }
             }
             if runs {
@@ -331,6 +339,12 @@ pub fn run(o: Options) -> Result<i32> {
                     tracer: v.tracer,
                 });
             }
+        }
+        // A tracer named (not by `all`) that runs nothing is refused; strace, which sees
+        // system calls only, is listed with why beside scripts of other events.
+        let named = !o.skip_unavailable && kind != TracerKind::Strace;
+        if named && !variants.iter().any(|v| v.label.starts_with(kind.name())) {
+            bail!("{kind} runs none of the scripts here: {}", why.join("; "));
         }
     }
     if cells.is_empty() {
