@@ -391,6 +391,13 @@ pub trait Attachment {
     /// Stops tracing, drains what is buffered, counts, and removes everything created.
     fn finish(self: Box<Self>) -> anyhow::Result<EventStats>;
 
+    /// As `finish`, with the recorded events of each probe where the backend tells them apart
+    /// cheaply (a [`Hook::Tracepoints`] script's tracepoints, named `category:name`); by
+    /// default `finish` and no breakdown (an empty vec).
+    fn finish_by_probe(self: Box<Self>) -> anyhow::Result<(EventStats, Vec<(String, u64)>)> {
+        Ok((self.finish()?, Vec::new()))
+    }
+
     /// As `finish`, but returns what the run's output shows of the workload `pid` (its command
     /// name `comm`), to be checked against its reads. By default every event of the output
     /// counts, of every process: `all` = recorded + lost. The events suite's attachments tell
