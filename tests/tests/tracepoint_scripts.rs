@@ -1,0 +1,115 @@
+//! Root integration tests of tracepoint scripts ([`Hook::Tracepoints`], the `app` experiment's
+//! hook): `syscalls:sys_enter_*` traced system-wide by ftrace and perf while
+//! `dd if=/dev/zero of=/dev/null bs=1 count=20000` runs (20,000 one-byte reads and as many
+//! writes), and by strace on dd's pid; every event accounted, counted by tracepoint, nothing left
+//! behind (no `rtrace_` instance, no perf or strace process).
+//!
+//! Run: `cargo test -p rtrace-tests --test tracepoint_scripts -- --test-threads=1` as root.
+
+use rtrace_ftrace::FtraceTracer;
+use rtrace_perf::PerfTracer;
+use rtrace_strace::StraceTracer;
+use rtrace_tests::*;
+use rtrace_tracer::tracepoints::{expand, Script};
+use rtrace_tracer::{EventStats, Hook, RecordMode, Target, Tracer};
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+const N: u64 = 20_000;
+
+fn script(patterns: &[&str]) -> Script {
+    let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
+    expand(Path::new("/sys/kernel/tracing/events"), &patterns).expect("expand the script")
+}
+
+fn target(hook: Hook, pid: Option<u32>, out_dir: &Path) -> Target {
+    Target {
+        hook,
+        pid,
+        follow_children: pid.is_some(),
+        tree: false,
+        skip_tid: None,
+        out_dir: out_dir.to_owned(),
+        consumer_cpus: vec![0],
+        buffer_size_kb: Some(4096),
+        record: RecordMode::Stream,
+        poll: None,
+    }
+}
+
+fn dd_args() -> Vec<String> {
+    ["if=/dev/zero", "of=/dev/null", "bs=1"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("count={N}")])
+        .collect()
+}
+
+fn probe(probes: &[(String, u64)], name: &str) -> u64 {
+    probes
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no count for {name} in {} probes", probes.len()))
+        .1
+}
+
+/// `tracer` on `syscalls:sys_enter_*` system-wide while dd runs: its accounting and per-probe
+/// counts, checked, and the time from attach to finish.
+fn system_wide(tracer: &dyn Tracer, name: &str) -> (EventStats, Vec<(String, u64)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = script(&["syscalls:sys_enter_*"]);
+    let points = s.points.len();
+    assert!(points > 300, "{points} sys_enter tracepoints");
+    let instances = our_instances();
+    let t = target(Hook::Tracepoints(s), None, dir.path());
+    tracer.check(&t.hook).expect("check");
+    let t0 = Instant::now();
+    let att = tracer.attach(&t).expect("attach");
+    let attached = t0.elapsed();
+    let t1 = Instant::now();
+    let st = Command::new("dd")
+        .args(dd_args())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run dd");
+    assert!(st.success());
+    let ran = t1.elapsed();
+    let t2 = Instant::now();
+    let (stats, probes) = att.finish_by_probe().expect("finish");
+    let finished = t2.elapsed();
+    let total = stats.recorded + stats.lost;
+    println!(
+        "{name}: {points} tracepoints, attach {attached:?}, dd {ran:?}, finish {finished:?}: recorded {} lost {} ({:.0} events/s while dd ran), read {}, write {}",
+        stats.recorded,
+        stats.lost,
+        total as f64 / (t0.elapsed() - finished).as_secs_f64(),
+        probes.iter().find(|(n, _)| n == "syscalls:sys_enter_read").map_or(0, |p| p.1),
+        probes.iter().find(|(n, _)| n == "syscalls:sys_enter_write").map_or(0, |p| p.1),
+    );
+    assert!(total >= 2 * N, "{name}: {stats:?}");
+    if !probes.is_empty() {
+        assert_eq!(probes.len(), points, "one count per tracepoint");
+        assert!(probe(&probes, "syscalls:sys_enter_read") >= N);
+        assert!(probe(&probes, "syscalls:sys_enter_write") >= N);
+        let sum: u64 = probes.iter().map(|p| p.1).sum();
+        assert_eq!(sum, stats.recorded, "per-probe counts add up to recorded");
+    }
+    assert_eq!(our_instances(), instances, "{name} left an instance behind");
+    (stats, probes)
+}
+
+#[test]
+fn ftrace_traces_a_script_system_wide_and_counts_each_tracepoint() {
+    let (_, probes) = system_wide(&FtraceTracer::new(), "ftrace");
+    assert!(!probes.is_empty(), "stream mode counts by tracepoint");
+}
+
+#[test]
+fn ftrace_refuses_mode_off_for_a_script() {
+    let t = FtraceTracer::with_mode(rtrace_ftrace::FtraceMode::Off);
+    let e = t
+        .check(&Hook::Tracepoints(script(&["syscalls:sys_enter_read"])))
+        .unwrap_err();
+    assert!(format!("{e:#}").contains("mode `off`"), "{e:#}");
+}
