@@ -113,3 +113,18 @@ fn ftrace_refuses_mode_off_for_a_script() {
         .unwrap_err();
     assert!(format!("{e:#}").contains("mode `off`"), "{e:#}");
 }
+
+#[test]
+fn perf_traces_a_script_system_wide_and_counts_each_tracepoint() {
+    if !Path::new(rtrace_perf::PERF).is_file() {
+        println!("SKIPPED: perf not installed");
+        return;
+    }
+    let perfs = pids_named(&["perf"]);
+    let (_, probes) = system_wide(&PerfTracer::new(), "perf");
+    assert!(!probes.is_empty(), "perf counts by tracepoint");
+    assert!(
+        wait_for(5, || pids_named(&["perf"]) == perfs),
+        "perf left running"
+    );
+}
