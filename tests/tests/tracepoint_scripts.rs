@@ -128,3 +128,107 @@ fn perf_traces_a_script_system_wide_and_counts_each_tracepoint() {
         "perf left running"
     );
 }
+
+/// Whether process `pid` is stopped (state `T` in /proc/PID/stat).
+fn stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('T')))
+        .unwrap_or(false)
+}
+
+/// dd's read and write entries as strace counts them when it starts dd itself: a second
+/// method, from another run of the same deterministic command.
+fn dd_calls_by_strace(dir: &Path) -> (u64, u64) {
+    let out = dir.join("direct.txt");
+    let st = Command::new(rtrace_strace::STRACE)
+        .arg("-f")
+        .arg("-o")
+        .arg(&out)
+        .args(["-e", "trace=read,write", "dd"])
+        .args(dd_args())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run strace dd");
+    assert!(st.success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let n = |call: &str| text.lines().filter(|l| l.contains(call)).count() as u64;
+    (n(" read("), n(" write("))
+}
+
+#[test]
+fn strace_follows_a_held_process_and_counts_its_calls_in_the_script_s_terms() {
+    if !Path::new(rtrace_strace::STRACE).is_file() {
+        println!("SKIPPED: strace not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tracer = StraceTracer::new();
+    // Another category is refused in check, system-wide in attach.
+    let e = tracer
+        .check(&Hook::Tracepoints(script(&[
+            "syscalls:sys_enter_read",
+            "sched:sched_switch",
+        ])))
+        .unwrap_err();
+    assert!(
+        format!("{e:#}").contains("strace sees system calls only"),
+        "{e:#}"
+    );
+    let s = script(&["syscalls:sys_enter_*", "syscalls:sys_exit_read"]);
+    let e = tracer
+        .attach(&target(Hook::Tracepoints(s.clone()), None, dir.path()))
+        .err()
+        .expect("no pid");
+    assert!(
+        format!("{e:#}").contains("cannot trace every process"),
+        "{e:#}"
+    );
+    // dd, held before its exec: the shell stops itself until strace is attached.
+    let script_text = format!("kill -STOP $$; exec dd {}", dd_args().join(" "));
+    let mut child = Command::new("sh")
+        .args(["-c", &script_text])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn sh");
+    let pid = child.id();
+    assert!(wait_for(5, || stopped(pid)), "sh did not stop itself");
+    let straces = pids_named(&["strace"]);
+    let t = target(Hook::Tracepoints(s), Some(pid), dir.path());
+    tracer.check(&t.hook).expect("check");
+    let t0 = Instant::now();
+    let att = tracer.attach(&t).expect("attach");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGCONT,
+    )
+    .unwrap();
+    assert!(child.wait().unwrap().success());
+    let ran = t0.elapsed();
+    let (stats, probes) = att.finish_by_probe().expect("finish");
+    let (reads, writes) = dd_calls_by_strace(dir.path());
+    let (enter_read, exit_read, enter_write) = (
+        probe(&probes, "syscalls:sys_enter_read"),
+        probe(&probes, "syscalls:sys_exit_read"),
+        probe(&probes, "syscalls:sys_enter_write"),
+    );
+    println!(
+        "strace: {} tracepoints, dd under strace {ran:?}: recorded {} lost {}, read entries {enter_read} exits {exit_read}, write entries {enter_write}; strace running dd itself: {reads} reads, {writes} writes",
+        probes.len(),
+        stats.recorded,
+        stats.lost
+    );
+    assert!(enter_read >= N && enter_read != 0);
+    assert_eq!(enter_read, reads, "dd's reads, counted two ways");
+    assert_eq!(exit_read, reads, "every read returned");
+    assert_eq!(enter_write, writes, "dd's writes, counted two ways");
+    assert_eq!(probe(&probes, "syscalls:sys_enter_exit_group"), 1);
+    // The shell's exec searches PATH: an execve per directory until dd's.
+    assert!(probe(&probes, "syscalls:sys_enter_execve") >= 1);
+    let sum: u64 = probes.iter().map(|p| p.1).sum();
+    assert_eq!((sum, stats.lost), (stats.recorded, 0));
+    assert!(
+        wait_for(5, || pids_named(&["strace"]) == straces),
+        "strace left running"
+    );
+}
