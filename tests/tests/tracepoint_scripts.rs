@@ -79,11 +79,13 @@ fn system_wide(tracer: &dyn Tracer, name: &str) -> (EventStats, Vec<(String, u64
     let (stats, probes) = att.finish_by_probe().expect("finish");
     let finished = t2.elapsed();
     let total = stats.recorded + stats.lost;
+    let traced = t0.elapsed() - finished;
     println!(
-        "{name}: {points} tracepoints, attach {attached:?}, dd {ran:?}, finish {finished:?}: recorded {} lost {} ({:.0} events/s while dd ran), read {}, write {}",
+        "{name}: {points} tracepoints, attach {attached:?}, dd {ran:?} ({:.0} of its calls/s), finish {finished:?}: recorded {} lost {} ({:.0} events/s from attach to finish), read {}, write {}",
+        (2 * N) as f64 / ran.as_secs_f64(),
         stats.recorded,
         stats.lost,
-        total as f64 / (t0.elapsed() - finished).as_secs_f64(),
+        total as f64 / traced.as_secs_f64(),
         probes.iter().find(|(n, _)| n == "syscalls:sys_enter_read").map_or(0, |p| p.1),
         probes.iter().find(|(n, _)| n == "syscalls:sys_enter_write").map_or(0, |p| p.1),
     );
