@@ -319,7 +319,8 @@ impl PerfTracer {
             &target.consumer_cpus,
         )?);
         if !a.script.is_empty() {
-            opened_every_event(rec.pid(), a.script.len())?;
+            let system_wide = target.pid.is_none() || target.tree;
+            opened_every_event(rec.pid(), a.script.len(), system_wide)?;
         }
         Ok(Box::new(a))
     }
@@ -419,12 +420,16 @@ struct PerfAttachment {
 }
 
 /// Fails unless perf (process `pid`, its events enabled) holds at least one event descriptor
-/// per tracepoint and online CPU (`-a`; with `-p`, per thread: at least as many).
-fn opened_every_event(pid: u32, points: usize) -> Result<()> {
-    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|l| rtrace_tracer::parse_cpu_list(l.trim()))
-        .map_or(1, |c| c.len().max(1));
+/// per tracepoint and online CPU (`-a`, `system_wide`), or per tracepoint (`-p`: one per
+/// thread, on any CPU).
+fn opened_every_event(pid: u32, points: usize, system_wide: bool) -> Result<()> {
+    let cpus = match system_wide {
+        true => std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .and_then(|l| rtrace_tracer::parse_cpu_list(l.trim()))
+            .map_or(1, |c| c.len().max(1)),
+        false => 1,
+    };
     let dir = format!("/proc/{pid}/fd");
     let fds = std::fs::read_dir(&dir)
         .with_context(|| format!("cannot list perf's descriptors in {dir}"))?
