@@ -9,6 +9,20 @@
 //! the same way. Kernel tracepoints (e.g. `syscalls:sys_exit_clock_nanosleep`) are only
 //! enabled in the instance. Accounting comes from the instance's `per_cpu/cpuN/stats`.
 //!
+//! Tracepoint scripts ([`Hook::Tracepoints`], the `app` experiment): each of `script.points`
+//! is enabled in the private instance, one write each (~720 for `syscalls:*`), with the
+//! instance's `tracing_on` at 0 meanwhile, so that recording starts and stops on every
+//! tracepoint at once; `check` finds each tracepoint in `events/` (one error names the missing
+//! ones). `Target::pid == None`: every process (what `app` uses); `Some(pid)`: as a kernel
+//! tracepoint, a `common_pid` filter on each tracepoint (or `set_event_pid` with
+//! `follow_children`), refused inside another PID namespace. Accounting as for one
+//! tracepoint: the per-CPU `stats` (recorded = entries + read, lost = overrun + dropped) count
+//! every event of every enabled tracepoint while `tracing_on` was 1. Stream mode's
+//! [`Attachment::finish_by_probe`] counts the consumer's pages by each event's `common_type`
+//! (the tracepoint's `events/CATEGORY/NAME/id`) and fails unless they add up to `recorded`;
+//! overwrite mode gives no breakdown. Mode `off` is refused (no `uprobe_profile` counts them).
+//! Finish and drop disable every tracepoint and remove the instance.
+//!
 //! The events suite's programs ([`Hook::Read`]): module `features` (syscall events, filters and
 //! hist triggers in an instance of the target's `buffer_size_kb`; uprobes and accounting
 //! programs through the ordinary path).
@@ -32,8 +46,8 @@ mod uprobe;
 pub use stats::{account, CpuStats};
 pub use tracefs::Tracefs;
 pub use uprobe::{
-    check_tracepoint, definitions, function_definition, hook_definitions, register, unregister,
-    UprobeDef,
+    check_tracepoint, check_tracepoints, definitions, function_definition, hook_definitions,
+    register, tracepoint_ids, unregister, UprobeDef,
 };
 
 use anyhow::{bail, ensure, Context, Result};
@@ -41,6 +55,8 @@ use features::{FeatureEvent, FtracePlan};
 use instance::Instance;
 use rtrace_tracer::features::Ordinary;
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 use stream::Consumer;
 
@@ -148,12 +164,14 @@ impl Tracer for FtraceTracer {
                 FtracePlan::Ordinary(h) => self.check(&h),
             };
         }
-        if self.mode == Some(FtraceMode::Off) && matches!(hook, Hook::KernelTracepoint { .. }) {
+        if self.mode == Some(FtraceMode::Off)
+            && matches!(hook, Hook::KernelTracepoint { .. } | Hook::Tracepoints(_))
+        {
             bail!("ftrace mode `off` counts hits from uprobe_profile, which kernel tracepoints are not in: use it with USDT or uprobe hooks");
         }
         match hook {
             Hook::KernelTracepoint { category, name } => check_tracepoint(category, name),
-            Hook::Tracepoints(_) => bail!("ftrace does not run tracepoint scripts yet"),
+            Hook::Tracepoints(script) => check_tracepoints(&script.points),
             Hook::LttngUst { .. } => {
                 bail!("ftrace cannot trace LTTng-UST tracepoints: use --tracer lttng")
             }
@@ -168,8 +186,8 @@ impl Tracer for FtraceTracer {
             .pid
             .filter(|_| rtrace_tracer::in_initial_pid_namespace());
         if target.pid.is_some() && pid.is_none() {
-            if let Hook::KernelTracepoint { category, name } = &target.hook {
-                bail!("ftrace cannot keep kernel event {category}:{name} to one process inside a PID namespace (set_event_pid takes the host's pids): run rtrace-bench in the host's PID namespace, or use --tracer ebpf");
+            if let Hook::KernelTracepoint { .. } | Hook::Tracepoints(_) = &target.hook {
+                bail!("ftrace cannot keep kernel event {} to one process inside a PID namespace (set_event_pid takes the host's pids): run rtrace-bench in the host's PID namespace, or use --tracer ebpf", target.hook.label());
             }
         }
         let fs = Tracefs::mount_if_needed()?;
@@ -198,6 +216,8 @@ impl Tracer for FtraceTracer {
             enabled: Vec::new(),
             consumer: None,
             off: false,
+            script: false,
+            by_type: None,
         };
         // Every step registers what it created in `a` first, so dropping `a` on error undoes it.
         let inst = Instance::create(&fs, &tag)?;
@@ -234,21 +254,33 @@ impl Tracer for FtraceTracer {
         };
         let events: Vec<(String, String)> = match &target.hook {
             Hook::KernelTracepoint { category, name } => vec![(category.clone(), name.clone())],
+            Hook::Tracepoints(script) => script.points.clone(),
             hook => {
                 let defs = hook_definitions(&tag, hook)?.expect("rejected by check");
                 register(&fs, defs, &mut a.uprobes)?
             }
         };
         let inst = a.instance.as_ref().expect("created above");
+        let raw_dir = target.out_dir.join(inst.name());
         if mode == FtraceMode::Stream {
             let cpus = inst.cpus()?;
             a.consumer = Some(Consumer::start(
                 &inst.path(""),
                 &cpus,
-                &target.out_dir.join(inst.name()),
+                &raw_dir,
                 &target.consumer_cpus,
                 target.poll,
             )?);
+            if let Hook::Tracepoints(script) = &target.hook {
+                let ids = tracepoint_ids(&fs, &script.points)?;
+                a.by_type = Some(ProbeTypes::new(raw_dir, cpus, ids)?);
+            }
+        }
+        // A script starts and stops at once on all its tracepoints: its instance records
+        // nothing while they are enabled one by one (and disabled, in `finish`).
+        a.script = matches!(target.hook, Hook::Tracepoints(_));
+        if a.script {
+            inst.write("tracing_on", "0")?;
         }
         for (group, event) in events {
             if let Some(f) = &filter {
@@ -256,6 +288,9 @@ impl Tracer for FtraceTracer {
             }
             inst.set_enabled(&group, &event, true)?;
             a.enabled.push((group, event));
+        }
+        if a.script {
+            inst.write("tracing_on", "1")?;
         }
         Ok(Box::new(a))
     }
@@ -322,6 +357,62 @@ struct FtraceAttachment {
     consumer: Option<Consumer>,
     /// Mode `off`: nothing reaches the buffer; hits come from `uprobe_profile`.
     off: bool,
+    /// A tracepoint script: `tracing_on` is 0 while its tracepoints are enabled and disabled.
+    script: bool,
+    /// A script in stream mode: where its pages go and which event each id is.
+    by_type: Option<ProbeTypes>,
+}
+
+/// What counting a stream run's events by tracepoint needs: the consumer's files
+/// (`DIR/ftrace-cpuN.raw`) and each tracepoint's id (`common_type`) and name.
+struct ProbeTypes {
+    dir: PathBuf,
+    cpus: Vec<usize>,
+    /// Ids in the script's order, with their names.
+    ids: Vec<(u16, String)>,
+}
+
+impl ProbeTypes {
+    fn new(dir: PathBuf, cpus: Vec<usize>, ids: Vec<(u64, String)>) -> Result<ProbeTypes> {
+        let ids = ids
+            .into_iter()
+            .map(|(id, n)| {
+                let t = u16::try_from(id)
+                    .with_context(|| format!("tracepoint {n}'s id {id} is no common_type"))?;
+                Ok((t, n))
+            })
+            .collect::<Result<_>>()?;
+        Ok(ProbeTypes { dir, cpus, ids })
+    }
+
+    /// Each tracepoint's events in the consumer's files, in the script's order; their sum must
+    /// be `recorded` (the buffers' count of what the consumer read).
+    fn count(&self, recorded: u64) -> Result<Vec<(String, u64)>> {
+        let mut types: HashMap<u16, u64> = HashMap::new();
+        for c in &self.cpus {
+            let file = self.dir.join(format!("ftrace-cpu{c}.raw"));
+            for (t, n) in pages::count_types(&file)? {
+                *types.entry(t).or_default() += n;
+            }
+        }
+        let out: Vec<(String, u64)> = self
+            .ids
+            .iter()
+            .map(|(t, name)| (name.clone(), types.remove(t).unwrap_or(0)))
+            .collect();
+        ensure!(
+            types.is_empty(),
+            "the instance's pages hold events of {} types that are none of the script's tracepoints (ids {:?}): cannot attribute them",
+            types.len(),
+            types.keys().collect::<Vec<_>>()
+        );
+        let sum: u64 = out.iter().map(|(_, n)| n).sum();
+        ensure!(
+            sum == recorded,
+            "the consumer's pages hold {sum} events, the instance's buffers counted {recorded} read: the per-tracepoint counts are not exact"
+        );
+        Ok(out)
+    }
 }
 
 /// Hits of the uprobe events `uprobes` (`GROUP/EVENT`) since they were created, from
@@ -411,7 +502,27 @@ impl FtraceAttachment {
 }
 
 impl Attachment for FtraceAttachment {
-    fn finish(mut self: Box<Self>) -> Result<EventStats> {
+    fn finish(self: Box<Self>) -> Result<EventStats> {
+        self.finish_counting(false).map(|(st, _)| st)
+    }
+
+    /// A script in stream mode counts its events by tracepoint from the consumer's pages
+    /// (each event's `common_type`); in overwrite mode, or for another hook, no breakdown.
+    fn finish_by_probe(self: Box<Self>) -> Result<(EventStats, Vec<(String, u64)>)> {
+        self.finish_counting(true)
+    }
+}
+
+impl FtraceAttachment {
+    fn finish_counting(
+        mut self: Box<Self>,
+        by_probe: bool,
+    ) -> Result<(EventStats, Vec<(String, u64)>)> {
+        if self.script {
+            if let Some(inst) = &self.instance {
+                inst.write("tracing_on", "0")?;
+            }
+        }
         self.disable()?;
         if let Some(c) = self.consumer.take() {
             c.finish().context("draining trace_pipe_raw")?;
@@ -420,7 +531,7 @@ impl Attachment for FtraceAttachment {
             // Read before teardown removes the events (and their counters).
             let hits = uprobe_hits(&self.fs, &self.uprobes)?;
             self.teardown()?;
-            return Ok(EventStats::new(hits, 0));
+            return Ok((EventStats::new(hits, 0), Vec::new()));
         }
         let stats = self
             .instance
@@ -428,7 +539,12 @@ impl Attachment for FtraceAttachment {
             .expect("instance lives until teardown")
             .stats()?;
         self.teardown()?;
-        Ok(account(&stats))
+        let st = account(&stats);
+        let probes = match &self.by_type {
+            Some(t) if by_probe => t.count(st.recorded)?,
+            _ => Vec::new(),
+        };
+        Ok((st, probes))
     }
 }
 

@@ -173,6 +173,56 @@ fn walk(page: &[u8], kernel: &mut KernelPage, mut f: impl FnMut(u64, bool, u64))
     Ok(!continues)
 }
 
+/// The events of each type in `file` (pages as `trace_pipe_raw` hands them over): a data
+/// event's payload starts with `struct trace_entry`, whose first field (`u16 common_type`) is
+/// its event's id (`events/CATEGORY/NAME/id`).
+pub fn count_types(file: &Path) -> Result<HashMap<u16, u64>> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut counts = HashMap::new();
+    for (i, page) in bytes.chunks(PAGE).enumerate() {
+        types_of(page, &mut counts).with_context(|| format!("{} page {i}", file.display()))?;
+    }
+    Ok(counts)
+}
+
+/// Adds the data events of one page to `counts`, by type.
+fn types_of(page: &[u8], counts: &mut HashMap<u16, u64>) -> Result<()> {
+    let u32_at = |o: usize| {
+        page.get(o..o + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+            .context("truncated event")
+    };
+    let flags = page
+        .get(8..PAGE_HEADER)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+        .context("truncated page header")?;
+    let end = (PAGE_HEADER + (flags & COMMIT_MASK) as usize).min(page.len());
+    let mut off = PAGE_HEADER;
+    while off + 4 <= end {
+        let head = u32_at(off)?;
+        let (type_len, delta) = (head & 0x1f, head >> 5);
+        let (data, size) = match type_len {
+            PADDING if delta == 0 => break,
+            PADDING => (None, 4 + u32_at(off + 4)? as usize),
+            TIME_EXTEND | TIME_STAMP => (None, 8),
+            0 => (Some(off + 8), 4 + u32_at(off + 4)? as usize),
+            n => (Some(off + 4), 4 + 4 * n as usize),
+        };
+        if size < 4 {
+            bail!("event of {size} bytes at offset {off}");
+        }
+        if let Some(at) = data {
+            let t = page
+                .get(at..at + 2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                .context("event shorter than its common_type")?;
+            *counts.entry(t).or_default() += 1;
+        }
+        off += size;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +259,25 @@ mod tests {
         p[o..o + 4].copy_from_slice(&(PADDING | (1 << 5)).to_le_bytes());
         p[o + 4..o + 8].copy_from_slice(&((pad - 4) as u32).to_le_bytes());
         p[8..16].copy_from_slice(&(BUF_PAGE_SIZE as u64).to_le_bytes());
+    }
+
+    #[test]
+    fn events_are_counted_by_their_common_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("ftrace-cpu0.raw");
+        // page() writes the argument at ARG1; the common_type is the payload's first u16.
+        let mut bytes = page(&[(1, 0), (2, 10), (3, 0)]);
+        for (k, t) in [(0usize, 7u16), (1, 9), (2, 7)] {
+            // Events are 28 bytes; the third follows an 8-byte time extend.
+            let at = PAGE_HEADER + 28 * k + if k == 2 { 8 } else { 0 } + 4;
+            bytes[at..at + 2].copy_from_slice(&t.to_le_bytes());
+        }
+        full(&mut bytes);
+        bytes.extend(page(&[(4, 0)]));
+        std::fs::write(&f, bytes).unwrap();
+        let c = count_types(&f).unwrap();
+        assert_eq!((c[&7], c[&9], c[&0]), (2, 1, 1));
+        assert_eq!(c.len(), 3);
     }
 
     #[test]

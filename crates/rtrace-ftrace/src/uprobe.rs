@@ -140,6 +140,55 @@ pub fn check_tracepoint(category: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Checks every tracepoint of a script (`points`: category, name) as [`check_tracepoint`] does,
+/// finding tracefs once (a `syscalls:*` script names ~720): one error names how many are
+/// missing and the first of them.
+pub fn check_tracepoints(points: &[(String, String)]) -> Result<()> {
+    anyhow::ensure!(
+        !points.is_empty(),
+        "the tracepoint script names no tracepoint"
+    );
+    for (c, n) in points {
+        rtrace_tracer::validate_name("tracepoint category", c)?;
+        rtrace_tracer::validate_name("tracepoint", n)?;
+    }
+    let Some(fs) = Tracefs::find() else {
+        return Ok(());
+    };
+    let missing: Vec<String> = points
+        .iter()
+        .filter(|(c, n)| !fs.path(format!("events/{c}/{n}")).exists())
+        .map(|(c, n)| format!("{c}:{n}"))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "{} of the script's {} kernel tracepoints do not exist here ({}{}): expand the script again on this kernel (see {}/available_events)",
+            missing.len(),
+            points.len(),
+            missing.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+            if missing.len() > 5 { ", ..." } else { "" },
+            fs.root().display()
+        );
+    }
+    Ok(())
+}
+
+/// The event id (`events/CATEGORY/NAME/id`, a raw event's `common_type` and a perf tracepoint
+/// attribute's `config`) of each tracepoint of `points`, with its name `category:name`.
+pub fn tracepoint_ids(fs: &Tracefs, points: &[(String, String)]) -> Result<Vec<(u64, String)>> {
+    points
+        .iter()
+        .map(|(c, n)| {
+            let text = fs.read(format!("events/{c}/{n}/id"))?;
+            let id = text
+                .trim()
+                .parse::<u64>()
+                .with_context(|| format!("unreadable id {text:?} of tracepoint {c}:{n}"))?;
+            Ok((id, format!("{c}:{n}")))
+        })
+        .collect()
+}
+
 /// A tracefs event name for `function`: `[A-Za-z0-9_]`, not starting with a digit, at most 64
 /// characters.
 fn event_name(function: &str) -> String {

@@ -84,6 +84,10 @@ pub struct Counts {
     pub read_count: Option<u64>,
     /// With a tree's root: samples of processes outside the tree (not in `samples`).
     pub outside_tree: u64,
+    /// Without a tree: the samples of each traced event, by its attribute's `config` (a
+    /// tracepoint's id, `events/CATEGORY/NAME/id`); every traced event of the file is here,
+    /// with 0 samples if it has none. Empty with a tree.
+    pub by_config: HashMap<u64, u64>,
 }
 
 impl Counts {
@@ -101,6 +105,8 @@ struct Layout {
     sample_type: u64,
     read_format: u64,
     traced: bool,
+    /// The attribute's `config`: a tracepoint's id.
+    config: u64,
 }
 
 fn u64_at(b: &[u8], at: usize) -> Result<u64> {
@@ -150,6 +156,7 @@ pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
             sample_type: u64_at(b, at + 24)?,
             read_format: u64_at(b, at + 32)?,
             traced: u32_at(b, at)? == PERF_TYPE_TRACEPOINT,
+            config: u64_at(b, at + 8)?,
         };
         let (ids_off, ids_size) = (
             u64_at(b, at + attr_size - 16)? as usize,
@@ -190,6 +197,13 @@ pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
         .get(data_off..data_off + data_size)
         .context("perf.data's data section runs past the end of the file")?;
     let mut counts = Counts::default();
+    if tree.is_none() {
+        counts.by_config = layouts
+            .iter()
+            .filter(|l| l.traced)
+            .map(|l| (l.config, 0))
+            .collect();
+    }
     let mut seen = Seen::default();
     let mut reads: HashMap<u64, u64> = HashMap::new();
     let mut side = Vec::new();
@@ -214,7 +228,10 @@ pub fn count_bytes(b: &[u8], tree: Option<u32>) -> Result<Counts> {
                 let s = sample(rec, layout)?;
                 if seen.seen(s.cpu, s.time, rec)? {
                     match (tree, s.pid) {
-                        (None, _) => counts.samples += 1,
+                        (None, _) => {
+                            counts.samples += 1;
+                            *counts.by_config.entry(layout.config).or_default() += 1;
+                        }
                         (Some(_), Some(pid)) => side.push(Side::sample(s.time, pid)),
                         (Some(_), None) => bail!(
                             "perf.data's samples carry no process id (PERF_SAMPLE_TID): cannot keep a process tree's"
@@ -486,6 +503,43 @@ mod tests {
     /// A sample at `time` on `cpu` with argument `arg` (as the RAW field would follow).
     fn plain(time: u64, cpu: u64, arg: u64) -> Vec<u8> {
         record(PERF_RECORD_SAMPLE, &[0x1000, 7, time, cpu, 1, arg])
+    }
+
+    #[test]
+    fn samples_are_counted_by_their_events_config() {
+        // Two tracepoints (ids 11 and 12), samples carrying their id first.
+        let t = PLAIN | SAMPLE_IDENTIFIER;
+        let mut b = file(t, 0, &[]);
+        let attr_size = 152usize;
+        let mut second = b[104..104 + attr_size].to_vec();
+        b[104 + 8..104 + 16].copy_from_slice(&11u64.to_le_bytes());
+        second[8..16].copy_from_slice(&12u64.to_le_bytes());
+        // Each attribute's ids: 1 for the first, 2 for the second, after the attributes.
+        let ids_at = 104 + 2 * attr_size;
+        for (k, attr) in [(0usize, None), (1, Some(&mut second))] {
+            let (off, size) = ((ids_at + 8 * k) as u64, 8u64);
+            let a = match attr {
+                Some(a) => a.as_mut_slice(),
+                None => &mut b[104..104 + attr_size],
+            };
+            a[attr_size - 16..attr_size - 8].copy_from_slice(&off.to_le_bytes());
+            a[attr_size - 8..].copy_from_slice(&size.to_le_bytes());
+        }
+        b.truncate(104 + attr_size);
+        b.extend_from_slice(&second);
+        b.extend_from_slice(&1u64.to_le_bytes());
+        b.extend_from_slice(&2u64.to_le_bytes());
+        let s = |id: u64, time: u64| record(PERF_RECORD_SAMPLE, &[id, 0x1000, 7, time, 0, 1]);
+        let data: Vec<u8> = [s(1, 10), s(2, 11), s(1, 12), s(1, 12)].concat();
+        let data_at = b.len() as u64;
+        b[24..32].copy_from_slice(&104u64.to_le_bytes());
+        b[32..40].copy_from_slice(&(2 * attr_size as u64).to_le_bytes());
+        b[40..48].copy_from_slice(&data_at.to_le_bytes());
+        b[48..56].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        b.extend_from_slice(&data);
+        let c = count_bytes_all(&b).unwrap();
+        assert_eq!((c.samples, c.copies), (3, 1));
+        assert_eq!(c.by_config, HashMap::from([(11, 2), (12, 1)]));
     }
 
     #[test]

@@ -14,6 +14,20 @@
 //!   writes a raw address as a file offset unchanged. With our definitions, perf and ftrace
 //!   differ only in their buffer and reader.
 //! - Kernel tracepoints: by name.
+//! - Tracepoint scripts ([`Hook::Tracepoints`], the `app` experiment): every tracepoint of
+//!   `script.points` as its own `-e CATEGORY:NAME` (no globs: perf then opens exactly the
+//!   script's set; ~720 arguments of ~30 bytes for `syscalls:*`, far below the kernel's argument
+//!   limits). `Target::pid == None`: `-a`, every process (what `app` uses); `Some(pid)`: `-p PID`
+//!   as for one tracepoint (a tree: `-a`, kept by pid as below). perf opens one descriptor per
+//!   tracepoint and CPU (~1,440 for `syscalls:*` on 2 CPUs) and raises its own RLIMIT_NOFILE to
+//!   the hard limit when it runs out; it refuses to record if any event fails to open. `attach`
+//!   fails loudly unless perf holds at least one event descriptor per tracepoint and CPU, and
+//!   `finish` unless `perf.data` describes exactly the script's tracepoints (by id, naming the
+//!   missing ones). Stream mode only: recorded = samples (each once), lost = the kernel's
+//!   per-event lost counts, as for one tracepoint; [`Attachment::finish_by_probe`] counts the
+//!   samples by their event (sample id → attribute → its `config`, the tracepoint's id). The
+//!   flight recorder is refused: with hundreds of events per CPU, the counts read with samples
+//!   miss every event and CPU whose samples were all overwritten.
 //! - A process tree (`Target::tree`: `count`'s command) is recorded system-wide (`-a`), not with
 //!   `-p`: perf's per-task uprobe filter turns away a process it does not follow yet and removes
 //!   the breakpoint, and with it the USDT semaphore, from that process (measured: workers forked
@@ -50,6 +64,7 @@ use events::Stack;
 use rtrace_ftrace::{Tracefs, UprobeDef};
 use rtrace_tracer::features::Ordinary;
 use rtrace_tracer::{Attachment, EventStats, Hook, RecordMode, Target, Tracer, TracerKind};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -205,7 +220,7 @@ impl Tracer for PerfTracer {
             Hook::KernelTracepoint { category, name } => {
                 rtrace_ftrace::check_tracepoint(category, name)
             }
-            Hook::Tracepoints(_) => bail!("perf does not run tracepoint scripts yet"),
+            Hook::Tracepoints(script) => rtrace_ftrace::check_tracepoints(&script.points),
             Hook::LttngUst { .. } => {
                 bail!("perf cannot trace LTTng-UST tracepoints: use --tracer lttng")
             }
@@ -267,13 +282,25 @@ impl PerfTracer {
             overwrite,
             filtered: filter.is_some() || target.skip_tid.is_some(),
             tree: target.pid.filter(|_| target.tree),
+            script: Vec::new(),
         };
         if a.tree.is_some() && overwrite {
             bail!("perf's flight recorder (--record overwrite) keeps no count of the hits it overwrote per process, so a process tree's cannot be told from the others': use --record stream with perf, or --tracer ftrace or ebpf");
         }
+        if let Hook::Tracepoints(script) = &target.hook {
+            if overwrite {
+                bail!("perf's flight recorder (--record overwrite) cannot count a tracepoint script's overwritten events (its samples' counts miss every event and CPU whose samples were all overwritten): use --record stream with perf, or --tracer ftrace");
+            }
+            a.script = rtrace_ftrace::tracepoint_ids(&fs, &script.points)?;
+        }
         // Every step registers what it created in `a` first, so dropping `a` on error undoes it.
         let events: Vec<String> = match &target.hook {
             Hook::KernelTracepoint { category, name } => vec![format!("{category}:{name}")],
+            Hook::Tracepoints(script) => script
+                .points
+                .iter()
+                .map(|(c, n)| format!("{c}:{n}"))
+                .collect(),
             hook => {
                 let tag = rtrace_tracer::run_tag()?;
                 let defs = rtrace_ftrace::hook_definitions(&tag, hook)?.expect("rejected by check");
@@ -286,11 +313,15 @@ impl PerfTracer {
         let read_counts = overwrite && a.uprobes.is_empty();
         let mut args = record_args(&events, target, pages, &data, read_counts, filter);
         args.extend(stack_args(stack));
-        a.record = Some(record::Record::start(
+        let rec = a.record.insert(record::Record::start(
             &self.program,
             &args,
             &target.consumer_cpus,
         )?);
+        if !a.script.is_empty() {
+            let system_wide = target.pid.is_none() || target.tree;
+            opened_every_event(rec.pid(), a.script.len(), system_wide)?;
+        }
         Ok(Box::new(a))
     }
 }
@@ -384,6 +415,69 @@ struct PerfAttachment {
     filtered: bool,
     /// The root of the process tree whose samples count (recorded with `-a`).
     tree: Option<u32>,
+    /// A tracepoint script's tracepoints: id, `category:name`, in the script's order.
+    script: Vec<(u64, String)>,
+}
+
+/// Fails unless perf (process `pid`, its events enabled) holds at least one event descriptor
+/// per tracepoint and online CPU (`-a`, `system_wide`), or per tracepoint (`-p`: one per
+/// thread, on any CPU).
+fn opened_every_event(pid: u32, points: usize, system_wide: bool) -> Result<()> {
+    let cpus = match system_wide {
+        true => std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .and_then(|l| rtrace_tracer::parse_cpu_list(l.trim()))
+            .map_or(1, |c| c.len().max(1)),
+        false => 1,
+    };
+    let dir = format!("/proc/{pid}/fd");
+    let fds = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot list perf's descriptors in {dir}"))?
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|l| l.to_string_lossy() == "anon_inode:[perf_event]")
+        .count();
+    let want = points * cpus;
+    ensure!(
+        fds >= want,
+        "perf opened {fds} event descriptors for the script's {points} tracepoints on {cpus} CPUs (at least {want} expected): {} tracepoints or more are not traced; raise RLIMIT_NOFILE (ulimit -n) or trace fewer tracepoints",
+        (want - fds).div_ceil(cpus)
+    );
+    Ok(())
+}
+
+/// The samples of each tracepoint of a script (`ids`: id, `category:name`, in the script's
+/// order) from `by_config`; fails unless the file describes exactly these tracepoints (perf
+/// opened all of them, and nothing else).
+fn by_probe(ids: &[(u64, String)], by_config: &HashMap<u64, u64>) -> Result<Vec<(String, u64)>> {
+    let missing: Vec<&str> = ids
+        .iter()
+        .filter(|(id, _)| !by_config.contains_key(id))
+        .map(|(_, n)| n.as_str())
+        .collect();
+    ensure!(
+        missing.is_empty(),
+        "perf recorded {} of the script's {} tracepoints: {} missing ({}{})",
+        ids.len() - missing.len(),
+        ids.len(),
+        missing.len(),
+        missing
+            .iter()
+            .take(5)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", "),
+        if missing.len() > 5 { ", ..." } else { "" }
+    );
+    ensure!(
+        by_config.len() == ids.len(),
+        "perf.data describes {} tracepoints, the script {}: cannot attribute its samples",
+        by_config.len(),
+        ids.len()
+    );
+    Ok(ids
+        .iter()
+        .map(|(id, n)| (n.clone(), by_config[id]))
+        .collect())
 }
 
 /// How long removing an event waits for the kernel to release a dead perf's hold on it.
@@ -397,7 +491,18 @@ impl PerfAttachment {
 }
 
 impl Attachment for PerfAttachment {
-    fn finish(mut self: Box<Self>) -> Result<EventStats> {
+    fn finish(self: Box<Self>) -> Result<EventStats> {
+        self.finish_counting().map(|(st, _)| st)
+    }
+
+    /// A script's samples by tracepoint (not in a tree); no breakdown for other hooks.
+    fn finish_by_probe(self: Box<Self>) -> Result<(EventStats, Vec<(String, u64)>)> {
+        self.finish_counting()
+    }
+}
+
+impl PerfAttachment {
+    fn finish_counting(mut self: Box<Self>) -> Result<(EventStats, Vec<(String, u64)>)> {
         let record = self.record.take().expect("started by attach");
         let exited = record.stop();
         // Read before the events (and their counters) go: the kernel's count of every hit of
@@ -426,7 +531,11 @@ impl Attachment for PerfAttachment {
         if let (Some(kernel), false, false) = (profile, self.overwrite, self.filtered) {
             against_kernel(kernel, &stats, self.tree.is_some())?;
         }
-        Ok(stats)
+        let probes = match (self.script.is_empty(), self.tree) {
+            (false, None) => by_probe(&self.script, &counts.by_config)?,
+            _ => Vec::new(),
+        };
+        Ok((stats, probes))
     }
 }
 
@@ -539,6 +648,72 @@ mod tests {
     }
 
     #[test]
+    fn a_script_s_samples_are_named_and_every_tracepoint_must_be_there() {
+        let ids = [
+            (11, "syscalls:sys_enter_read".to_owned()),
+            (12, "syscalls:sys_enter_write".to_owned()),
+        ];
+        let got = by_probe(&ids, &HashMap::from([(11, 5), (12, 0)])).unwrap();
+        assert_eq!(
+            got,
+            [
+                ("syscalls:sys_enter_read".to_owned(), 5),
+                ("syscalls:sys_enter_write".to_owned(), 0)
+            ]
+        );
+        let e = format!(
+            "{:#}",
+            by_probe(&ids, &HashMap::from([(11, 5)])).unwrap_err()
+        );
+        assert!(
+            e.contains("recorded 1 of the script's 2") && e.contains("sys_enter_write"),
+            "{e}"
+        );
+        let e = by_probe(&ids, &HashMap::from([(11, 5), (12, 1), (13, 1)])).unwrap_err();
+        assert!(e.to_string().contains("describes 3 tracepoints"), "{e}");
+    }
+
+    #[test]
+    fn a_script_is_one_event_argument_per_tracepoint_system_wide() {
+        let script = rtrace_tracer::tracepoints::Script {
+            patterns: vec!["syscalls:sys_enter_*".into()],
+            points: vec![
+                ("syscalls".into(), "sys_enter_read".into()),
+                ("syscalls".into(), "sys_enter_write".into()),
+            ],
+        };
+        let target = Target {
+            hook: Hook::Tracepoints(script),
+            pid: None,
+            follow_children: false,
+            tree: false,
+            skip_tid: None,
+            out_dir: PathBuf::from("/tmp/o"),
+            consumer_cpus: vec![0],
+            buffer_size_kb: None,
+            record: RecordMode::Stream,
+            poll: None,
+        };
+        let ev = [
+            "syscalls:sys_enter_read".to_owned(),
+            "syscalls:sys_enter_write".to_owned(),
+        ];
+        let args = record_args(
+            &ev,
+            &target,
+            1024,
+            Path::new("/tmp/o/perf.data"),
+            false,
+            None,
+        );
+        let s: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
+        assert_eq!(
+            s.join(" "),
+            "-N -B -k monotonic -D -1 -m 1024 -e syscalls:sys_enter_read -e syscalls:sys_enter_write -a -o /tmp/o/perf.data"
+        );
+    }
+
+    #[test]
     fn versions_parse() {
         let (v, n) = parse_version("perf version 6.1.192\n").unwrap();
         assert_eq!((v.as_str(), n), ("perf 6.1.192", (6, 1)));
@@ -580,6 +755,7 @@ mod tests {
             lost_records: 0,
             read_count: None,
             outside_tree: 0,
+            by_config: Default::default(),
         };
         let st = account(&c, Some(200_000)).unwrap();
         assert_eq!(

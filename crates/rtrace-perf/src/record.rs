@@ -69,6 +69,11 @@ impl Record {
         }
     }
 
+    /// The perf process's id (its descriptors are checked after `enable`).
+    pub fn pid(&self) -> u32 {
+        self.tool.pid()
+    }
+
     /// SIGINT (perf exits by itself once its `-p` process ends), then waits for it to write
     /// its file and exit; SIGKILL after [`STOP_TIMEOUT`].
     pub fn stop(mut self) -> Result<Exited> {

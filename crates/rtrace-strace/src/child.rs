@@ -22,17 +22,17 @@ pub struct Strace {
 }
 
 impl Strace {
-    /// Starts `program -f -o output -p pid` on `cpus` (none: anywhere; pinned before it
+    /// Starts `program -f -o output [-e filter] -p pid` on `cpus` (none: anywhere; pinned before it
     /// attaches: every stop of its process wakes it there) and returns once strace reports the
     /// process attached. It dies with us: a strace left behind stops its process at every call.
-    pub fn attach(program: &Path, output: &Path, pid: u32, cpus: &[usize]) -> Result<Strace> {
-        let args = vec![
-            "-f".into(),
-            "-o".into(),
-            output.into(),
-            "-p".into(),
-            pid.to_string().into(),
-        ];
+    pub fn attach(
+        program: &Path,
+        output: &Path,
+        filter: Option<&str>,
+        pid: u32,
+        cpus: &[usize],
+    ) -> Result<Strace> {
+        let args = command_line(output, filter, pid);
         // strace names itself by its argv[0]: `/usr/bin/strace: Process 123 attached`.
         let attached = format!(": Process {pid} attached");
         let mut tool = Tool::spawn(Spawn {
@@ -88,3 +88,28 @@ impl Strace {
 
 /// Said when strace said nothing.
 const NOTHING: &str = "nothing on stderr";
+
+/// strace's arguments: `-f -o OUTPUT [-e FILTER] -p PID`.
+pub fn command_line(output: &Path, filter: Option<&str>, pid: u32) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec!["-f".into(), "-o".into(), output.into()];
+    if let Some(f) = filter {
+        args.push("-e".into());
+        args.push(f.into());
+    }
+    args.push("-p".into());
+    args.push(pid.to_string().into());
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_comes_before_the_pid() {
+        let a = command_line(Path::new("/o/f"), Some("trace=?read"), 7);
+        let s: Vec<String> = a.iter().map(|a| a.to_string_lossy().into()).collect();
+        assert_eq!(s.join(" "), "-f -o /o/f -e trace=?read -p 7");
+        assert_eq!(command_line(Path::new("/dev/null"), None, 7).len(), 5);
+    }
+}

@@ -40,7 +40,7 @@ fn counts(line: &str, hook: ReadHook) -> bool {
 }
 
 /// The line after the thread id `-f` puts before it (`1234 read(...)` or `[pid 1234] read(...)`).
-fn without_tid(line: &str) -> &str {
+pub(crate) fn without_tid(line: &str) -> &str {
     let rest = line.strip_prefix("[pid").unwrap_or(line).trim_start();
     let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
     if digits == 0 {
