@@ -133,6 +133,14 @@ fn cpu_lock(cpu: usize) -> String {
     format!("cpu-{cpu}")
 }
 
+static AT_START: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+
+/// [`usable`] as it was when `main` started, before the harness pinned itself: where a program
+/// that runs on every CPU (`app`'s) goes.
+pub fn usable_at_start() -> &'static [usize] {
+    AT_START.get_or_init(usable)
+}
+
 /// CPUs that are online and in this process's affinity mask (cpuset), ascending.
 pub fn usable() -> Vec<usize> {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online")

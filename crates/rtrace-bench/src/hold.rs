@@ -35,13 +35,13 @@ pub fn run(env: &[String], command: &[String]) -> Result<i32> {
 /// `rtrace-bench __hold-exec -- CMD...` with the pipe's `read_end` as fd 3: once spawned, it
 /// waits for one byte on that pipe, then execs the command (same pid, so a tracer can attach to
 /// it first) with `env` added to its environment. It dies with us (PR_SET_PDEATHSIG survives
-/// the exec). `on`: the CPU it runs on from the start, and its SCHED_FIFO priority if any
-/// (the hold's exec keeps both). Drop `read_end` after spawn.
+/// the exec). `on`: the CPUs it runs on from the start (not the harness's, which it would
+/// inherit), and its SCHED_FIFO priority if any (the hold's exec keeps both). Drop `read_end` after spawn.
 pub fn held_command(
     command: &[String],
     env: &[(String, String)],
     read_end: &OwnedFd,
-    on: Option<(usize, Option<i32>)>,
+    on: Option<(&[usize], Option<i32>)>,
 ) -> Result<Command> {
     let me = std::env::current_exe()?;
     let fd = read_end.as_raw_fd();
@@ -51,13 +51,19 @@ pub fn held_command(
         cmd.arg(format!("--env={k}={v}"));
     }
     cmd.arg("--").args(command);
+    let on = on.map(|(cpus, priority)| {
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes within it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &cpu in cpus {
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+        (set, priority)
+    });
     // SAFETY: dup2, fcntl, prctl, sched_setaffinity and sched_setscheduler are
     // async-signal-safe system calls.
     unsafe {
         cmd.pre_exec(move || {
-            if let Some((cpu, priority)) = on {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
+            if let Some((set, priority)) = on {
                 if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -81,4 +87,24 @@ pub fn held_command(
         });
     }
     Ok(cmd)
+}
+
+/// Makes `cmd` run on every usable CPU, not only the harness's, which it would inherit (a
+/// server it starts, PostgreSQL's, keeps that).
+pub fn on_every_cpu(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes within it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in crate::cpus::usable_at_start() {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: sched_setaffinity is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }

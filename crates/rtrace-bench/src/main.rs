@@ -26,6 +26,7 @@ mod usdt;
 mod workload;
 
 fn main() {
+    cpus::usable_at_start();
     let code = match flags::run() {
         Ok(code) => code,
         Err(e) => {

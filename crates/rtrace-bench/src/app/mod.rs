@@ -451,6 +451,7 @@ impl App {
         cmd: &workload::Timed,
         traced: Option<(&dyn Tracer, usize)>,
         dir: &str,
+        cpus: &[usize],
     ) -> Result<run::Ran> {
         let data = self.o.common.out.join(dir);
         crate::workload::create_dir(&data)?;
@@ -473,6 +474,7 @@ impl App {
             traced.map(|(t, _)| (t, &target as &dyn Fn(Option<u32>) -> rtrace_tracer::Target)),
             &outside,
             scratch.path(),
+            cpus,
         );
         let verified = ran.as_ref().is_ok_and(|r| r.run.accounting().is_ok());
         let lossy = ran
@@ -570,10 +572,17 @@ impl runner::Experiment for App {
 
     fn run(&mut self, e: &Entry, round: &Round) -> Result<Done> {
         let seq = round.seq;
+        // The program runs on every CPU, as it would without us.
+        let every = crate::cpus::usable_at_start();
         match *e {
             Entry::Warmup => {
                 self.workload.reset()?;
-                let ran = self.timed(&self.workload.command(), None, &format!("warmup-{seq}"))?;
+                let ran = self.timed(
+                    &self.workload.command(),
+                    None,
+                    &format!("warmup-{seq}"),
+                    every,
+                )?;
                 Ok(Done::Warmup(AppRun {
                     tracer: "none".into(),
                     warmup: true,
@@ -588,6 +597,7 @@ impl runner::Experiment for App {
                     &self.workload.command(),
                     Some((counter, s)),
                     &format!("count-{seq}"),
+                    every,
                 )?;
                 let mut top = ran.run.by_probe.clone();
                 top.sort_by_key(|p| std::cmp::Reverse(p.1));
@@ -601,7 +611,16 @@ impl runner::Experiment for App {
             }
             Entry::Calibrate(c) => {
                 let traced = c.map(|c| (self.variants[c.variant].tracer.as_ref(), c.script));
-                let ran = self.timed(&self.calibration, traced, &format!("calibration-{seq}"))?;
+                // Both processes of the loop on the measured CPU, the consumers off it: every wake-up
+                // stays on one busy CPU (across CPUs, each would idle it between ticks, which
+                // /proc/stat then counts as idle).
+                let on = [self.o.common.cpus.measured];
+                let ran = self.timed(
+                    &self.calibration,
+                    traced,
+                    &format!("calibration-{seq}"),
+                    &on,
+                )?;
                 Ok(Done::Calibrated(self.named(ran.run, c, seq as u32)))
             }
             Entry::Run(c) => {
@@ -610,7 +629,12 @@ impl runner::Experiment for App {
                 }
                 self.workload.reset()?;
                 let traced = c.map(|c| (self.variants[c.variant].tracer.as_ref(), c.script));
-                let ran = self.timed(&self.workload.command(), traced, &format!("run-{seq}"))?;
+                let ran = self.timed(
+                    &self.workload.command(),
+                    traced,
+                    &format!("run-{seq}"),
+                    every,
+                )?;
                 let outcome = self.workload.outcome(&ran.stdout, &ran.stderr)?;
                 let truth = c.and(self.workload.ground_truth(&outcome));
                 Ok(Done::Timed(AppRun {

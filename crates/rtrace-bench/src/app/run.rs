@@ -36,16 +36,18 @@ pub fn machine_busy_ns() -> Result<u64> {
 /// to a process).
 pub type Traced<'a> = (&'a dyn Tracer, &'a dyn Fn(Option<u32>) -> Target);
 
-/// Runs `cmd` once, traced by `tracer` on the target `target(pid)` makes when given;
-/// `outside` reads the workload's CPU time outside the command's tree.
+/// Runs `cmd` once on `cpus` (every CPU: not the harness's, which it would inherit), traced by
+/// `tracer` on the target `target(pid)` makes when given; `outside` reads the workload's CPU
+/// time outside the command's tree.
 pub fn timed(
     cmd: &Timed,
     tracer: Option<Traced>,
     outside: &dyn Fn() -> Result<Option<u64>>,
     scratch: &std::path::Path,
+    cpus: &[usize],
 ) -> Result<Ran> {
     let (read_end, write_end) = nix::unistd::pipe().context("cannot make a pipe")?;
-    let mut c = crate::hold::held_command(&cmd.argv, &cmd.env, &read_end, None)?;
+    let mut c = crate::hold::held_command(&cmd.argv, &cmd.env, &read_end, Some((cpus, None)))?;
     if let Some(dir) = &cmd.cwd {
         c.current_dir(dir);
     }

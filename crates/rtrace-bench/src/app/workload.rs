@@ -193,6 +193,7 @@ pub fn lock(name: &str) -> Result<Flock<File>> {
 /// command line and the tail of its output. Returns its stdout.
 pub fn run_quiet(cmd: &mut std::process::Command) -> Result<String> {
     let line = command_line(cmd);
+    crate::hold::on_every_cpu(cmd);
     let out = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -19,7 +19,8 @@ pub fn run<A>(
     let count = format!("count={blocks}");
     let command = ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", &count].map(String::from);
     let env = [("LC_ALL".into(), "C".into())];
-    let on = Some((cpu, priority));
+    let cpus = [cpu];
+    let on = Some((&cpus[..], priority));
     let mut cmd = crate::hold::held_command(&command, &env, &read_end, on)?;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
