@@ -54,13 +54,17 @@ fn probe(probes: &[(String, u64)], name: &str) -> u64 {
         .1
 }
 
-/// `tracer` on `syscalls:sys_enter_*` system-wide while dd runs: its accounting and per-probe
-/// counts, checked, and the time from attach to finish.
-fn system_wide(tracer: &dyn Tracer, name: &str) -> (EventStats, Vec<(String, u64)>) {
+/// `tracer` on `patterns` (with `syscalls:sys_enter_read` and `_write`) system-wide while dd
+/// runs: its accounting and per-probe counts, checked, and the time from attach to finish.
+fn system_wide(
+    tracer: &dyn Tracer,
+    name: &str,
+    patterns: &[&str],
+) -> (EventStats, Vec<(String, u64)>) {
     let dir = tempfile::tempdir().unwrap();
-    let s = script(&["syscalls:sys_enter_*"]);
+    let s = script(patterns);
     let points = s.points.len();
-    assert!(points > 300, "{points} sys_enter tracepoints");
+    assert!(points > 2, "{points} tracepoints");
     let instances = our_instances();
     let t = target(Hook::Tracepoints(s), None, dir.path());
     tracer.check(&t.hook).expect("check");
@@ -103,7 +107,8 @@ fn system_wide(tracer: &dyn Tracer, name: &str) -> (EventStats, Vec<(String, u64
 
 #[test]
 fn ftrace_traces_a_script_system_wide_and_counts_each_tracepoint() {
-    let (_, probes) = system_wide(&FtraceTracer::new(), "ftrace");
+    // Every system call's entry: ftrace enables and disables 360 events in a blink.
+    let (_, probes) = system_wide(&FtraceTracer::new(), "ftrace", &["syscalls:sys_enter_*"]);
     assert!(!probes.is_empty(), "stream mode counts by tracepoint");
 }
 
@@ -123,7 +128,10 @@ fn perf_traces_a_script_system_wide_and_counts_each_tracepoint() {
         return;
     }
     let perfs = pids_named(&["perf"]);
-    let (_, probes) = system_wide(&PerfTracer::new(), "perf");
+    // A few tracepoints: perf's exit takes ~40 ms per tracepoint (the kernel's grace period
+    // per event, one at a time), 15 s for the 360 entries, which app measures.
+    let patterns = ["syscalls:sys_enter_read*", "syscalls:sys_enter_write*"];
+    let (_, probes) = system_wide(&PerfTracer::new(), "perf", &patterns);
     assert!(!probes.is_empty(), "perf counts by tracepoint");
     assert!(
         wait_for(5, || pids_named(&["perf"]) == perfs),

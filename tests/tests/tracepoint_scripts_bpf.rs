@@ -150,24 +150,27 @@ fn check(what: &str, r: &Run, points: usize) {
 }
 
 #[test]
-fn ebpf_counts_sys_enter_per_probe() {
-    let hook = script(&["syscalls:sys_enter_*"]);
+fn ebpf_counts_a_script_per_probe() {
+    // A few tracepoints: each link's detach waits for a grace period, one at a time (~70 ms;
+    // 26 s for the 720 of syscalls:*, which app measures as the tracer's exit).
+    let hook = script(&["syscalls:sys_enter_read*", "syscalls:sys_enter_write*"]);
     let points = points(&hook);
-    assert!(points > 300, "{points}");
+    assert!(points > 2, "{points}");
     let r = run(&EbpfTracer::new(EbpfMode::Aggregate), hook, points);
     assert_eq!(r.stats.lost, 0);
-    check("ebpf aggregate sys_enter_*", &r, points);
+    check("ebpf aggregate", &r, points);
 }
 
 #[test]
-fn ebpf_records_sys_enter_per_probe() {
-    let hook = script(&["syscalls:sys_enter_*"]);
+fn ebpf_records_a_script_per_probe() {
+    let hook = script(&["syscalls:sys_enter_read*", "syscalls:sys_enter_write*"]);
     let points = points(&hook);
     let r = run(&EbpfTracer::new(EbpfMode::Record), hook, points);
-    check("ebpf record sys_enter_*", &r, points);
+    check("ebpf record", &r, points);
 }
 
 #[test]
+#[ignore = "26 s of detaching 720 links, too long for CI: run with --ignored (app's main-job step runs syscalls:* under eBPF)"]
 fn ebpf_counts_every_syscall_tracepoint() {
     let hook = script(&["syscalls:*"]);
     let points = points(&hook);
@@ -178,16 +181,17 @@ fn ebpf_counts_every_syscall_tracepoint() {
 }
 
 #[test]
-fn bpftrace_counts_sys_enter_per_probe() {
-    let hook = script(&["syscalls:sys_enter_*"]);
+fn bpftrace_counts_a_script_per_probe() {
+    let hook = script(&["syscalls:sys_enter_read*", "syscalls:sys_enter_write*"]);
     let points = points(&hook);
     let r = run(&BpftraceTracer::new(BpftraceMode::Aggregate), hook, 0);
     assert_eq!(r.stats.lost, 0);
-    check("bpftrace sys_enter_*", &r, points);
+    check("bpftrace", &r, points);
 }
 
 /// More than bpftrace 0.17's default 512 probes: the backend raises its limits.
 #[test]
+#[ignore = "bpftrace takes 53 s to exit from 720 probes, too long for CI: run with --ignored"]
 fn bpftrace_attaches_all_of_syscalls_star() {
     let hook = script(&["syscalls:*"]);
     let points = points(&hook);
