@@ -56,6 +56,10 @@ struct Scale {
     /// usdt-spaced's tracers: by default not bpftrace, whose sweep rows agree with its hot
     /// loop and whose every run compiles its program (seconds a run).
     spaced_tracers: &'static str,
+    /// app's tracers and scripts on the kernel build: by default ftrace on `syscalls:*`
+    /// (eBPF, bpftrace and perf each take 26-53 s to come off its 720 tracepoints, every run).
+    app_tracers: &'static str,
+    app_scripts: &'static str,
 }
 
 impl Scale {
@@ -74,6 +78,8 @@ impl Scale {
             rate_sizes_kb: "256",
             spaced_iterations: 20_000,
             spaced_tracers: "ftrace,ebpf,lttng,perf",
+            app_tracers: "ftrace",
+            app_scripts: "syscalls",
         }
     }
 
@@ -90,6 +96,8 @@ impl Scale {
             rate_sizes_kb: "256,4096",
             spaced_iterations: 200_000,
             spaced_tracers: "all",
+            app_tracers: "all,strace",
+            app_scripts: "sys-enter,syscalls,sched,syscalls-sched",
         }
     }
 }
@@ -138,6 +146,11 @@ mod reference {
     /// events --tracer all: 3 rounds of 200,000 reads 206 s, 2 rounds of 100,000 108 s.
     pub const EVENTS_PER_ROUND_S: f64 = 39.3;
     pub const EVENTS_PER_1K_READS_S: f64 = 0.147;
+    /// app on the kernel build, once: extracting and configuring Linux 6.1 on tmpfs (27 s,
+    /// then cached) and the counting run (2026-11-28).
+    pub const APP_FIXED_S: f64 = 40.0;
+    /// ... per tracer × script and round: an 8 s build, and the tracer's exit.
+    pub const APP_PER_CELL_ROUND_S: f64 = 9.0;
 }
 
 fn secs(s: f64) -> Duration {
@@ -244,6 +257,25 @@ fn steps(s: &Scale) -> Vec<Step> {
                         + reference::EVENTS_PER_1K_READS_S * s.reads as f64 / 1e3),
             ),
         },
+        // A real program under tracing (Piotrowski's Benchmark 2): a kernel build, its
+        // slowdown predicted before the traced runs.
+        Step {
+            name: "app",
+            args: words(&format!(
+                "app --workload kbuild -t {} --script {} --rounds 3 --warmup 0 \
+                 --calibration-runs 2",
+                s.app_tracers, s.app_scripts
+            )),
+            result: "app/app.json",
+            estimate: secs(
+                reference::APP_FIXED_S
+                    + reference::APP_PER_CELL_ROUND_S
+                        * 3.0
+                        * (1.0
+                            + (s.app_tracers.split(',').count() * s.app_scripts.split(',').count())
+                                as f64),
+            ),
+        },
     ]
 }
 
@@ -277,6 +309,13 @@ fn left_out(s: &Scale) -> Vec<String> {
              at each rate): `rtrace-bench rate --tracer all --buffer-sizes-kb 4096`"
                 .to_owned(),
         );
+    }
+    if s.app_tracers != full.app_tracers || s.app_scripts != full.app_scripts {
+        out.push(format!(
+            "the kernel build under every tracer and script ({} on {} here; eBPF, bpftrace and perf take 26-53 s to come off syscalls:* each run), and pgbench: \
+             `rtrace-bench app -t all,strace --script sys-enter,syscalls,sched,syscalls-sched` and `rtrace-bench app --workload pgbench -t all`",
+            s.app_tracers, s.app_scripts
+        ));
     }
     if s.event_rounds < full.event_rounds || s.reads < full.reads {
         out.push(format!(
@@ -431,7 +470,7 @@ mod tests {
     fn the_default_leaves_out_what_full_runs_and_says_how_to_run_it() {
         let default = Scale::of(&options(false));
         let lo = left_out(&default);
-        assert_eq!(lo.len(), 5, "{lo:?}");
+        assert_eq!(lo.len(), 6, "{lo:?}");
         assert!(lo.iter().all(|l| l.contains("`rtrace-bench ")), "{lo:?}");
         assert!(left_out(&Scale::of(&options(true))).is_empty());
     }

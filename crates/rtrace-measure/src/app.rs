@@ -4,7 +4,7 @@
 //! runs and checked after them (his Future Work).
 //!
 //! The prediction is made of two measurements taken first: the script's hits in the program (a
-//! counting run under eBPF's per-probe counters) and each tracer's cost per event under the
+//! counting run under ftrace, per tracepoint) and each tracer's cost per event under the
 //! same script on a calibration loop (`perf bench sched pipe`: system calls and context
 //! switches), both as the machine's busy CPU time. Predicted extra CPU time = hits × cost per
 //! event; it is set beside the measured one, a round's traced run minus the same round's
@@ -68,7 +68,7 @@ pub struct ScriptConfig {
     pub tracepoints: usize,
 }
 
-/// A script's hits in one untimed run of the program, as eBPF's per-probe counters saw them.
+/// A script's hits in one untimed run of the program, as ftrace counted them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScriptCount {
     pub script: String,

@@ -49,7 +49,7 @@ impl crate::result::Reported for AppResult {
     }
 }
 
-const NOTE: &str = "Each script traces every process, as Piotrowski's did (strace: the command's tree). Slowdown: traced ÷ untraced wall time of the same round, geometric mean over rounds with Student's t; \"with exit\" adds the time from the program's end until the tracer had delivered everything and stopped. Extra CPU: the machine's busy time (/proc/stat, every CPU) traced minus untraced in the same round; \"in the program\" is the part in the program's own CPU time (wait4), the rest is the tracer's consumers and everything else. Predicted: the script's hits in the program (one run under eBPF's per-probe counters) × the tracer's busy time per event under the same script on the calibration loop, made before the first traced run";
+const NOTE: &str = "Each script traces every process, as Piotrowski's did (strace: the command's tree). Slowdown: traced ÷ untraced wall time of the same round, geometric mean over rounds with Student's t; \"with exit\" adds the time from the program's end until the tracer had delivered everything and stopped. Extra CPU: the machine's busy time (/proc/stat, every CPU) traced minus untraced in the same round; \"in the program\" is the part in the program's own CPU time (wait4), the rest is the tracer's consumers and everything else. Predicted: the script's hits in the program (one run under ftrace, counted per tracepoint) × the tracer's busy time per event under the same script on the calibration loop, made before the first traced run";
 
 fn summary(r: &AppResult) -> Vec<String> {
     let mut out = Vec::new();

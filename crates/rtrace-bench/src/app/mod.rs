@@ -3,7 +3,7 @@
 //! scripts of growing breadth (`syscalls:sys_enter_*`, `syscalls:*`, `sched:*`, both), each
 //! tracer tracing every process as his scripts did (strace: the command's tree), in alternating
 //! rounds after a warm-up. Before the first traced run it predicts each cell's extra CPU time
-//! from the script's hits in the program (one run under eBPF's per-probe counters) and the
+//! from the script's hits in the program (one run under ftrace, counting per tracepoint) and the
 //! tracer's cost per event under the same script on a calibration loop; the report sets the
 //! prediction beside what the rounds measured.
 
@@ -217,7 +217,11 @@ impl AppArgs {
             // bpftrace's one-liner counts.
             tracer_args.bpf_mode = vec![BpfModeArg::Record, BpfModeArg::Aggregate];
         }
-        let kinds = tracers(&self.tracer);
+        let mut kinds = tracers(&self.tracer);
+        // `all,strace`: strace beside every other tracer (`all` leaves it out).
+        if self.tracer.contains(&TracerArg::Strace) && !kinds.contains(&TracerKind::Strace) {
+            kinds.push(TracerKind::Strace);
+        }
         if kinds.is_empty() {
             return Err(OptionsError::Other(
                 "--tracer names no tracer: pick ftrace, ebpf, bpftrace, perf, strace or all".into(),
@@ -271,7 +275,7 @@ impl Accounted for Done {
         match self {
             Done::Warmup(r) | Done::Calibrated(r) | Done::Timed(r) => r.accounting(),
             Done::Count(c) if c.hits == 0 => Err(format!(
-                "eBPF counted no hit of {} in the program: nothing to predict from",
+                "ftrace counted no hit of {} in the program: nothing to predict from",
                 c.script
             )),
             Done::Count(_) => Ok(()),
@@ -354,8 +358,10 @@ pub fn run(o: Options) -> Result<i32> {
             .collect();
         bail!("no tracer runs a script here ({})", why.join("; "));
     }
-    let counter: Box<dyn Tracer> = Box::new(rtrace_ebpf::EbpfTracer::new(
-        rtrace_ebpf::EbpfMode::Aggregate,
+    // ftrace streaming, which counts each tracepoint's events exactly (recorded + lost) and
+    // comes off at once (a perf-event tracepoint, eBPF's or perf's, takes a grace period each).
+    let counter: Box<dyn Tracer> = Box::new(rtrace_ftrace::FtraceTracer::with_mode(
+        rtrace_ftrace::FtraceMode::Stream,
     ));
     let counter = match scripts
         .iter()
@@ -366,7 +372,7 @@ pub fn run(o: Options) -> Result<i32> {
             not_run.push(NotRun {
                 tracer: "prediction".into(),
                 script: "every script".into(),
-                why: format!("eBPF's per-probe counters cannot count the hits here: {e:#}"),
+                why: format!("ftrace cannot count the hits here, so nothing is predicted: {e:#}"),
             });
             None
         }
