@@ -145,16 +145,17 @@ impl crate::pool::Accounted for AppRun {
             ));
         }
         if let Some((probe, truth)) = &self.ground_truth {
-            let seen = self.by_probe.iter().find(|(p, _)| p == probe).map(|p| p.1);
-            match seen {
-                Some(n) if n + events.lost >= *truth => {}
-                Some(n) => {
-                    return Err(format!(
-                        "{} recorded {n} of {probe}'s {truth} hits and lost {}",
-                        self.tracer, events.lost
-                    ))
-                }
-                None => {}
+            // The script is that probe: every event is one of its hits.
+            let seen = self
+                .by_probe
+                .iter()
+                .find(|(p, _)| p == probe)
+                .map_or(events.recorded, |p| p.1);
+            if seen + events.lost != *truth {
+                return Err(format!(
+                    "{} recorded {seen} and lost {} of {probe}'s {truth} hits",
+                    self.tracer, events.lost
+                ));
             }
         }
         Ok(())

@@ -250,19 +250,10 @@ pub fn section(report: &Report) -> Result<Option<Section>> {
                 Cell::num(*hz, format!("{mark}{shown}"))
             }));
         }
+        // No ★ here: a slowdown too small to resolve may well be the best.
         if app_column.is_some() {
-            let best_app = rows
-                .iter()
-                .filter_map(|r| r.app.as_ref())
-                .filter(|a| a.1)
-                .map(|a| a.0)
-                .min_by(f64::total_cmp);
-            cells.push(Cell::or_missing(r.app.as_ref(), |(x, _, shown)| {
-                let mark = match best_app == Some(*x) {
-                    true => BEST,
-                    false => "",
-                };
-                Cell::num((x - 1.0) * 100.0, format!("{mark}{shown}"))
+            cells.push(Cell::or_missing(r.app.as_ref(), |(x, resolved, shown)| {
+                Cell::num((x - 1.0) * 100.0, shown.clone()).flag_if(*resolved)
             }));
         }
         table.rows.push(cells);
@@ -386,7 +377,7 @@ fn columns_said(shown: &[usize], rate: bool, app: bool) -> Vec<String> {
         what.push("sustained rate: the highest event rate sustained at the smallest buffer (`rate`; ≥: the loop's own limit).".into());
     }
     if app {
-        what.push("slowdown: a real program's wall time traced over untraced, same rounds, with the widest tracing script it ran (`app`; its section sets the slowdown beside its prediction).".into());
+        what.push("slowdown: a real program's wall time traced over untraced, same rounds, with the widest tracing script it ran (`app`; its section sets the slowdown beside its prediction); one whose interval excludes 0 stands out, and no ★: an unresolved slowdown may be the smallest.".into());
     }
     what.push("★ goes to the best value of a column whose interval excludes 0. Every mode, hook and run is in the sections below.".into());
     what

@@ -27,6 +27,9 @@ impl crate::result::Reported for AppResult {
         );
         s.push(Block::Table(slowdowns(r)));
         s.push(Block::Table(predictions(r)));
+        if let Some(t) = metrics(r) {
+            s.push(Block::Table(t));
+        }
         match figure(r) {
             Ok(Some(f)) => s.push(Block::Figure(f)),
             Ok(None) => {}
@@ -183,6 +186,18 @@ fn verdict(r: &AppResult, tracer: &str, script: &str) -> Option<(f64, bool)> {
 /// What a cell's miss is made of, measured: the program's own CPU and the rest, each
 /// predicted against measured.
 fn mechanism(p: &Prediction, m: &Measured) -> String {
+    // More events than the program's hits: the tracer's own work is in its script.
+    if let Some(events) = m.events.as_ref().map(|e| e.estimate) {
+        if events > p.hits as f64 * (1.0 + TOLERANCE) {
+            return format!(
+                "the script caught {:.1} times the program's hits ({:.0} events a run for {} hits): the tracer's own system calls are in it (its writes of what it recorded), and at the calibrated cost those events make {} s",
+                events / p.hits as f64,
+                events,
+                p.hits,
+                s(events * p.per_event_ns.estimate / 1e9)
+            );
+        }
+    }
     let ctx_p = p.extra_in_context_ns;
     let ctx_m = m.extra_in_context_ns.estimate;
     let rest_p = p.extra_cpu_ns - ctx_p;
@@ -248,6 +263,67 @@ fn predictions(r: &AppResult) -> Table {
         ]);
     }
     t
+}
+
+/// What the program itself reported per cell (pgbench's tps and latency percentiles), and a
+/// probe's hits against the program's own count where it gives one.
+fn metrics(r: &AppResult) -> Option<Table> {
+    let mut names: Vec<String> = Vec::new();
+    for run in r.runs.iter().filter(|x| !x.warmup) {
+        for (n, _) in &run.metrics {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let truth = r.runs.iter().any(|x| x.ground_truth.is_some());
+    let mut columns = vec![Column::new("tracer").text(), Column::new("script").text()];
+    columns.extend(names.iter().map(|n| Column::new(n.as_str())));
+    if truth {
+        columns.push(Column::new("probe's events / its hits").text());
+    }
+    let mut t = Table::new("app-metrics", 2, columns).titled(
+        format!("What {} reported", r.config.workload),
+        Some("Means over rounds with 95 % intervals.".into()),
+    );
+    let mut cells = vec![("none".to_string(), None)];
+    cells.extend(r.cells().into_iter().map(|(t, s)| (t, Some(s))));
+    for (tracer, script) in cells {
+        let runs: Vec<&rtrace_measure::app::AppRun> = r.timed(&tracer, script.as_deref()).collect();
+        let mut row = vec![
+            Cell::text(&tracer),
+            Cell::text(script.as_deref().unwrap_or("-")),
+        ];
+        for n in &names {
+            let xs: Vec<f64> = runs.iter().filter_map(|x| x.metric(n)).collect();
+            let e = rtrace_measure::interval::mean_of(&xs, 0.0);
+            row.push(Cell::or_missing(e.as_ref(), |e| {
+                est_cell(e, 1.0, |x| match x.abs() {
+                    a if a >= 100.0 || x.fract() == 0.0 => format!("{x:.0}"),
+                    _ => format!("{x:.3}"),
+                })
+            }));
+        }
+        if truth {
+            let exact: Vec<String> = runs
+                .iter()
+                .filter_map(|x| {
+                    let (_, n) = x.ground_truth.as_ref()?;
+                    Some(format!("{}/{n}", x.events_total()?))
+                })
+                .collect();
+            row.push(Cell::text(if exact.is_empty() {
+                "-".to_string()
+            } else {
+                exact.join(", ")
+            }));
+        }
+        t.rows.push(row);
+    }
+    Some(t)
 }
 
 fn counts(r: &AppResult) -> Table {

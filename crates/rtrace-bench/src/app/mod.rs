@@ -21,7 +21,6 @@ use rtrace_measure::app::{
     self as model, AppConfig, AppResult, AppRun, NotRun, ScriptConfig, ScriptCount,
 };
 use rtrace_measure::pool::Accounted;
-use rtrace_tracer::tracepoints::Script;
 use rtrace_tracer::{Hook, RecordMode, Tracer, TracerKind};
 use workload::AppWorkload;
 
@@ -94,6 +93,11 @@ pub struct AppArgs {
     /// repeat or comma separate), e.g. --probe syscalls:sys_enter_read.
     #[arg(long, value_delimiter = ',', value_name = "CATEGORY:NAME")]
     pub probe: Vec<String>,
+    /// A USDT probe of the program as a script of its own (`PROVIDER:NAME`, comma separated;
+    /// pgbench: PostgreSQL's, e.g. postgresql:transaction__commit, whose hits pgbench's output
+    /// gives exactly; your command: its own binary's).
+    #[arg(long, value_delimiter = ',', value_name = "PROVIDER:NAME")]
+    pub usdt: Vec<String>,
     /// Untimed runs of the program before the first round.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub warmup: u32,
@@ -145,6 +149,8 @@ pub struct Options {
     pub program: Program,
     /// (name, patterns).
     pub scripts: Vec<(String, Vec<String>)>,
+    /// `--usdt`: (provider, name), each a script of its own.
+    pub usdt: Vec<(String, String)>,
     pub warmup: u32,
     pub calibration_runs: u32,
     pub calibration_loops: u64,
@@ -204,7 +210,14 @@ impl AppArgs {
             let probes = crate::options::unique(self.probe);
             scripts.push((probes.join(","), probes));
         }
-        if scripts.is_empty() {
+        let mut usdt = Vec::new();
+        for p in crate::options::unique(self.usdt) {
+            match crate::count::parse_probe(&p)? {
+                crate::count::CountProbe::Usdt { provider, name } => usdt.push((provider, name)),
+                _ => return Err(OptionsError::ProbeSyntax(p)),
+            }
+        }
+        if scripts.is_empty() && usdt.is_empty() {
             scripts.push((
                 ScriptArg::Syscalls.name().into(),
                 ScriptArg::Syscalls.patterns(),
@@ -234,6 +247,7 @@ impl AppArgs {
             skip_unavailable: all,
             program,
             scripts,
+            usdt,
             warmup: self.warmup,
             calibration_runs: self.calibration_runs,
             calibration_loops: self.calibration_loops,
@@ -286,7 +300,7 @@ impl Accounted for Done {
 struct App {
     o: Options,
     workload: Box<dyn AppWorkload>,
-    scripts: Vec<(String, Script)>,
+    scripts: Vec<(String, Hook)>,
     variants: Vec<Variant>,
     cells: Vec<Cell>,
     /// eBPF in its counting mode, for the hits per script.
@@ -300,16 +314,21 @@ pub fn run(o: Options) -> Result<i32> {
         "tracefs is not mounted: mount it with `mount -t tracefs nodev /sys/kernel/tracing`",
     )?;
     let events = fs.path("events");
-    let scripts: Vec<(String, Script)> = o
+    let workload = workload_of(&o.program)?;
+    let mut scripts: Vec<(String, Hook)> = o
         .scripts
         .iter()
         .map(|(name, p)| {
-            Ok((
-                name.clone(),
-                rtrace_tracer::tracepoints::expand(&events, p)?,
-            ))
+            let script = rtrace_tracer::tracepoints::expand(&events, p)?;
+            Ok((name.clone(), Hook::Tracepoints(script)))
         })
         .collect::<Result<_>>()?;
+    for (provider, name) in &o.usdt {
+        scripts.push((
+            format!("{provider}:{name}"),
+            usdt_hook(&*workload, provider, name)?,
+        ));
+    }
     let mut variants = Vec::new();
     let mut cells = Vec::new();
     let mut not_run = Vec::new();
@@ -319,7 +338,7 @@ pub fn run(o: Options) -> Result<i32> {
             let label = kind.label(v.name);
             let mut runs = false;
             for (s, (name, script)) in scripts.iter().enumerate() {
-                match v.tracer.check(&Hook::Tracepoints(script.clone())) {
+                match v.tracer.check(script) {
                     Ok(()) => {
                         runs = true;
                         cells.push(Cell {
@@ -363,10 +382,7 @@ pub fn run(o: Options) -> Result<i32> {
     let counter: Box<dyn Tracer> = Box::new(rtrace_ftrace::FtraceTracer::with_mode(
         rtrace_ftrace::FtraceMode::Stream,
     ));
-    let counter = match scripts
-        .iter()
-        .try_for_each(|(_, s)| counter.check(&Hook::Tracepoints(s.clone())))
-    {
+    let counter = match scripts.iter().try_for_each(|(_, s)| counter.check(s)) {
         Ok(()) => Some(counter),
         Err(e) => {
             not_run.push(NotRun {
@@ -376,23 +392,6 @@ pub fn run(o: Options) -> Result<i32> {
             });
             None
         }
-    };
-    let workload: Box<dyn AppWorkload> = match &o.program {
-        Program::Command(argv) => {
-            let path = crate::count::resolve(&argv[0])?;
-            if !path.is_file() {
-                bail!("command `{}` not found: check its path", argv[0]);
-            }
-            Box::new(workload::Command { argv: argv.clone() })
-        }
-        Program::Kbuild { target } => Box::new(kbuild::Kbuild::new(
-            target.clone(),
-            kbuild::Kbuild::default_jobs(),
-        )),
-        Program::Pgbench { transactions } => Box::new(pgbench::Pgbench::new(
-            pgbench::DEFAULT_CLIENTS,
-            *transactions,
-        )),
     };
     let calibration = workload::Timed {
         argv: ["perf", "bench", "sched", "pipe", "-l"]
@@ -414,10 +413,17 @@ pub fn run(o: Options) -> Result<i32> {
             calibration_command: calibration.argv.clone(),
             scripts: scripts
                 .iter()
-                .map(|(name, s)| ScriptConfig {
-                    name: name.clone(),
-                    patterns: s.patterns.clone(),
-                    tracepoints: s.points.len(),
+                .map(|(name, hook)| match hook {
+                    Hook::Tracepoints(s) => ScriptConfig {
+                        name: name.clone(),
+                        patterns: s.patterns.clone(),
+                        tracepoints: s.points.len(),
+                    },
+                    hook => ScriptConfig {
+                        name: name.clone(),
+                        patterns: vec![format!("usdt:{}", hook.label())],
+                        tracepoints: hook.probe_sites().map_or(0, |s| s.len()),
+                    },
                 })
                 .collect(),
             warmup: o.warmup,
@@ -462,7 +468,7 @@ impl App {
         let data = self.o.common.out.join(dir);
         crate::workload::create_dir(&data)?;
         let scratch = tempfile::tempdir_in(&self.o.common.out)?;
-        let hook = traced.map(|(_, s)| Hook::Tracepoints(self.scripts[s].1.clone()));
+        let hook = traced.map(|(_, s)| self.scripts[s].1.clone());
         let target = |pid| {
             let t = self
                 .o
@@ -548,7 +554,13 @@ impl runner::Experiment for App {
             first.extend((0..self.scripts.len()).map(Entry::Count));
             for _ in 0..self.o.calibration_runs {
                 first.push(Entry::Calibrate(None));
-                first.extend(self.cells.iter().map(|&c| Entry::Calibrate(Some(c))));
+                // The loop fires no USDT probe of the program: those cells are not predicted.
+                first.extend(
+                    self.cells
+                        .iter()
+                        .filter(|c| matches!(self.scripts[c.script].1, Hook::Tracepoints(_)))
+                        .map(|&c| Entry::Calibrate(Some(c))),
+                );
             }
         }
         let mut rounds = vec![Entry::Run(None)];
@@ -642,7 +654,9 @@ impl runner::Experiment for App {
                     every,
                 )?;
                 let outcome = self.workload.outcome(&ran.stdout, &ran.stderr)?;
-                let truth = c.and(self.workload.ground_truth(&outcome));
+                let truth = c
+                    .and(self.workload.ground_truth(&outcome))
+                    .filter(|(probe, _)| c.is_some_and(|c| self.scripts[c.script].0 == *probe));
                 Ok(Done::Timed(AppRun {
                     metrics: outcome.metrics,
                     ground_truth: truth,
@@ -701,5 +715,47 @@ impl App {
             round,
             ..run
         }
+    }
+}
+
+/// The workload `program` names, checked where it can be before anything changes.
+fn workload_of(program: &Program) -> Result<Box<dyn AppWorkload>> {
+    Ok(match program {
+        Program::Command(argv) => {
+            let path = crate::count::resolve(&argv[0])?;
+            if !path.is_file() {
+                bail!("command `{}` not found: check its path", argv[0]);
+            }
+            Box::new(workload::Command { argv: argv.clone() })
+        }
+        Program::Kbuild { target } => Box::new(kbuild::Kbuild::new(
+            target.clone(),
+            kbuild::Kbuild::default_jobs(),
+        )),
+        Program::Pgbench { transactions } => Box::new(pgbench::Pgbench::new(
+            pgbench::DEFAULT_CLIENTS,
+            *transactions,
+        )),
+    })
+}
+
+/// The USDT probe `provider:name` of `workload`'s binaries as a hook on every process.
+fn usdt_hook(workload: &dyn AppWorkload, provider: &str, name: &str) -> Result<Hook> {
+    let binaries = workload.usdt_binaries();
+    for binary in &binaries {
+        if let Ok(sites) = rtrace_sdt::find(binary, provider, name) {
+            return Ok(Hook::Usdt {
+                binary: binary.clone(),
+                sites,
+            });
+        }
+    }
+    let listed: Vec<String> = binaries.iter().map(|b| b.display().to_string()).collect();
+    match listed.first() {
+        Some(b) => bail!(
+            "no USDT probe {provider}:{name} in {}: see `rtrace-bench probes {b}`",
+            listed.join(", ")
+        ),
+        None => bail!("the {} workload has no USDT probes: --usdt is for pgbench, or your command's own binary", workload.name()),
     }
 }

@@ -40,7 +40,6 @@ pub trait AppWorkload {
     /// and after each run.
     fn cpu_outside_ns(&self) -> Result<Option<u64>>;
     /// Binaries whose USDT probes belong to it (postgres), for user-space scripts.
-    #[allow(dead_code)]
     fn usdt_binaries(&self) -> Vec<PathBuf>;
     /// One USDT probe (`provider:name`) of [`usdt_binaries`](Self::usdt_binaries) whose hits
     /// during a timed run are known exactly from the run's outcome, and that number: a tracer
@@ -121,8 +120,13 @@ impl AppWorkload for Command {
         Ok(None)
     }
 
+    /// The program itself: its own USDT probes.
     fn usdt_binaries(&self) -> Vec<PathBuf> {
-        Vec::new()
+        self.argv
+            .first()
+            .and_then(|p| find_program(p).ok())
+            .into_iter()
+            .collect()
     }
 }
 
