@@ -118,7 +118,8 @@ fn bad_input_is_one_line_and_changes_nothing() {
         &["false"],
     );
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("`false` failed"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`false` failed"), "{err}");
     assert_eq!(tracefs_snapshot(), before, "tracing state left behind");
     assert!(our_instances().is_empty());
 }

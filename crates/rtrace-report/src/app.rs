@@ -26,7 +26,12 @@ impl crate::result::Reported for AppResult {
             Some(Block::Note(NOTE.into())),
         );
         s.push(Block::Table(slowdowns(r)));
-        s.push(Block::Table(predictions(r)));
+        let p = predictions(r);
+        if p.rows.is_empty() {
+            s.push(Block::Note("Nothing predicted: the calibration loop fires system calls and context switches, not the program's USDT probes, and a prediction needs the hits counted and a tracer's cost per event under the same script.".into()));
+        } else {
+            s.push(Block::Table(p));
+        }
         if let Some(t) = metrics(r) {
             s.push(Block::Table(t));
         }
