@@ -202,6 +202,16 @@ fn mechanism(p: &Prediction, m: &Measured) -> String {
                 s(events * p.per_event_ns.estimate / 1e9)
             );
         }
+        // Fewer: the tracer sees part of what the count saw system-wide.
+        if events < p.hits as f64 * (1.0 - TOLERANCE) {
+            return format!(
+                "the tracer saw {:.0} % of the hits counted in every process ({:.0} events a run of {}): it follows the command's tree only (strace: not a server it talks to), and at the calibrated cost those events make {} s",
+                100.0 * events / p.hits as f64,
+                events,
+                p.hits,
+                s(events * p.per_event_ns.estimate / 1e9)
+            );
+        }
     }
     let ctx_p = p.extra_in_context_ns;
     let ctx_m = m.extra_in_context_ns.estimate;
