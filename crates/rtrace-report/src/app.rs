@@ -191,46 +191,55 @@ fn verdict(r: &AppResult, tracer: &str, script: &str) -> Option<(f64, bool)> {
 /// What a cell's miss is made of, measured: the program's own CPU and the rest, each
 /// predicted against measured.
 fn mechanism(p: &Prediction, m: &Measured) -> String {
-    // More events than the program's hits: the tracer's own work is in its script.
+    let measured = m.extra_cpu_ns.estimate;
     if let Some(events) = m.events.as_ref().map(|e| e.estimate) {
-        if events > p.hits as f64 * (1.0 + TOLERANCE) {
-            return format!(
-                "the script caught {:.1} times the program's hits ({:.0} events a run for {} hits): the tracer's own system calls are in it (its writes of what it recorded), and at the calibrated cost those events make {} s",
+        let why = if events > p.hits as f64 * (1.0 + TOLERANCE) {
+            // More events than the program's hits: the tracer's own work is in its script.
+            Some(format!(
+                "the script caught {:.1} times the program's hits ({events:.0} events a run for {}): the tracer's own system calls are in it (its writes of what it recorded)",
                 events / p.hits as f64,
-                events,
-                p.hits,
-                s(events * p.per_event_ns.estimate / 1e9)
-            );
-        }
-        // Fewer: the tracer sees part of what the count saw system-wide.
-        if events < p.hits as f64 * (1.0 - TOLERANCE) {
-            return format!(
-                "the tracer saw {:.0} % of the hits counted in every process ({:.0} events a run of {}): it follows the command's tree only (strace: not a server it talks to), and at the calibrated cost those events make {} s",
+                p.hits
+            ))
+        } else if events < p.hits as f64 * (1.0 - TOLERANCE) {
+            // Fewer: the tracer sees part of what the count saw in every process.
+            Some(format!(
+                "the tracer saw {:.0} % of the hits counted in every process ({events:.0} events a run of {}): it follows the command's tree only (strace: not a server it talks to)",
                 100.0 * events / p.hits as f64,
-                events,
-                p.hits,
-                s(events * p.per_event_ns.estimate / 1e9)
+                p.hits
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            let explained = events * p.per_event_ns.estimate;
+            return format!(
+                "{why}; at the calibrated cost those events make {} s of the {} s measured, {} s left unexplained",
+                s(explained / 1e9),
+                s(measured / 1e9),
+                s((measured - explained) / 1e9)
             );
         }
     }
     let ctx_p = p.extra_in_context_ns;
     let ctx_m = m.extra_in_context_ns.estimate;
     let rest_p = p.extra_cpu_ns - ctx_p;
-    let rest_m = m.extra_cpu_ns.estimate - ctx_m;
+    let rest_m = measured - ctx_m;
     let off = |p: f64, m: f64| (m - p).abs();
     let (part, pp, mm) = if off(ctx_p, ctx_m) >= off(rest_p, rest_m) {
-        ("in the program's own CPU (the probe's cost in its context: another mix of events, colder caches than the loop's)", ctx_p, ctx_m)
+        ("in the program's own CPU time", ctx_p, ctx_m)
     } else {
         (
-            "outside the program (the tracer's consumers competing for the CPUs)",
+            "outside the program (the tracer's consumers and the rest of the machine)",
             rest_p,
             rest_m,
         )
     };
     format!(
-        "most of the difference is {part}: predicted {} s, measured {} s",
+        "most of the difference is {part}: predicted {} s, measured {} s; {} s of the {} s difference is elsewhere; why the events cost otherwise there than on the calibration loop is not measured",
         s(pp / 1e9),
-        s(mm / 1e9)
+        s(mm / 1e9),
+        s(((measured - p.extra_cpu_ns) - (mm - pp)) / 1e9),
+        s((measured - p.extra_cpu_ns) / 1e9)
     )
 }
 
